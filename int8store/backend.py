@@ -1,0 +1,36 @@
+"""The one place int8store imports its tensor library.
+
+Everything else does ``from int8store.backend import aesara, at`` so that a
+second backend (PyTensor, the maintained fork) can be added here without
+touching the rest of the package.
+
+Our graphs are float32 whatever the user's ``floatX`` is: :data:`FLOAT` names
+that dtype, and :func:`float_constant` makes constants that do not upcast.
+"""
+
+import numpy as np
+
+import aesara
+import aesara.tensor as at
+from aesara.tensor.special import softmax
+from aesara.tensor.var import TensorVariable
+
+__all__ = ["aesara", "at", "softmax", "TensorVariable", "FLOAT", "float_constant", "shared"]
+
+#: dtype of every float tensor int8store builds.
+FLOAT = "float32"
+
+
+def float_constant(value):
+    """A float32 constant: a Python float would follow ``floatX`` and upcast."""
+    return at.constant(np.asarray(value, dtype=FLOAT))
+
+
+def shared(value, name=None, static_shape=True):
+    """An Aesara shared variable holding ``value`` (not copied).
+
+    With ``static_shape`` the variable's type records the array's shape, which
+    lets the optimizer (and JAX tracing) reason about sizes.
+    """
+    shape = value.shape if static_shape else None
+    return aesara.shared(value, name=name, borrow=True, shape=shape)

@@ -1,0 +1,247 @@
+"""One split of a dataset held as Aesara shared variables: int8 images, int32 labels.
+
+:class:`SharedDataset` is what the rest of the library works with;
+:func:`shared_dataset` is the drop-in for the classic tutorials' function of
+the same name and returns just its ``(x, y)``.
+"""
+
+import numpy as np
+
+from .backend import FLOAT, TensorVariable, aesara, at, shared
+from .dequantize import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
+from .encoding import quantize
+from .errors import ArgumentError, Int8StoreError
+from .labels import as_int32_labels
+
+__all__ = ["SharedDataset", "shared_dataset", "STORAGES"]
+
+#: How the images can be held: int8 codes (this library), or float32 (the classic way).
+STORAGES = ("int8", "float32")
+
+_FLOAT32_BYTES = 4
+
+
+class SharedDataset:
+    """Images and labels of one split, as shared variables.
+
+    Parameters
+    ----------
+    codes : ndarray of int8, shape (N, ...)
+        The encoded images; stored flattened to ``(N, D)`` as the tutorials
+        expect, the original image shape kept in :attr:`image_shape`.
+    labels : ndarray of int, shape (N,)
+    encoding : Encoding
+    normalize : {"unit", "batch", "dataset", "none"}
+        The float32 view's normalization (see :func:`~int8store.dequantize`).
+    storage : {"int8", "float32"}
+        ``"float32"`` holds a float32 copy made once, the classic way, so
+        both can be compared with everything else the same.
+    dataset_mean : float, optional
+        For ``normalize="dataset"``: the training split's mean (default: this
+        split's own).
+    image_shape : tuple, optional
+        Shape of one image (default: ``codes.shape[1:]``).
+    name : str
+        The split's name, used for variable names and messages.
+
+    Attributes
+    ----------
+    x : float32 tensor variable
+        The symbolic view of all images. Indexing it (``x[a:b]``) slices the
+        stored codes first and converts only the slice.
+    y : int32 shared variable
+        The labels; ``y.get_value(borrow=True).shape[0]`` is the example count.
+    data : shared variable
+        The stored images: int8 codes, or float32 for ``storage="float32"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = np.arange(24, dtype=np.uint8).reshape(6, 2, 2)
+    >>> ds = SharedDataset.from_arrays(images, [0, 1, 0, 1, 0, 1], name="train")
+    >>> ds.n_examples, ds.n_batches(4), ds.image_shape
+    (6, 1, (2, 2))
+    >>> ds.nbytes, ds.float32_nbytes
+    (24, 96)
+    """
+
+    def __init__(self, codes, labels, encoding, normalize="unit", storage="int8",
+                 dataset_mean=None, image_shape=None, name="data"):
+        codes = np.asarray(codes)
+        if codes.dtype != np.int8 or codes.ndim < 2:
+            raise ArgumentError(
+                f"{name}: codes must be an int8 array of shape (N, ...), "
+                f"got {codes.dtype} of shape {codes.shape}"
+            )
+        labels = as_int32_labels(labels, name=f"{name} labels")
+        if labels.shape[0] != codes.shape[0]:
+            raise ArgumentError(
+                f"{name}: {codes.shape[0]} images but {labels.shape[0]} labels; "
+                "every image needs exactly one label"
+            )
+        if storage not in STORAGES:
+            raise ArgumentError(f"storage={storage!r} is not one of {', '.join(STORAGES)}")
+        self.name = name
+        self.encoding = encoding
+        self.normalize = normalize
+        self.storage = storage
+        self.image_shape = tuple(image_shape or codes.shape[1:])
+        if int(np.prod(self.image_shape)) != int(np.prod(codes.shape[1:])):
+            raise ArgumentError(
+                f"{name}: image_shape {self.image_shape} does not match "
+                f"{int(np.prod(codes.shape[1:]))} values per image"
+            )
+        flat = codes.reshape(codes.shape[0], -1)
+        if normalize == "dataset" and dataset_mean is None:
+            dataset_mean = normalization_mean(flat, encoding)
+        self.dataset_mean = dataset_mean
+        if storage == "int8":
+            stored = flat
+        else:
+            stored = _evaluate(per_pixel_stage, flat, encoding, normalize, dataset_mean)
+        self.data = shared(stored, name=f"{name}_x")
+        self.y = shared(labels, name=f"{name}_y")
+        # Through a full slice, so that the view is a variable of its own even
+        # when no conversion is needed (float32 storage, unit scale).
+        self.x = _View.wrap(self._float_view(self.data[:]), self)
+
+    @classmethod
+    def from_arrays(cls, images, labels, divisor=None, lossy=False, name="data", **kwargs):
+        """Quantize ``images`` (see :func:`~int8store.quantize`) and hold them.
+
+        ``images`` has shape ``(N, ...)``: flat vectors or 2-D/3-D images.
+        """
+        images = np.asarray(images)
+        if images.ndim < 2:
+            raise ArgumentError(
+                f"{name}: images must have shape (N, ...), got shape {images.shape}"
+            )
+        codes, encoding = quantize(images, divisor=divisor, lossy=lossy, name=f"{name} images")
+        return cls(codes, labels, encoding, name=name, **kwargs)
+
+    def _float_view(self, stored):
+        """float32 expression for a part (slice) of the stored images."""
+        if self.storage == "int8":
+            return dequantize(stored, self.encoding, self.normalize, self.dataset_mean)
+        return per_batch_stage(stored, self.encoding, self.normalize)
+
+    # -- sizes ----------------------------------------------------------
+
+    @property
+    def n_examples(self):
+        """Number of examples, read from the labels (no graph evaluation)."""
+        return int(self.y.get_value(borrow=True).shape[0])
+
+    @property
+    def n_features(self):
+        return int(np.prod(self.image_shape))
+
+    def n_batches(self, batch_size):
+        """Number of whole minibatches of ``batch_size`` (the remainder is left out,
+        as in the classic tutorials)."""
+        if int(batch_size) != batch_size or batch_size < 1:
+            raise ArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        return self.n_examples // int(batch_size)
+
+    def minibatch(self, index, batch_size):
+        """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int)."""
+        part = slice(index * batch_size, (index + 1) * batch_size)
+        return self.x[part], self.y[part]
+
+    @property
+    def nbytes(self):
+        """Bytes of the stored images, in the storage used."""
+        return int(self.data.get_value(borrow=True).nbytes)
+
+    @property
+    def int8_nbytes(self):
+        """Bytes the images take as int8 codes."""
+        return self.n_examples * self.n_features
+
+    @property
+    def float32_nbytes(self):
+        """Bytes the images take as float32 (the classic tutorials' way)."""
+        return _FLOAT32_BYTES * self.int8_nbytes
+
+    @property
+    def label_nbytes(self):
+        return int(self.y.get_value(borrow=True).nbytes)
+
+    def __repr__(self):
+        return (f"SharedDataset({self.name!r}, {self.n_examples} examples of "
+                f"{'x'.join(map(str, self.image_shape))}, storage={self.storage!r}, "
+                f"normalize={self.normalize!r}, {self.encoding.describe()})")
+
+
+def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name="data",
+                   dataset_mean=None):
+    """Drop-in for the classic tutorials' ``shared_dataset``.
+
+    Parameters
+    ----------
+    data_xy : (images, labels)
+        Images as uint8 pixels or exactly representable floats (see
+        :func:`~int8store.quantize`), labels as integers.
+    normalize, storage, divisor, name, dataset_mean
+        See :class:`SharedDataset`.
+
+    Returns
+    -------
+    x : float32 tensor variable
+        Symbolic view of the int8 images; ``x.dataset`` is the
+        :class:`SharedDataset` behind it.
+    y : int32 shared variable
+        The labels; count examples with ``y.get_value(borrow=True).shape[0]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = (np.arange(12, dtype=np.float32) / 256).reshape(3, 4)
+    >>> x, y = shared_dataset((images, np.array([0, 1, 2])))
+    >>> x.dataset.data.get_value().dtype, y.get_value(borrow=True).shape[0]
+    (dtype('int8'), 3)
+    """
+    images, labels = data_xy
+    ds = SharedDataset.from_arrays(images, labels, divisor=divisor, name=name,
+                                   normalize=normalize, storage=storage,
+                                   dataset_mean=dataset_mean)
+    return ds.x, ds.y
+
+
+class _View(TensorVariable):
+    """The float32 view of a :class:`SharedDataset`'s images.
+
+    An ordinary Aesara variable, except that indexing it indexes the stored
+    images first and converts only what was selected: the minibatch is sliced
+    from the int8 variable before any cast, and ``"batch"`` normalization
+    centres each minibatch on its own mean.
+    """
+
+    @classmethod
+    def wrap(cls, variable, dataset):
+        variable.__class__ = cls
+        variable.name = f"{dataset.name}_x_{dataset.storage}_view"
+        variable.tag.int8store_dataset = dataset
+        return variable
+
+    @property
+    def dataset(self):
+        """The :class:`SharedDataset` this view belongs to."""
+        return self.tag.int8store_dataset
+
+    def __getitem__(self, key):
+        return self.dataset._float_view(self.dataset.data[key])
+
+    def get_value(self, borrow=False):
+        raise Int8StoreError(
+            f"{self.name or 'x'} is a symbolic float32 view of int8 images, not a shared "
+            "variable: count examples with the labels, y.get_value(borrow=True).shape[0], "
+            "or use x.dataset.n_examples"
+        )
+
+
+def _evaluate(stage, codes, encoding, normalize, dataset_mean):
+    """Run the per-pixel stage once over ``codes``: the float32 copy of the classic way."""
+    symbolic = at.matrix(dtype="int8")
+    convert = aesara.function([symbolic], stage(symbolic, encoding, normalize, dataset_mean))
+    return np.asarray(convert(codes), dtype=FLOAT)

@@ -1,0 +1,143 @@
+"""Symbolic int8 → float32 conversion, built inside the Aesara graph.
+
+:func:`dequantize` returns the float32 expression for a tensor of int8 codes,
+with one of four normalizations:
+
+``"unit"``
+    The data's own scale: ``(c + 128) / 256`` for mnist.pkl.gz, which gives the
+    very floats the classic tutorial stored (one correctly rounded division).
+``"batch"``
+    ``(x - mean(x)) / 128`` over the tensor given — the minibatch when the
+    codes are sliced first, as :class:`~int8store.SharedDataset` does.
+``"dataset"``
+    ``(x - dataset_mean) / 128`` with a mean computed once (the training split's).
+``"none"``
+    The raw codes as float32.
+
+``x`` above is the pixel level ``c + offset``. A codebook encoding has no
+levels: there ``x`` is the looked-up value and 128 becomes half the codebook's
+range, so the result still spans about [-1, 1].
+
+The conversion is split in two stages so that a float32 copy of a dataset (the
+classic way, kept for comparison) can be made by running the first, per-pixel
+stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
+"""
+
+import numpy as np
+
+from .backend import FLOAT, at, float_constant
+from .errors import ArgumentError
+
+__all__ = ["dequantize", "NORMALIZATIONS", "normalization_mean"]
+
+NORMALIZATIONS = ("unit", "batch", "dataset", "none")
+
+# Half the range of 256 levels: the divisor of the "batch" and "dataset" recipes.
+_HALF_RANGE = 128.0
+
+
+def dequantize(codes, encoding, normalize="unit", dataset_mean=None):
+    """float32 expression for int8 ``codes`` under ``encoding``.
+
+    Parameters
+    ----------
+    codes : int8 tensor variable
+        A shared variable of codes, or a slice of one. Slice *before* calling
+        this, so only the slice is widened to float32.
+    encoding : Encoding
+        How the codes map to values (from :func:`~int8store.quantize`).
+    normalize : {"unit", "batch", "dataset", "none"}
+        See the module docstring.
+    dataset_mean : float, optional
+        The mean of ``x`` over the training data; required for ``"dataset"``
+        (see :func:`normalization_mean`).
+
+    Returns
+    -------
+    float32 tensor variable
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from int8store import quantize
+    >>> from int8store.backend import aesara, at
+    >>> codes, enc = quantize(np.array([[0, 64, 255]], dtype=np.uint8))
+    >>> c = at.matrix(dtype="int8")
+    >>> f = aesara.function([c], dequantize(c, enc, "unit"))
+    >>> f(codes).tolist()
+    [[0.0, 0.25, 0.99609375]]
+    """
+    return per_batch_stage(
+        per_pixel_stage(codes, encoding, normalize, dataset_mean), encoding, normalize
+    )
+
+
+def per_pixel_stage(codes, encoding, normalize, dataset_mean=None):
+    """Everything of the conversion that is done pixel by pixel."""
+    _check_normalize(normalize)
+    if normalize == "none":
+        return at.cast(codes, FLOAT)
+    if normalize == "unit":
+        if encoding.is_codebook:
+            return _lookup(codes, encoding.codebook)
+        return _levels(codes, encoding) / float_constant(encoding.divisor)
+    base = _lookup(codes, encoding.codebook) if encoding.is_codebook else _levels(codes, encoding)
+    if normalize == "batch":
+        return base
+    if dataset_mean is None:
+        raise ArgumentError(
+            'normalize="dataset" needs dataset_mean: the mean of the training '
+            "split, from int8store.dequantize.normalization_mean(codes, encoding)"
+        )
+    return (base - float_constant(dataset_mean)) / float_constant(_spread(encoding))
+
+
+def per_batch_stage(x, encoding, normalize):
+    """The part that depends on the whole tensor: centring by its mean."""
+    _check_normalize(normalize)
+    if normalize != "batch":
+        return x
+    return (x - at.mean(x)) / float_constant(_spread(encoding))
+
+
+def normalization_mean(codes, encoding):
+    """Mean of ``x`` (levels, or codebook values) over ``codes``, in float64.
+
+    Computed exactly from a 256-bin histogram of the codes.
+    """
+    counts = np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).astype(np.int16) + 128,
+                         minlength=256)
+    if counts.sum() == 0:
+        raise ArgumentError("cannot take the mean of an empty set of codes")
+    table = (np.asarray(encoding.codebook, dtype=np.float64) if encoding.is_codebook
+             else np.arange(256, dtype=np.float64) - 128 + encoding.offset)
+    return float(counts @ table / counts.sum())
+
+
+def _levels(codes, encoding):
+    # Exact in float32: levels are integers in -128..255.
+    levels = at.cast(codes, FLOAT)
+    if encoding.offset:
+        levels = levels + float_constant(encoding.offset)
+    return levels
+
+
+def _lookup(codes, codebook):
+    table = float_constant(np.asarray(codebook, dtype=np.float64).astype(FLOAT))
+    index = at.cast(codes, "int16") + 128
+    return table[index.flatten()].reshape(codes.shape, ndim=codes.ndim)
+
+
+def _spread(encoding):
+    if not encoding.is_codebook:
+        return _HALF_RANGE
+    book = np.asarray(encoding.codebook, dtype=np.float64)
+    half = (book.max() - book.min()) / 2
+    return half if half > 0 else 1.0
+
+
+def _check_normalize(normalize):
+    if normalize not in NORMALIZATIONS:
+        raise ArgumentError(
+            f"normalize={normalize!r} is not one of {', '.join(NORMALIZATIONS)}"
+        )

@@ -1,0 +1,280 @@
+"""Exact numpy-level encoding of image data as int8 codes.
+
+An :class:`Encoding` says how an int8 code ``c`` maps back to a value:
+
+* **affine** — the pixel *level* is ``c + offset`` (an exact integer) and the
+  value is ``level / divisor``. uint8 pixels use ``offset=128``, so
+  ``u == c + 128`` exactly; float data whose values are all ``k/256`` or all
+  ``k/255`` (``k`` an integer in 0..255) is stored with that divisor, and
+  decodes to the very same floats.
+* **codebook** — the value is ``codebook[c + 128]``: any data with at most 256
+  distinct values, still lossless.
+
+Anything else is refused with an :class:`~int8store.errors.EncodingError` that
+says what was seen, unless lossy quantization is asked for explicitly.
+Values are never wrapped around: every conversion checks its range first.
+
+:func:`quantize` encodes one array; :func:`choose_encoding` finds one encoding
+for several arrays (the splits of a dataset) and :func:`encode` applies it.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .errors import EncodingError
+
+__all__ = ["Encoding", "quantize", "choose_encoding", "encode", "DEFAULT_DIVISOR"]
+
+#: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
+#: whose float32 pixels are exactly ``u / 256``.
+DEFAULT_DIVISOR = 256
+
+# Float divisors recognised as lossless, in the order they are tried.
+_FLOAT_DIVISORS = (256, 255)
+# Elements converted at a time, to bound the float64 temporaries.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True, eq=False)
+class Encoding:
+    """How int8 codes map back to values (see the module docstring).
+
+    Parameters
+    ----------
+    offset : int
+        ``level = code + offset``; 128 for uint8 levels, 0 for int8 levels.
+    divisor : int
+        ``value = level / divisor`` for affine encodings.
+    codebook : ndarray of 256 values, optional
+        If given, ``value = codebook[code + 128]`` and offset/divisor are unused.
+    max_error : float
+        Largest absolute error of a lossy quantization; 0 when lossless.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes, enc = quantize(np.array([0, 128, 255], dtype=np.uint8))
+    >>> codes.tolist(), enc.offset, enc.divisor
+    ([-128, 0, 127], 128, 256)
+    >>> enc.decode(codes).tolist()
+    [0.0, 0.5, 0.99609375]
+    """
+
+    offset: int = 128
+    divisor: int = DEFAULT_DIVISOR
+    codebook: Optional[np.ndarray] = None
+    max_error: float = 0.0
+
+    def __post_init__(self):
+        if self.codebook is not None:
+            book = np.asarray(self.codebook)
+            if book.shape != (256,):
+                raise EncodingError(
+                    f"a codebook needs exactly 256 entries, got shape {book.shape}"
+                )
+        elif self.offset not in (0, 128):
+            raise EncodingError(
+                f"offset must be 128 (uint8 levels) or 0 (int8 levels), got {self.offset}"
+            )
+        elif int(self.divisor) != self.divisor or self.divisor < 1:
+            raise EncodingError(f"divisor must be a positive integer, got {self.divisor!r}")
+
+    @property
+    def is_codebook(self):
+        return self.codebook is not None
+
+    @property
+    def lossless(self):
+        return self.max_error == 0.0
+
+    def levels(self, codes):
+        """Integer levels ``codes + offset`` (int16, so 127 + 128 cannot wrap)."""
+        return np.asarray(codes, dtype=np.int16) + np.int16(self.offset)
+
+    def decode(self, codes, dtype=np.float32):
+        """The values the codes stand for, as ``dtype`` (numpy, not symbolic)."""
+        if self.is_codebook:
+            return np.asarray(self.codebook, dtype=dtype)[np.asarray(codes, np.int16) + 128]
+        levels = self.levels(codes)
+        if np.issubdtype(np.dtype(dtype), np.integer):
+            if self.divisor != 1:
+                raise EncodingError(
+                    f"cannot decode to {np.dtype(dtype)}: values are levels / {self.divisor}"
+                )
+            return levels.astype(dtype)
+        # One correctly rounded division, as the symbolic path does.
+        return levels.astype(dtype) / np.asarray(self.divisor, dtype=dtype)
+
+    def describe(self):
+        """One line for summaries, e.g. ``level / 256, level = code + 128``."""
+        if self.is_codebook:
+            kind = "codebook of 256 values"
+            return kind if self.lossless else f"{kind}, lossy (max error {self.max_error:g})"
+        return f"level / {self.divisor}, level = code + {self.offset}"
+
+
+def quantize(values, divisor=None, lossy=False, name="data"):
+    """Encode ``values`` as int8 codes, exactly, or refuse.
+
+    Parameters
+    ----------
+    values : array_like
+        uint8/int8 (or other integer) pixels, or floats.
+    divisor : int, optional
+        For integer data, the divisor of its unit scale (default 256, the
+        mnist.pkl.gz convention). For float data, the divisor to insist on;
+        by default 256 and then 255 are tried.
+    lossy : bool
+        If the data cannot be stored exactly, quantize it to 256 evenly spaced
+        levels instead of refusing; ``encoding.max_error`` reports the error.
+    name : str
+        How the data is named in error messages (a file or split name).
+
+    Returns
+    -------
+    codes : ndarray of int8, same shape as ``values``
+    encoding : Encoding
+
+    Raises
+    ------
+    EncodingError
+        If the data cannot be stored losslessly (and ``lossy`` is false).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([0, 3, 255], dtype=np.float32) / 256
+    >>> codes, enc = quantize(x)
+    >>> bool((enc.decode(codes) == x).all()), enc.divisor
+    (True, 256)
+    """
+    values = np.asarray(values)
+    encoding = choose_encoding([values], divisor=divisor, lossy=lossy, names=[name])
+    return encode(values, encoding, name=name), encoding
+
+
+def choose_encoding(arrays, divisor=None, lossy=False, names=None):
+    """One :class:`Encoding` that stores every array in ``arrays`` (see :func:`quantize`)."""
+    arrays = [_as_numeric(a, n) for a, n in zip(arrays, names or ["data"] * len(arrays))]
+    names = names or ["data"] * len(arrays)
+    nonempty = [(a, n) for a, n in zip(arrays, names) if a.size]
+    if not nonempty:
+        return Encoding(128, divisor or DEFAULT_DIVISOR)
+    if all(np.issubdtype(a.dtype, np.integer) for a, _ in nonempty):
+        low = min(int(a.min()) for a, _ in nonempty)
+        high = max(int(a.max()) for a, _ in nonempty)
+        if 0 <= low and high <= 255:
+            return Encoding(128, divisor or DEFAULT_DIVISOR)
+        if -128 <= low and high <= 127:
+            return Encoding(0, divisor or DEFAULT_DIVISOR)
+    else:
+        for a, n in nonempty:
+            if not np.isfinite(a).all():
+                raise EncodingError(f"{n}: contains NaN or infinite values; images must be finite")
+        for candidate in (divisor,) if divisor else _FLOAT_DIVISORS:
+            if all(_fits_divisor(a, candidate) for a, _ in nonempty):
+                return Encoding(128, candidate)
+        if divisor:
+            bad = next(n for a, n in nonempty if not _fits_divisor(a, divisor))
+            raise EncodingError(
+                f"{bad}: not every value is k/{divisor} for an integer k in 0..255"
+            )
+    return _codebook_encoding([a for a, _ in nonempty], lossy, ", ".join(n for _, n in nonempty))
+
+
+def encode(values, encoding, name="data"):
+    """int8 codes of ``values`` under ``encoding``; raises if any value does not fit.
+
+    For a lossy encoding the nearest codebook entry is used.
+    """
+    values = _as_numeric(values, name)
+    if encoding.is_codebook:
+        return _encode_by_codebook(values, encoding, name)
+    codes = np.empty(values.shape, dtype=np.int8)
+    flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
+    low, high = -128 + encoding.offset, 127 + encoding.offset
+    for start in range(0, flat_in.size, _CHUNK_ELEMENTS):
+        chunk = flat_in[start:start + _CHUNK_ELEMENTS]
+        if np.issubdtype(chunk.dtype, np.integer):
+            levels = chunk.astype(np.int64)
+        else:
+            levels = _exact_levels(chunk, encoding.divisor)
+            if levels is None:
+                raise EncodingError(
+                    f"{name}: not every value is k/{encoding.divisor} for an integer k "
+                    f"in {low}..{high}, so it cannot use this encoding"
+                )
+        if levels.size and (levels.min() < low or levels.max() > high):
+            raise EncodingError(
+                f"{name}: levels range from {levels.min()} to {levels.max()}, outside "
+                f"{low}..{high} that int8 codes with offset {encoding.offset} hold"
+            )
+        flat_out[start:start + chunk.size] = levels - encoding.offset
+    return codes
+
+
+def _as_numeric(values, name):
+    values = np.asarray(values)
+    if values.dtype == np.bool_:
+        return values.view(np.uint8)
+    if not (np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)):
+        raise EncodingError(
+            f"{name}: cannot store dtype {values.dtype} as int8 codes; "
+            "expected integer pixels or floats"
+        )
+    return values
+
+
+def _exact_levels(chunk, divisor):
+    """Integer levels if every value is exactly ``k / divisor``, else None."""
+    levels = np.rint(chunk.astype(np.float64) * divisor)
+    # The division the decoder does, in the data's own precision.
+    if not np.array_equal((levels / divisor).astype(chunk.dtype), chunk):
+        return None
+    return levels.astype(np.int64)
+
+
+def _fits_divisor(values, divisor):
+    flat = values.reshape(-1)
+    for start in range(0, flat.size, _CHUNK_ELEMENTS):
+        levels = _exact_levels(flat[start:start + _CHUNK_ELEMENTS], divisor)
+        if levels is None or levels.min() < 0 or levels.max() > 255:
+            return False
+    return True
+
+
+def _codebook_encoding(arrays, lossy, names):
+    distinct = np.unique(np.concatenate([np.unique(a) for a in arrays]))
+    if distinct.size <= 256:
+        padding = np.repeat(distinct[-1:], 256 - distinct.size)
+        return Encoding(codebook=np.concatenate([distinct, padding]))
+    low, high = distinct[0], distinct[-1]
+    if not lossy:
+        raise EncodingError(
+            f"{names}: cannot be stored losslessly as int8: {distinct.size} distinct "
+            f"values (at most 256 fit) ranging from {low!r} to {high!r}, and they are "
+            "not all k/256 or k/255 for integers k in 0..255. "
+            "Pass lossy=True to quantize to 256 levels and report the error."
+        )
+    codebook = np.linspace(float(low), float(high), 256)
+    error = max(float(np.abs(codebook[_nearest(a, codebook)] - a).max()) for a in arrays)
+    return Encoding(codebook=codebook, max_error=error)
+
+
+def _nearest(values, codebook):
+    """Index of the nearest entry of an evenly spaced ``codebook``."""
+    step = (codebook[-1] - codebook[0]) / 255 or 1.0
+    index = np.rint((values.astype(np.float64) - codebook[0]) / step)
+    return np.clip(index, 0, 255).astype(np.int16)
+
+
+def _encode_by_codebook(values, encoding, name):
+    book = np.asarray(encoding.codebook)
+    if not encoding.lossless:
+        return (_nearest(values, book) - 128).astype(np.int8)
+    index = np.clip(np.searchsorted(book, values), 0, 255)
+    if not np.array_equal(book[index], values):
+        raise EncodingError(f"{name}: holds values that are not in the encoding's codebook")
+    return (index - 128).astype(np.int8)

@@ -1,0 +1,49 @@
+"""The library's exceptions.
+
+Every error int8store raises derives from :class:`Int8StoreError` and from the
+builtin that fits, so callers can catch either (``except ValueError`` keeps
+working for code written against the classic tutorials).
+"""
+
+__all__ = [
+    "Int8StoreError",
+    "ArgumentError",
+    "EncodingError",
+    "SourceFormatError",
+    "UnsafePickleError",
+    "DatasetNotFoundError",
+    "DownloadError",
+    "OutputExistsError",
+]
+
+
+class Int8StoreError(Exception):
+    """Base class of every error raised by int8store."""
+
+
+class ArgumentError(Int8StoreError, ValueError):
+    """A parameter has a value outside what it accepts."""
+
+
+class EncodingError(Int8StoreError, ValueError):
+    """Data cannot be stored as int8 codes without losing information."""
+
+
+class SourceFormatError(Int8StoreError, ValueError):
+    """A data file is malformed: wrong magic number, truncated, inconsistent."""
+
+
+class UnsafePickleError(SourceFormatError):
+    """A pickle asked for something other than numpy arrays and tuples."""
+
+
+class DatasetNotFoundError(Int8StoreError, FileNotFoundError):
+    """A dataset is neither where it was looked for nor downloadable."""
+
+
+class DownloadError(Int8StoreError, OSError):
+    """A download failed: no mirror answered, or the file did not verify."""
+
+
+class OutputExistsError(Int8StoreError, FileExistsError):
+    """An output file exists and replacing it was not asked for."""

@@ -1,0 +1,36 @@
+"""How many bytes a dataset's images take on the device, int8 against float32."""
+
+__all__ = ["memory_table"]
+
+
+def memory_table(splits):
+    """A printable table of image bytes per split, as int8 and as float32.
+
+    ``splits`` maps split names to :class:`~int8store.SharedDataset` objects.
+
+    Examples
+    --------
+    >>> from int8store import load_splits
+    >>> print(memory_table(load_splits("digits")))  # doctest: +ELLIPSIS
+    split  examples  image  int8 bytes  float32 bytes  int8/float32  held as
+    train      1197  8x8        76,608        306,432          0.25  int8
+    ...
+    """
+    rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
+             "held as")]
+    totals = [0, 0, 0]
+    for name, ds in splits.items():
+        rows.append((name, f"{ds.n_examples}", "x".join(map(str, ds.image_shape)),
+                     f"{ds.int8_nbytes:,}", f"{ds.float32_nbytes:,}",
+                     f"{ds.int8_nbytes / ds.float32_nbytes:.2f}", ds.storage))
+        totals = [totals[0] + ds.n_examples, totals[1] + ds.int8_nbytes,
+                  totals[2] + ds.float32_nbytes]
+    rows.append(("total", f"{totals[0]}", "", f"{totals[1]:,}", f"{totals[2]:,}",
+                 f"{totals[1] / totals[2]:.2f}", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    right = {1, 3, 4, 5}
+    return "\n".join(
+        "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                  for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    )
