@@ -25,7 +25,7 @@ stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
 
 import numpy as np
 
-from .backend import FLOAT, at, float_constant
+from .backend import FLOAT, at, float_constant, shared
 from .errors import ArgumentError
 
 __all__ = ["dequantize", "NORMALIZATIONS", "normalization_mean"]
@@ -80,7 +80,7 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None):
     if normalize == "unit":
         if encoding.is_codebook:
             return _lookup(codes, encoding.codebook)
-        return _levels(codes, encoding) / float_constant(encoding.divisor)
+        return _divide_exactly(_levels(codes, encoding), encoding.divisor)
     base = _lookup(codes, encoding.codebook) if encoding.is_codebook else _levels(codes, encoding)
     if normalize == "batch":
         return base
@@ -120,6 +120,25 @@ def _levels(codes, encoding):
     if encoding.offset:
         levels = levels + float_constant(encoding.offset)
     return levels
+
+
+def _divide_exactly(x, divisor):
+    """``x / divisor`` rounded once, as numpy's float32 division rounds.
+
+    Aesara rewrites ``x / constant`` as ``x * (1 / constant)``, which rounds
+    differently unless the divisor is a power of two (u/255 would be off by an
+    ulp for half the levels). A shared divisor is not a constant, so it keeps
+    a true division.
+    """
+    if divisor & (divisor - 1) == 0:
+        return x / float_constant(divisor)
+    if divisor not in _DIVISORS:
+        _DIVISORS[divisor] = shared(np.asarray(divisor, dtype=FLOAT), name=f"divisor_{divisor}")
+    return x / _DIVISORS[divisor]
+
+
+# Read-only shared divisors, one per value (see _divide_exactly).
+_DIVISORS = {}
 
 
 def _lookup(codes, codebook):

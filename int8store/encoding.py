@@ -162,6 +162,8 @@ def choose_encoding(arrays, divisor=None, lossy=False, names=None):
     nonempty = [(a, n) for a, n in zip(arrays, names) if a.size]
     if not nonempty:
         return Encoding(128, divisor or DEFAULT_DIVISOR)
+    if all(a.dtype == np.int8 for a, _ in nonempty):
+        return Encoding(0, divisor or DEFAULT_DIVISOR)  # signed bytes stay as they are
     if all(np.issubdtype(a.dtype, np.integer) for a, _ in nonempty):
         low = min(int(a.min()) for a, _ in nonempty)
         high = max(int(a.max()) for a, _ in nonempty)

@@ -33,7 +33,7 @@ def as_int32_labels(labels, name="labels"):
     low, high = labels.min(), labels.max()
     if low < _INT32.min or high > _INT32.max:
         raise EncodingError(
-            f"{name}: labels range from {low} to {high}, which does not fit int32 "
+            f"{name}: range from {low} to {high}, which does not fit int32 "
             f"({_INT32.min}..{_INT32.max})"
         )
     return labels.astype(np.int32)

@@ -1,0 +1,127 @@
+"""SharedDataset / shared_dataset: storage, sizes, and where the cast happens."""
+
+import numpy as np
+import pytest
+
+from int8store import ArgumentError, Int8StoreError, SharedDataset, shared_dataset
+from int8store.backend import aesara, at
+from int8store.dataset import STORAGES
+
+
+def images_k256(n=12, width=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (n, width)).astype(np.float32) / np.float32(256)
+
+
+def test_shared_dataset_returns_a_float32_view_and_int32_labels():
+    images = images_k256()
+    x, y = shared_dataset((images, np.arange(12) % 3))
+    assert x.dtype == "float32"
+    assert y.get_value(borrow=True).dtype == np.int32
+    assert y.get_value(borrow=True).shape[0] == 12
+    assert x.dataset.data.get_value(borrow=True).dtype == np.int8
+    np.testing.assert_array_equal(aesara.function([], x)(), images)
+
+
+def test_int8_images_take_exactly_a_quarter_of_float32():
+    images = images_k256(50, 28 * 28)
+    int8 = SharedDataset.from_arrays(images, np.zeros(50), storage="int8")
+    float32 = SharedDataset.from_arrays(images, np.zeros(50), storage="float32")
+    assert int8.nbytes == int8.int8_nbytes == 50 * 784
+    assert float32.nbytes == float32.float32_nbytes == 4 * int8.nbytes
+    assert int8.data.get_value(borrow=True).nbytes * 4 == float32.data.get_value(borrow=True).nbytes
+
+
+@pytest.mark.parametrize("normalize", ["unit", "batch", "dataset", "none"])
+def test_both_storages_give_identical_minibatches(normalize):
+    images = images_k256(20, 5)
+    index = at.lscalar()
+    results = []
+    for storage in STORAGES:
+        ds = SharedDataset.from_arrays(images, np.arange(20), normalize=normalize, storage=storage)
+        batch_x, batch_y = ds.minibatch(index, 6)
+        results.append(aesara.function([index], [batch_x, batch_y])(2))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], np.arange(12, 18))
+
+
+def test_batch_normalization_uses_the_minibatch_mean():
+    levels = np.arange(40, dtype=np.uint8).reshape(8, 5) * 6
+    ds = SharedDataset.from_arrays(levels, np.zeros(8), normalize="batch")
+    index = at.lscalar()
+    batch = aesara.function([index], ds.minibatch(index, 4)[0])(1)
+    rows = levels[4:8].astype(np.float64)
+    np.testing.assert_allclose(batch, (rows - rows.mean()) / 128, atol=1e-6)
+
+
+def test_slicing_the_view_like_the_classic_tutorial():
+    images = images_k256()
+    x, y = shared_dataset((images, np.zeros(12)))
+    index = at.lscalar()
+    f = aesara.function([index], x[index * 5:(index + 1) * 5])
+    np.testing.assert_array_equal(f(1), images[5:10])
+
+
+def compiled_clients(function, variable):
+    """The nodes of a compiled function's graph that read ``variable``."""
+    fgraph = function.maker.fgraph
+    stored = [v for v in fgraph.inputs if getattr(v, "name", None) == variable.name]
+    assert len(stored) == 1, "the stored images are not an input of the compiled graph"
+    return [node for node, _ in fgraph.clients[stored[0]] if node != "output"]
+
+
+def assert_sliced_before_cast(function, dataset):
+    """Every use of the int8 images is a slice that stays int8: no cast of the whole set."""
+    clients = compiled_clients(function, dataset.data)
+    assert clients, "the compiled function does not read the images"
+    for node in clients:
+        assert "Subtensor" in type(node.op).__name__, f"{node} reads the whole int8 set"
+        assert node.outputs[0].dtype == "int8"
+
+
+@pytest.mark.parametrize("normalize", ["unit", "batch", "dataset"])
+def test_compiled_training_step_slices_the_int8_images_before_any_cast(normalize):
+    ds = SharedDataset.from_arrays(images_k256(30, 8), np.arange(30) % 2, normalize=normalize)
+    index = at.lscalar()
+    batch_x, batch_y = ds.minibatch(index, 10)
+    w = aesara.shared(np.zeros((8, 2), np.float32), name="w")
+    cost = -at.mean(at.log(at.special.softmax(batch_x.dot(w), axis=-1))[at.arange(10), batch_y])
+    train = aesara.function([index], cost, updates=[(w, w - np.float32(0.1) * at.grad(cost, w))])
+    train(1)
+    assert_sliced_before_cast(train, ds)
+
+
+def test_the_view_is_not_a_shared_variable():
+    x, _ = shared_dataset((images_k256(), np.zeros(12)))
+    with pytest.raises(Int8StoreError, match=r"y.get_value\(borrow=True\).shape\[0\]"):
+        x.get_value(borrow=True)
+
+
+def test_counts_must_match_and_batch_sizes_must_be_positive():
+    with pytest.raises(ArgumentError, match="12 images but 11 labels"):
+        SharedDataset.from_arrays(images_k256(), np.zeros(11), name="train")
+    ds = SharedDataset.from_arrays(images_k256(), np.zeros(12))
+    assert ds.n_batches(5) == 2
+    with pytest.raises(ArgumentError, match="positive integer"):
+        ds.n_batches(0)
+    with pytest.raises(ArgumentError, match="storage="):
+        SharedDataset.from_arrays(images_k256(), np.zeros(12), storage="float16")
+
+
+def test_image_shape_is_kept_while_the_images_are_stored_flat():
+    ds = SharedDataset.from_arrays(np.zeros((3, 4, 5), np.uint8), np.zeros(3))
+    assert ds.image_shape == (4, 5)
+    assert ds.data.get_value(borrow=True).shape == (3, 20)
+
+
+def test_the_inspection_catches_a_cast_of_the_whole_set():
+    # Converting everything and slicing afterwards (batch mean over the whole
+    # set) is the mistake the inspection exists to catch.
+    from int8store import dequantize
+
+    ds = SharedDataset.from_arrays(images_k256(30, 8), np.zeros(30), normalize="batch")
+    index = at.lscalar()
+    whole = dequantize(ds.data, ds.encoding, "batch")
+    f = aesara.function([index], whole[index * 10:(index + 1) * 10])
+    with pytest.raises(AssertionError, match="reads the whole int8 set"):
+        assert_sliced_before_cast(f, ds)

@@ -1,0 +1,86 @@
+"""The symbolic float32 conversion, checked against numpy."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from int8store import ArgumentError, dequantize, quantize
+from int8store.backend import aesara, at
+from int8store.dequantize import normalization_mean
+
+matrices = hnp.array_shapes(min_dims=2, max_dims=2, max_side=16)
+pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))
+
+
+def compile_dequantize(encoding, normalize="unit", dataset_mean=None):
+    codes = at.matrix(dtype="int8")
+    return aesara.function([codes], dequantize(codes, encoding, normalize, dataset_mean))
+
+
+@pytest.fixture(scope="module")
+def unit_256():
+    return compile_dequantize(quantize(np.zeros((1, 1), np.uint8))[1])
+
+
+@given(pixels)
+def test_unit_on_k_over_256_float32_is_bit_identical(unit_256, levels):
+    original = (levels.astype(np.float32) / np.float32(256)).astype(np.float32)
+    codes, enc = quantize(original)
+    assert enc.divisor == 256
+    converted = unit_256(codes)
+    assert converted.dtype == np.float32
+    np.testing.assert_array_equal(converted.view(np.uint32), original.view(np.uint32))
+
+
+@pytest.fixture(scope="module")
+def unit_255():
+    return compile_dequantize(quantize(np.array([[1 / 255]], np.float32))[1])
+
+
+@given(pixels.filter(lambda a: a.any()))
+def test_unit_on_k_over_255_float32_is_bit_identical(unit_255, levels):
+    original = (levels / 255).astype(np.float32)
+    codes, enc = quantize(original)
+    assert enc.divisor == 255
+    np.testing.assert_array_equal(unit_255(codes).view(np.uint32), original.view(np.uint32))
+
+
+def test_codebook_unit_is_a_lookup():
+    values = np.array([[-3.5, 0.125, 7.0], [7.0, -3.5, 1e-3]], dtype=np.float32)
+    codes, enc = quantize(values)
+    assert enc.is_codebook
+    np.testing.assert_array_equal(compile_dequantize(enc)(codes), values)
+
+
+@given(pixels)
+def test_batch_normalization_centres_on_the_tensor_mean(levels):
+    codes, enc = quantize(levels)
+    result = compile_dequantize(enc, "batch")(codes)
+    expected = (levels - levels.mean()) / 128
+    np.testing.assert_allclose(result, expected, rtol=0, atol=1e-6)
+
+
+def test_dataset_and_none_normalizations():
+    levels = np.array([[0, 10, 255], [128, 3, 7]], dtype=np.uint8)
+    codes, enc = quantize(levels)
+    mean = normalization_mean(codes, enc)
+    assert mean == pytest.approx(levels.mean())
+    result = compile_dequantize(enc, "dataset", mean)(codes)
+    np.testing.assert_allclose(result, (levels - levels.mean()) / 128, atol=1e-6)
+    np.testing.assert_array_equal(compile_dequantize(enc, "none")(codes), codes.astype(np.float32))
+
+
+def test_float32_whatever_floatx():
+    assert aesara.config.floatX == "float64"  # the default the tests run under
+    codes, enc = quantize(np.array([[1, 2]], np.uint8))
+    for normalize, mean in [("unit", None), ("batch", None), ("dataset", 1.5), ("none", None)]:
+        assert dequantize(at.matrix(dtype="int8"), enc, normalize, mean).dtype == "float32"
+
+
+def test_bad_normalization_and_missing_mean():
+    codes, enc = quantize(np.array([[1, 2]], np.uint8))
+    with pytest.raises(ArgumentError, match="'z-score' is not one of unit, batch, dataset, none"):
+        dequantize(at.matrix(dtype="int8"), enc, "z-score")
+    with pytest.raises(ArgumentError, match="dataset_mean"):
+        dequantize(at.matrix(dtype="int8"), enc, "dataset")

@@ -1,0 +1,274 @@
+"""load_data over every format, and a clear error for every kind of bad input."""
+
+import gzip
+import io
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
+
+from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_pickle,
+                      write_idx, write_mnist_idx_folder, write_pickle_gz)
+from int8store import (DatasetNotFoundError, EncodingError, SourceFormatError,
+                       UnsafePickleError, load_data, load_splits)
+from int8store.backend import aesara
+from int8store.sources.digits import DIGITS_SPLIT_SIZES
+from int8store.sources.idx import parse_idx, read_idx
+
+
+def values(view):
+    return aesara.function([], view)()
+
+
+def stored_pixels(ds):
+    return ds.encoding.levels(ds.data.get_value(borrow=True))
+
+
+# -- IDX ------------------------------------------------------------------
+
+idx_arrays = st.one_of(
+    hnp.arrays(st.sampled_from([np.uint8, np.int8, np.dtype(">i2"), np.dtype(">i4")]),
+               hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=5)),
+    hnp.arrays(st.sampled_from([np.dtype(">f4"), np.dtype(">f8")]),
+               hnp.array_shapes(min_dims=1, max_dims=3, max_side=5),
+               elements=st.floats(-1e3, 1e3, width=32)),
+)
+
+
+@given(idx_arrays)
+def test_idx_parser_round_trips(array):
+    parsed = parse_idx(idx_bytes(array))
+    assert parsed.shape == array.shape
+    np.testing.assert_array_equal(parsed, array)
+
+
+@given(st.binary(max_size=64))
+def test_idx_parser_never_crashes_on_garbage(data):
+    try:
+        parse_idx(data, "garbage.idx")
+    except SourceFormatError as error:
+        assert "garbage.idx" in str(error)
+
+
+def test_idx_wrong_magic_names_the_file(tmp_path):
+    path = tmp_path / "train-images-idx3-ubyte"
+    path.write_bytes(b"\x12\x34\x08\x03" + bytes(20))
+    with pytest.raises(SourceFormatError, match=f"{path}: not an IDX file: magic number 12340803"):
+        read_idx(path)
+
+
+@pytest.mark.parametrize("change,problem", [(-5, "is truncated"), (3, "has trailing bytes")])
+def test_idx_size_that_disagrees_with_its_header(tmp_path, change, problem):
+    data = idx_bytes(np.zeros((4, 3, 3), np.uint8))
+    data = data[:change] if change < 0 else data + bytes(change)
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    path.write_bytes(gzip.compress(data))
+    with pytest.raises(SourceFormatError, match=r"shape \(4, 3, 3\) \(36 bytes of data\)") as error:
+        read_idx(path)
+    assert str(path) in str(error.value) and problem in str(error.value)
+
+
+def test_truncated_gzip_names_the_file(tmp_path):
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    full = gzip.compress(idx_bytes(np.arange(600, dtype=np.uint8).reshape(6, 10, 10)))
+    path.write_bytes(full[: len(full) // 2])
+    with pytest.raises(SourceFormatError, match="truncated") as error:
+        read_idx(path)
+    assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize("gzipped", [True, False])
+def test_idx_folder_loads_with_the_classic_validation_split(tmp_path, gzipped):
+    data = fake_mnist(n_train=12, n_test=6)
+    folder = write_mnist_idx_folder(tmp_path / "mnist", data, gzipped)
+    splits = load_splits(folder)
+    train_images, train_labels = data["train"]
+    # A sixth of train becomes valid, from the end: 60,000 -> 50,000 + 10,000 for MNIST.
+    assert [splits[n].n_examples for n in ("train", "valid", "test")] == [10, 2, 6]
+    np.testing.assert_array_equal(stored_pixels(splits["train"]), train_images[:10].reshape(10, -1))
+    np.testing.assert_array_equal(stored_pixels(splits["valid"]), train_images[10:].reshape(2, -1))
+    np.testing.assert_array_equal(splits["valid"].y.get_value(), train_labels[10:])
+    np.testing.assert_array_equal(values(splits["test"].x), data["test"][0].reshape(6, -1) / 256)
+    assert splits["train"].image_shape == (4, 4)
+
+
+def test_idx_folder_with_missing_files(tmp_path):
+    folder = write_mnist_idx_folder(tmp_path / "mnist", fake_mnist())
+    (folder / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(DatasetNotFoundError, match="missing MNIST IDX files: t10k-labels-idx1-ubyte"):
+        load_data(folder)
+
+
+def test_idx_image_and_label_counts_that_disagree(tmp_path):
+    data = fake_mnist()
+    data["test"] = (data["test"][0], data["test"][1][:-1])
+    folder = write_mnist_idx_folder(tmp_path / "mnist", data)
+    with pytest.raises(SourceFormatError, match="holds 6 images but .* holds 5 labels") as error:
+        load_data(folder)
+    assert "t10k-images-idx3-ubyte.gz" in str(error.value)
+
+
+# -- mnist.pkl.gz -----------------------------------------------------------
+
+def assert_same_as_pickle(splits, content):
+    for name, (images, labels) in zip(("train", "valid", "test"), content):
+        converted = values(splits[name].x)
+        assert converted.dtype == np.float32
+        np.testing.assert_array_equal(converted.view(np.uint32), images.view(np.uint32))
+        np.testing.assert_array_equal(splits[name].y.get_value(), labels)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_mnist_pickle_is_reproduced_bit_for_bit(tmp_path, protocol):
+    content = fake_mnist_pickle_content()
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", content, protocol)
+    splits = load_splits(path)
+    assert splits["train"].data.get_value(borrow=True).dtype == np.int8
+    assert_same_as_pickle(splits, content)
+
+
+def test_python2_pickle_is_read_as_latin1(tmp_path):
+    content = fake_mnist_pickle_content(width=784)
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(python2_pickle(content)))
+    splits = load_splits(path)
+    assert_same_as_pickle(splits, content)
+    assert splits["train"].image_shape == (28, 28)
+
+
+class _RunsACommand:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_pickle_with_a_forbidden_global_is_refused_and_not_run(tmp_path):
+    marker = tmp_path / "pwned"
+    content = fake_mnist_pickle_content()
+    evil = (content[0], content[1], (content[2][0], _RunsACommand(marker)))
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", evil)
+    with pytest.raises(UnsafePickleError, match=r"asks for posix\.system, which is not allowed") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+    assert not marker.exists()
+
+
+def test_pickle_of_object_arrays_is_refused(tmp_path):
+    path = tmp_path / "mnist.pkl"
+    path.write_bytes(pickle.dumps(np.array([1, "a"], dtype=object), protocol=2))
+    with pytest.raises(SourceFormatError, match="Python objects"):
+        load_data(path)
+
+
+def test_truncated_pickle_gz(tmp_path):
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", fake_mnist_pickle_content())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])
+    with pytest.raises(SourceFormatError, match="truncated") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+
+
+def test_pickle_with_the_wrong_structure(tmp_path):
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", (np.zeros((2, 2)), np.zeros(2)))
+    with pytest.raises(SourceFormatError, match="three \\(images, labels\\) pairs"):
+        load_data(path)
+
+
+def test_pickle_counts_that_disagree(tmp_path):
+    content = list(fake_mnist_pickle_content())
+    content[1] = (content[1][0], content[1][1][:-1])
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", tuple(content))
+    with pytest.raises(SourceFormatError, match="split 'valid' has 4 images but 3 labels") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+
+
+# -- npz ------------------------------------------------------------------
+
+def test_npz_keras_style_keys(tmp_path):
+    data = fake_mnist()
+    path = tmp_path / "mnist.npz"
+    np.savez(path, x_train=data["train"][0], y_train=data["train"][1],
+             x_test=data["test"][0], y_test=data["test"][1])
+    splits = load_splits(path, valid_size=3)
+    assert [splits[n].n_examples for n in ("train", "valid", "test")] == [9, 3, 6]
+    np.testing.assert_array_equal(stored_pixels(splits["test"]), data["test"][0].reshape(6, -1))
+
+
+def test_npz_with_a_validation_split_and_other_names(tmp_path):
+    rng = np.random.default_rng(1)
+    arrays = {f"{split}_{role}": (rng.integers(0, 256, (n, 3, 3), dtype=np.uint8) if role == "images"
+                                  else rng.integers(0, 5, n))
+              for split, n in (("train", 7), ("validation", 2), ("test", 3))
+              for role in ("images", "labels")}
+    path = tmp_path / "set.npz"
+    np.savez(path, **arrays)
+    splits = load_splits(path)
+    np.testing.assert_array_equal(stored_pixels(splits["valid"]),
+                                  arrays["validation_images"].reshape(2, -1))
+
+
+def test_npz_without_recognisable_keys(tmp_path):
+    path = tmp_path / "odd.npz"
+    np.savez(path, a=np.zeros((2, 2)), b=np.zeros(2))
+    with pytest.raises(SourceFormatError, match=r"holds arrays \['a', 'b'\]") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+
+
+def test_float_data_that_int8_cannot_hold_exactly(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "noise.npz"
+    np.savez(path, x_train=rng.normal(size=(40, 10)), y_train=np.zeros(40, int),
+             x_test=rng.normal(size=(5, 10)), y_test=np.zeros(5, int))
+    with pytest.raises(EncodingError, match="450 distinct values") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+
+
+def test_labels_that_do_not_fit_int32(tmp_path):
+    path = tmp_path / "big-labels.npz"
+    np.savez(path, x_train=np.zeros((6, 2, 2), np.uint8), y_train=np.array([0, 1, 2**40, 3, 4, 5]),
+             x_test=np.zeros((2, 2, 2), np.uint8), y_test=np.zeros(2, int))
+    with pytest.raises(EncodingError, match=r"\(train\) labels: range from 0 to 1099511627776, which does not fit int32") as error:
+        load_data(path)
+    assert str(path) in str(error.value)
+
+
+def test_npz_counts_that_disagree(tmp_path):
+    path = tmp_path / "short.npz"
+    np.savez(path, x_train=np.zeros((6, 2, 2), np.uint8), y_train=np.zeros(5, int),
+             x_test=np.zeros((2, 2, 2), np.uint8), y_test=np.zeros(2, int))
+    with pytest.raises(SourceFormatError, match="split 'train' has 6 images but 5 labels"):
+        load_data(path)
+
+
+# -- digits and paths ---------------------------------------------------------
+
+def test_digits_split_three_ways_deterministically():
+    first, second = load_splits("digits"), load_splits("digits")
+    assert tuple(first[n].n_examples for n in ("train", "valid", "test")) == DIGITS_SPLIT_SIZES
+    for name in first:
+        np.testing.assert_array_equal(first[name].data.get_value(), second[name].data.get_value())
+    assert first["train"].encoding.divisor == 16 and first["train"].image_shape == (8, 8)
+    train = values(first["train"].x)
+    assert train.min() == 0.0 and train.max() == 1.0
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    all_labels = np.concatenate([first[n].y.get_value() for n in ("train", "valid", "test")])
+    np.testing.assert_array_equal(np.sort(all_labels), np.sort(digits.target))
+
+
+def test_unknown_path_and_kind(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="no such file or folder"):
+        load_data(tmp_path / "nothing.npz")
+    odd = tmp_path / "data.csv"
+    odd.write_text("1,2\n")
+    with pytest.raises(SourceFormatError, match="unknown kind of file"):
+        load_data(odd)
