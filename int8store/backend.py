@@ -8,12 +8,25 @@ Our graphs are float32 whatever the user's ``floatX`` is: :data:`FLOAT` names
 that dtype, and :func:`float_constant` makes constants that do not upcast.
 """
 
+import warnings
+
 import numpy as np
 
-import aesara
-import aesara.tensor as at
-from aesara.tensor.special import softmax
-from aesara.tensor.var import TensorVariable
+from .aesara_config import apply_defaults
+
+apply_defaults()
+
+with warnings.catch_warnings():
+    # Aesara's BLAS probe goes through numpy.distutils, which warns about its
+    # own deprecation and about every library it fails to find; Aesara then
+    # logs the one line that matters (which BLAS it uses).
+    warnings.filterwarnings("ignore", category=UserWarning, module="numpy.distutils")
+    warnings.filterwarnings("ignore", message=r"(?s).*numpy\.distutils", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message="msvccompiler is deprecated", category=DeprecationWarning)
+    import aesara
+    import aesara.tensor as at
+    from aesara.tensor.special import softmax
+    from aesara.tensor.var import TensorVariable
 
 __all__ = ["aesara", "at", "softmax", "TensorVariable", "FLOAT", "float_constant", "shared"]
 

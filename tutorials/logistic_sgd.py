@@ -192,8 +192,9 @@ def save_params(params, path):
             numpy.savez(f, **{p.name: p.get_value() for p in params})
 
 
-def report(result, splits, storage, file=sys.stdout):
+def report(result, splits, storage, file=None):
     """Print the end-of-run summary: errors, epochs, time, and image bytes."""
+    file = file or sys.stdout
     train = splits['train']
     other = 'float32' if storage == 'int8' else 'int8'
     held = train.int8_nbytes if storage == 'int8' else train.float32_nbytes
@@ -238,7 +239,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :param model_path: where the best model's parameters are saved (.npz)
 
     Returns a dict with the best validation error, the test error of the
-    best model, the epochs run, the seconds taken and the final parameters.
+    best model, the epochs run, the seconds taken, the final parameters, the
+    splits and the compiled training function.
     """
     splits, batch_size = load_data(dataset, storage, normalize, batch_size)
     train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
@@ -411,6 +413,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         'seconds': end_time - start_time,
         'params': {p.name: p.get_value() for p in classifier.params},
         'splits': splits,
+        'train_model': train_model,
     }
 
 

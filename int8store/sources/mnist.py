@@ -13,7 +13,7 @@ from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
 from .idx import read_idx_folder
 from .pickled import read_mnist_pickle
 
-__all__ = ["cache_folder", "read_mnist", "fetch_mnist_idx", "MNIST_MIRRORS",
+__all__ = ["cache_folder", "read_mnist", "fetch_mnist_idx", "mirrors_in_use", "MNIST_MIRRORS",
            "MNIST_IDX_FILES", "MNIST_PICKLE"]
 
 #: Tried in order.
@@ -39,6 +39,8 @@ MNIST_PICKLE = RemoteFile("mnist.pkl.gz", 16168813, "a02cd19f81d51c426d7ca140242
 
 # Set to 1 to never touch the network (fail at once when nothing is cached).
 _OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
+# Comma-separated mirror URLs to use instead of MNIST_MIRRORS (a local mirror, a proxy).
+_MIRRORS_VARIABLE = "INT8STORE_MNIST_MIRRORS"
 
 
 def cache_folder(cache_dir=None):
@@ -48,16 +50,21 @@ def cache_folder(cache_dir=None):
     return Path(root).expanduser() / "mnist"
 
 
-def read_mnist(cache_dir=None, mirrors=MNIST_MIRRORS, files=MNIST_IDX_FILES,
-               timeout=DEFAULT_TIMEOUT):
+def mirrors_in_use():
+    """``$INT8STORE_MNIST_MIRRORS`` (comma-separated URLs) if set, else the defaults."""
+    configured = os.environ.get(_MIRRORS_VARIABLE, "")
+    return tuple(m.strip() for m in configured.split(",") if m.strip()) or MNIST_MIRRORS
+
+
+def read_mnist(cache_dir=None, mirrors=None, files=MNIST_IDX_FILES, timeout=DEFAULT_TIMEOUT):
     """MNIST as ``SourceData``: from the cached mnist.pkl.gz, else the IDX files
-    (downloaded if missing)."""
+    (downloaded if missing, from ``mirrors`` or :func:`mirrors_in_use`)."""
     folder = cache_folder(cache_dir)
     pickle_path = folder / MNIST_PICKLE.name
     if pickle_path.is_file():
         _check_cached(pickle_path, MNIST_PICKLE)
         return read_mnist_pickle(pickle_path)
-    fetch_mnist_idx(folder, mirrors, files, timeout)
+    fetch_mnist_idx(folder, mirrors or mirrors_in_use(), files, timeout)
     return read_idx_folder(folder)
 
 

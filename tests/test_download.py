@@ -1,0 +1,183 @@
+"""Downloads against a server the test starts on 127.0.0.1: nothing leaves the machine."""
+
+import gzip
+import hashlib
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from archives import IDX_NAMES, fake_mnist, idx_bytes
+from int8store import DatasetNotFoundError, DownloadError, SourceFormatError, load_data, load_splits
+from int8store.download import RemoteFile, download
+from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
+
+
+class _Handler(BaseHTTPRequestHandler):
+    routes = {}  # path -> (body, how): how is "ok" or "truncate"
+
+    def do_GET(self):
+        if self.path not in self.routes:
+            self.send_error(404)
+            return
+        body, how = self.routes[self.path]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body if how == "ok" else body[: len(body) // 2])
+        self.wfile.flush()
+        if how == "truncate":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server; ``server.serve(path, body, how)`` adds a route."""
+    routes = {}
+    handler = type("Handler", (_Handler,), {"routes": routes})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.serve = lambda path, body, how="ok": routes.__setitem__(path, (body, how))
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def remote_for(name, body):
+    return RemoteFile(name, len(body), hashlib.sha256(body).hexdigest())
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_good_file_is_verified_and_written(server, tmp_path):
+    body = b"int8store" * 1000
+    server.serve("/data/file.bin", body)
+    path = download(remote_for("file.bin", body), [server.url + "data/"], tmp_path)
+    assert path.read_bytes() == body
+    assert leftovers(tmp_path) == ["file.bin"]
+
+
+def test_wrong_checksum_leaves_nothing(server, tmp_path):
+    body = b"a" * 5000
+    server.serve("/file.bin", b"b" * 5000)
+    with pytest.raises(DownloadError, match=f"sha256 {hashlib.sha256(b'b' * 5000).hexdigest()}, expected"):
+        download(remote_for("file.bin", body), [server.url], tmp_path)
+    assert leftovers(tmp_path) == []
+
+
+def test_truncated_transfer_leaves_nothing(server, tmp_path):
+    body = bytes(range(256)) * 400
+    server.serve("/file.bin", body, how="truncate")
+    with pytest.raises(DownloadError, match="could not download file.bin") as error:
+        download(remote_for("file.bin", body), [server.url], tmp_path)
+    assert "cut short" in str(error.value) or "received" in str(error.value)
+    assert leftovers(tmp_path) == []
+
+
+def test_mirrors_are_tried_in_order(server, tmp_path):
+    body = b"payload" * 10
+    server.serve("/second/file.bin", body)
+    path = download(remote_for("file.bin", body),
+                    [server.url + "first/", server.url + "second/"], tmp_path)
+    assert path.read_bytes() == body
+
+
+def test_every_mirror_failing_lists_them_all(server, tmp_path):
+    with pytest.raises(DownloadError) as error:
+        download(RemoteFile("file.bin", 3, "0" * 64), [server.url + "a/", server.url + "b/"], tmp_path)
+    assert str(error.value).count("HTTP 404") == 2
+
+
+def serve_fake_mnist(server):
+    """Serve small MNIST-shaped IDX files; return their RemoteFile entries."""
+    data = fake_mnist(n_train=18, n_test=6)
+    files = []
+    for split, names in IDX_NAMES.items():
+        for name, array in zip(names, data[split]):
+            body = gzip.compress(idx_bytes(array))
+            server.serve(f"/mnist/{name}.gz", body)
+            files.append(remote_for(name + ".gz", body))
+    return data, tuple(files)
+
+
+def test_mnist_is_downloaded_into_the_cache_then_read_from_it(server, tmp_path):
+    data, files = serve_fake_mnist(server)
+    source = read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
+    np.testing.assert_array_equal(source.splits["train"][0], data["train"][0])
+    assert leftovers(tmp_path / "mnist") == sorted(f.name for f in files)
+    server.shutdown()  # from now on only the cache can answer
+    again = read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
+    np.testing.assert_array_equal(again.splits["test"][1], data["test"][1])
+
+
+def test_a_damaged_cached_file_is_reported(server, tmp_path):
+    _, files = serve_fake_mnist(server)
+    read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
+    damaged = tmp_path / "mnist" / files[0].name
+    content = bytearray(damaged.read_bytes())
+    content[len(content) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(content))
+    with pytest.raises(SourceFormatError, match="delete it to download it again") as error:
+        read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
+    assert str(damaged) in str(error.value)
+
+
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_says_what_to_put_where(message, folder):
+    assert f"MNIST is not in the cache folder {folder}" in message
+    for remote in MNIST_IDX_FILES:
+        assert remote.name in message
+    assert "mnist.pkl.gz" in message and "INT8STORE_DATA" in message
+
+
+@pytest.mark.timeout(60)
+def test_mnist_offline_with_an_empty_cache_fails_fast(tmp_path, monkeypatch):
+    monkeypatch.setenv("INT8STORE_DATA", str(tmp_path))
+    monkeypatch.setenv("INT8STORE_MNIST_MIRRORS", f"http://127.0.0.1:{closed_port()}/")
+    with pytest.raises(DatasetNotFoundError) as error:
+        load_data("mnist")
+    assert_says_what_to_put_where(str(error.value), tmp_path / "mnist")
+    assert "Connection refused" in str(error.value)
+    assert leftovers(tmp_path / "mnist") == []
+
+
+@pytest.mark.timeout(60)
+def test_the_offline_switch_does_not_touch_the_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("INT8STORE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError, match="INT8STORE_OFFLINE is set") as error:
+        load_data("mnist", cache_dir=tmp_path)
+    assert_says_what_to_put_where(str(error.value), tmp_path / "mnist")
+
+
+@pytest.mark.timeout(60)
+def test_a_silent_server_times_out_instead_of_hanging(tmp_path):
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
+        with pytest.raises(DatasetNotFoundError, match="timed out"):
+            read_mnist(tmp_path, mirrors=[url], timeout=0.5)
+
+
+def test_classic_default_argument_uses_the_cache(server, tmp_path, monkeypatch):
+    # The classic tutorials call load_data('mnist.pkl.gz'); with no such file
+    # here, the cache (and its download) stands in, as it did in the classic.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INT8STORE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError, match="MNIST is not in the cache folder"):
+        load_splits("mnist.pkl.gz", cache_dir=tmp_path)
