@@ -25,7 +25,8 @@ import numpy as np
 
 from .errors import EncodingError
 
-__all__ = ["Encoding", "quantize", "choose_encoding", "encode", "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "quantize", "choose_encoding", "encode", "EncodingSurvey",
+           "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -157,33 +158,84 @@ def quantize(values, divisor=None, lossy=False, name="data"):
 
 def choose_encoding(arrays, divisor=None, lossy=False, names=None):
     """One :class:`Encoding` that stores every array in ``arrays`` (see :func:`quantize`)."""
-    arrays = [_as_numeric(a, n) for a, n in zip(arrays, names or ["data"] * len(arrays))]
     names = names or ["data"] * len(arrays)
-    nonempty = [(a, n) for a, n in zip(arrays, names) if a.size]
-    if not nonempty:
-        return Encoding(128, divisor or DEFAULT_DIVISOR)
-    if all(a.dtype == np.int8 for a, _ in nonempty):
-        return Encoding(0, divisor or DEFAULT_DIVISOR)  # signed bytes stay as they are
-    if all(np.issubdtype(a.dtype, np.integer) for a, _ in nonempty):
-        low = min(int(a.min()) for a, _ in nonempty)
-        high = max(int(a.max()) for a, _ in nonempty)
-        if 0 <= low and high <= 255:
-            return Encoding(128, divisor or DEFAULT_DIVISOR)
-        if -128 <= low and high <= 127:
-            return Encoding(0, divisor or DEFAULT_DIVISOR)
-    else:
-        for a, n in nonempty:
-            if not np.isfinite(a).all():
-                raise EncodingError(f"{n}: contains NaN or infinite values; images must be finite")
-        for candidate in (divisor,) if divisor else _FLOAT_DIVISORS:
-            if all(_fits_divisor(a, candidate) for a, _ in nonempty):
-                return Encoding(128, candidate)
-        if divisor:
-            bad = next(n for a, n in nonempty if not _fits_divisor(a, divisor))
-            raise EncodingError(
-                f"{bad}: not every value is k/{divisor} for an integer k in 0..255"
-            )
-    return _codebook_encoding([a for a, _ in nonempty], lossy, ", ".join(n for _, n in nonempty))
+    survey = EncodingSurvey(divisor)
+    for array, name in zip(arrays, names):
+        survey.add(array, name)
+    try:
+        return survey.encoding()
+    except EncodingError:
+        if survey.distinct is None:  # too many values: say exactly how many, or go lossy
+            return _lossy_encoding([np.asarray(a) for a in arrays], lossy, ", ".join(survey.names))
+        raise
+
+
+class EncodingSurvey:
+    """Finds one lossless encoding for data seen a chunk at a time.
+
+    Call :meth:`add` with every chunk of every split, then :meth:`encoding`.
+    It keeps only a few numbers and at most 256 distinct values, so an archive
+    of any size can be surveyed in bounded memory.
+    """
+
+    def __init__(self, divisor=None):
+        self.divisor = divisor
+        self.integer = True
+        self.all_int8 = True
+        self.low = self.high = None
+        self.fits = set((divisor,) if divisor else _FLOAT_DIVISORS)
+        self.distinct = np.empty(0)  # None once there are more than 256
+        self.names = []
+
+    def add(self, chunk, name="data"):
+        chunk = _as_numeric(chunk, name)
+        if not chunk.size:
+            return
+        if name not in self.names:
+            self.names.append(name)
+        self.all_int8 &= chunk.dtype == np.int8
+        low, high = chunk.min(), chunk.max()
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+        if not np.issubdtype(chunk.dtype, np.integer):
+            self.integer = False
+            if not (np.isfinite(low) and np.isfinite(high)):
+                raise EncodingError(f"{name}: contains NaN or infinite values; images must be finite")
+            self.fits = {d for d in self.fits if _fits_divisor(chunk, d)}
+        if self.distinct is not None:
+            self.distinct = np.union1d(self.distinct, np.unique(chunk))
+            if self.distinct.size > 256:
+                self.distinct = None
+
+    def encoding(self):
+        """The encoding, or an :class:`EncodingError` saying why there is none."""
+        default = self.divisor or DEFAULT_DIVISOR
+        if self.low is None:
+            return Encoding(128, default)
+        if self.integer:
+            if self.all_int8:
+                return Encoding(0, default)  # signed bytes stay as they are
+            if 0 <= self.low and self.high <= 255:
+                return Encoding(128, default)
+            if -128 <= self.low and self.high <= 127:
+                return Encoding(0, default)
+        else:
+            for candidate in (self.divisor,) if self.divisor else _FLOAT_DIVISORS:
+                if candidate in self.fits:
+                    return Encoding(128, candidate)
+            if self.divisor:
+                raise EncodingError(
+                    f"{', '.join(self.names)}: not every value is k/{self.divisor} "
+                    "for an integer k in 0..255"
+                )
+        if self.distinct is not None:
+            padding = np.repeat(self.distinct[-1:], 256 - self.distinct.size)
+            return Encoding(codebook=np.concatenate([self.distinct, padding]))
+        raise EncodingError(
+            f"{', '.join(self.names)}: cannot be stored losslessly as int8: more than 256 "
+            f"distinct values (at most 256 fit) ranging from {self.low!r} to {self.high!r}, "
+            "and they are not all k/256 or k/255 for integers k in 0..255"
+        )
 
 
 def encode(values, encoding, name="data"):
@@ -247,11 +299,9 @@ def _fits_divisor(values, divisor):
     return True
 
 
-def _codebook_encoding(arrays, lossy, names):
-    distinct = np.unique(np.concatenate([np.unique(a) for a in arrays]))
-    if distinct.size <= 256:
-        padding = np.repeat(distinct[-1:], 256 - distinct.size)
-        return Encoding(codebook=np.concatenate([distinct, padding]))
+def _lossy_encoding(arrays, lossy, names):
+    """256 evenly spaced levels if ``lossy``, else an error with the distinct count."""
+    distinct = np.unique(np.concatenate([np.unique(a) for a in arrays if a.size]))
     low, high = distinct[0], distinct[-1]
     if not lossy:
         raise EncodingError(

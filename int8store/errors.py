@@ -14,6 +14,8 @@ __all__ = [
     "DatasetNotFoundError",
     "DownloadError",
     "OutputExistsError",
+    "StoreFormatError",
+    "StoreChecksumError",
 ]
 
 
@@ -47,3 +49,11 @@ class DownloadError(Int8StoreError, OSError):
 
 class OutputExistsError(Int8StoreError, FileExistsError):
     """An output file exists and replacing it was not asked for."""
+
+
+class StoreFormatError(SourceFormatError):
+    """An int8store file is not one, is incomplete, or is of a newer format."""
+
+
+class StoreChecksumError(StoreFormatError):
+    """A dataset of an int8store file does not match its recorded checksum."""

@@ -32,10 +32,15 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, cach
     source = read_source(dataset, cache_dir=cache_dir)
     splits = _with_validation_split(source, valid_size)
     names = {name: f"{source.origin} ({name})" for name in SPLITS}
-    encoding = choose_encoding([splits[n][0] for n in SPLITS], divisor=source.divisor,
-                               lossy=lossy, names=[f"{names[n]} images" for n in SPLITS])
-    codes = {n: encode(splits[n][0], encoding, name=f"{names[n]} images") for n in SPLITS}
-    labels = {n: as_int32_labels(splits[n][1], name=f"{names[n]} labels") for n in SPLITS}
+    images = {n: splits[n].images() for n in SPLITS}
+    encoding = source.encoding  # set when the images are already int8 codes (a store)
+    if encoding is None:
+        encoding = choose_encoding([images[n] for n in SPLITS], divisor=source.divisor,
+                                   lossy=lossy, names=[f"{names[n]} images" for n in SPLITS])
+        codes = {n: encode(images[n], encoding, name=f"{names[n]} images") for n in SPLITS}
+    else:
+        codes = images
+    labels = {n: as_int32_labels(splits[n].labels, name=f"{names[n]} labels") for n in SPLITS}
     # "dataset" normalization uses the training split's statistics everywhere.
     mean = normalization_mean(codes["train"], encoding) if normalize == "dataset" else None
     return {
@@ -100,11 +105,9 @@ def _with_validation_split(source, valid_size):
                 "to sources without one"
             )
         return splits
-    images, labels = splits["train"]
-    count = _valid_count(valid_size, len(images))
-    cut = len(images) - count
-    splits["train"] = (images[:cut], labels[:cut])
-    splits["valid"] = (images[cut:], labels[cut:])
+    train = splits["train"]
+    keep = np.arange(train.count) < train.count - _valid_count(valid_size, train.count)
+    splits["train"], splits["valid"] = train.take("train", keep), train.take("valid", ~keep)
     return splits
 
 

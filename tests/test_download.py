@@ -113,11 +113,11 @@ def serve_fake_mnist(server):
 def test_mnist_is_downloaded_into_the_cache_then_read_from_it(server, tmp_path):
     data, files = serve_fake_mnist(server)
     source = read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
-    np.testing.assert_array_equal(source.splits["train"][0], data["train"][0])
+    np.testing.assert_array_equal(source.splits["train"].images(), data["train"][0])
     assert leftovers(tmp_path / "mnist") == sorted(f.name for f in files)
     server.shutdown()  # from now on only the cache can answer
     again = read_mnist(tmp_path, mirrors=[server.url + "mnist/"], files=files)
-    np.testing.assert_array_equal(again.splits["test"][1], data["test"][1])
+    np.testing.assert_array_equal(again.splits["test"].labels, data["test"][1])
 
 
 def test_a_damaged_cached_file_is_reported(server, tmp_path):

@@ -14,6 +14,7 @@ from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_
 from int8store import (DatasetNotFoundError, EncodingError, SourceFormatError,
                        UnsafePickleError, load_data, load_splits)
 from int8store.backend import aesara
+from int8store.sources import read_source
 from int8store.sources.digits import DIGITS_SPLIT_SIZES
 from int8store.sources.idx import parse_idx, read_idx
 
@@ -214,12 +215,21 @@ def test_npz_with_a_validation_split_and_other_names(tmp_path):
                                   arrays["validation_images"].reshape(2, -1))
 
 
-def test_npz_without_recognisable_keys(tmp_path):
-    path = tmp_path / "odd.npz"
-    np.savez(path, a=np.zeros((2, 2)), b=np.zeros(2))
-    with pytest.raises(SourceFormatError, match=r"holds arrays \['a', 'b'\]") as error:
-        load_data(path)
-    assert str(path) in str(error.value)
+def test_npz_keys_guessed_from_shapes_or_refused_when_ambiguous(tmp_path):
+    one_pair = tmp_path / "pair.npz"
+    np.savez(one_pair, a=np.zeros((3, 2, 2), np.uint8), b=np.arange(3))
+    source = read_source(one_pair)
+    assert list(source.splits) == ["train"] and source.splits["train"].count == 3
+    with pytest.raises(SourceFormatError, match=r"has splits \['train'\]; need at least train and test"):
+        load_data(one_pair)
+    ambiguous = tmp_path / "odd.npz"
+    np.savez(ambiguous, a=np.zeros((2, 2)), b=np.zeros(2), c=np.zeros((2, 3)))
+    with pytest.raises(SourceFormatError, match=r"several image/label pairs .* it holds a \(2, 2\), "
+                                                r"b \(2,\), c \(2, 3\); .*--keys train=IMAGES:LABELS") as error:
+        load_data(ambiguous)
+    assert str(ambiguous) in str(error.value)
+    given = read_source(ambiguous, keys={"train": ("c", "b")})
+    assert given.splits["train"].image_shape == (3,)
 
 
 def test_float_data_that_int8_cannot_hold_exactly(tmp_path):

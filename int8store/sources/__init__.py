@@ -1,18 +1,114 @@
-"""Readers of image archives. Each returns a :class:`SourceData`: numpy arrays
-per split, validated, with the file named in every error.
+"""Readers of image archives, each validating what it reads and naming the
+file in every error.
 
-:func:`read_source` picks the reader for what ``load_data`` was given.
+A reader returns a :class:`SourceData`: its splits as :class:`Split` objects
+whose labels are in memory and whose images are read in chunks, so that a
+converter can stream an archive larger than memory while ``load_data`` simply
+reads everything. :func:`read_source` picks the reader for what it is given.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from ..errors import DatasetNotFoundError, SourceFormatError
 
-__all__ = ["SourceData", "read_source"]
+__all__ = ["Split", "SourceData", "read_source"]
+
+
+class Split:
+    """One split of an archive: ``count`` images of ``image_shape``, and labels.
+
+    Parameters
+    ----------
+    name : str
+    labels : ndarray, shape (count,)
+    image_shape : tuple
+        Shape of one image (``(rows, cols)``, ``(rows, cols, channels)``, or
+        ``(features,)`` for flat vectors).
+    dtype : numpy dtype of the images
+    read_chunks : callable
+        ``read_chunks(rows)`` yields the images in order, ``rows`` at a time
+        (the last chunk may be shorter).
+    origin : str
+        The file(s) the split comes from, for messages.
+    """
+
+    def __init__(self, name, labels, image_shape, dtype, read_chunks, origin):
+        self.name = name
+        self.labels = np.asarray(labels)
+        self.image_shape = tuple(int(n) for n in image_shape)
+        self.dtype = np.dtype(dtype)
+        self._read_chunks = read_chunks
+        self.origin = origin
+        if self.labels.ndim != 1:
+            raise SourceFormatError(
+                f"{origin}: {name} labels must be 1-D, got shape {self.labels.shape}"
+            )
+
+    @classmethod
+    def from_arrays(cls, name, images, labels, origin):
+        """A split over an array of images (or anything sliceable with a shape and
+        dtype, such as an h5py dataset, read a slice at a time)."""
+        images = as_images(images, origin, f"{name} images")
+        labels = np.asarray(labels)
+        if labels.ndim == 1 and len(images) != len(labels):
+            raise SourceFormatError(
+                f"{origin}: split {name!r} has {len(images)} images but {len(labels)} labels; "
+                "every image needs exactly one label"
+            )
+        return cls(name, labels, images.shape[1:], images.dtype,
+                   lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
+                   origin)
+
+    @property
+    def count(self):
+        return len(self.labels)
+
+    @property
+    def image_nbytes(self):
+        return int(np.prod(self.image_shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def chunks(self, rows) -> Iterator[np.ndarray]:
+        """The images, ``rows`` at a time; checks that there are ``count`` of them."""
+        seen = 0
+        for chunk in self._read_chunks(max(1, int(rows))):
+            seen += len(chunk)
+            if seen > self.count:
+                break
+            yield chunk
+        if seen != self.count:
+            found = f"more than {self.count}" if seen > self.count else f"{seen}"
+            raise SourceFormatError(
+                f"{self.origin}: split {self.name!r} has {found} images but {self.count} "
+                "labels; every image needs exactly one label"
+            )
+
+    def images(self):
+        """All images in one array."""
+        out = np.empty((self.count,) + self.image_shape, dtype=self.dtype)
+        start = 0
+        for chunk in self.chunks(max(1, (64 << 20) // max(1, self.image_nbytes))):
+            out[start:start + len(chunk)] = chunk
+            start += len(chunk)
+        return out
+
+    def take(self, name, keep):
+        """A split of the examples where the boolean mask ``keep`` is true, in order."""
+        keep = np.asarray(keep, dtype=bool)
+
+        def read_chunks(rows):
+            start = 0
+            for chunk in self.chunks(rows):
+                selected = chunk[keep[start:start + len(chunk)]]
+                start += len(chunk)
+                if len(selected):
+                    yield selected
+
+        return Split(name, self.labels[keep], self.image_shape, self.dtype, read_chunks,
+                     self.origin)
 
 
 @dataclass
@@ -22,38 +118,50 @@ class SourceData:
     Attributes
     ----------
     splits : dict
-        ``{split name: (images, labels)}`` in the archive's order; images have
-        shape ``(N, ...)``.
+        ``{split name: Split}`` in the archive's order.
     origin : str
-        Where the data came from (a path or a dataset name), for messages.
+        Where the data came from (paths or a dataset name), for messages.
     divisor : int, optional
         For integer pixels, the divisor of their unit scale (see
         :func:`~int8store.quantize`); None keeps the default.
     image_shape : tuple, optional
         Shape of one image when the images are stored as flat vectors.
+    label_names : list of str, optional
+        Names of the classes, by label.
+    encoding : Encoding, optional
+        Set when the images are already int8 codes under this encoding (a store).
     """
 
     splits: dict
     origin: str
     divisor: Optional[int] = None
     image_shape: Optional[tuple] = None
-    extra: dict = field(default_factory=dict)
-
-    def check_counts(self):
-        """Every split has as many labels as images, or a SourceFormatError."""
-        for name, (images, labels) in self.splits.items():
-            if len(images) != len(labels):
-                raise SourceFormatError(
-                    f"{self.origin}: split {name!r} has {len(images)} images but "
-                    f"{len(labels)} labels; every image needs exactly one label"
-                )
-        return self
+    label_names: Optional[list] = None
+    encoding: Optional[object] = None
 
 
-def read_source(dataset, cache_dir=None):
-    """Read ``dataset``: ``"digits"``, ``"mnist"``, or a path (see ``load_data``)."""
-    from . import digits, idx, mnist, npz, pickled
+def read_source(dataset, cache_dir=None, resize=None, keys=None):
+    """Read ``dataset``: ``"digits"``, ``"mnist"``, or one or more paths.
 
+    Parameters
+    ----------
+    dataset : str, path, or list of paths
+        See :func:`~int8store.load_data`; several paths are taken to be IDX
+        files (paired by their ``train``/``t10k``/``test`` and
+        ``images``/``labels`` names).
+    resize : (rows, cols), optional
+        For image files: the size every image is resized to.
+    keys : dict, optional
+        For ``.npz``/HDF5: ``{split: (images key, labels key)}``.
+    """
+    from . import digits, hdf5, idx, images, mnist, npz, pickled
+
+    if isinstance(dataset, (list, tuple)):
+        paths = [Path(p) for p in dataset]
+        if len(paths) == 1:
+            return read_source(paths[0], cache_dir, resize, keys)
+        _check_exist(paths)
+        return idx.read_idx_files(paths)
     if isinstance(dataset, str) and dataset == "digits":
         return digits.read_digits()
     if isinstance(dataset, str) and dataset == "mnist":
@@ -63,27 +171,44 @@ def read_source(dataset, cache_dir=None):
         if path.name == "mnist.pkl.gz":
             # The classic tutorials' default argument: use the cache, as they did.
             return mnist.read_mnist(cache_dir)
-        raise DatasetNotFoundError(
-            f"{path}: no such file or folder. load_data takes 'digits', 'mnist', "
-            "a path to mnist.pkl.gz, a folder of MNIST IDX files, or an .npz file"
-        )
+        _check_exist([path])
     if path.is_dir():
-        return idx.read_idx_folder(path)
+        if idx.holds_idx_files(path):
+            return idx.read_idx_folder(path)
+        return images.read_image_folder(path, resize)
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):
         return pickled.read_mnist_pickle(path)
     if name.endswith(".npz"):
-        return npz.read_npz(path)
+        return npz.read_npz(path, keys)
+    if name.endswith((".h5", ".hdf5")):
+        return hdf5.read_hdf5(path, keys)
+    if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
+        return images.read_image_archive(path, resize)
+    if idx.looks_like_idx(path):
+        return idx.read_idx_files([path])
     raise SourceFormatError(
-        f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, "
-        "or a folder holding the four MNIST IDX files"
+        f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, .h5, "
+        ".zip/.tar(.gz) of class folders, IDX files, or a folder of IDX files or class folders"
     )
 
 
+def _check_exist(paths):
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise DatasetNotFoundError(
+            f"{', '.join(missing)}: no such file or folder. Expected 'digits', 'mnist', "
+            "a path to mnist.pkl.gz, an .npz, an .h5 store, IDX files or a folder of them, "
+            "or a folder (or .zip/.tar) of class folders of images"
+        )
+
+
 def as_images(array, origin, what="images"):
-    """``array`` checked to be numeric with shape (N, ...), N >= 0."""
-    array = np.asarray(array)
-    if array.ndim < 2:
+    """``array`` checked to be numeric with shape (N, ...); arrays with a shape
+    and a dtype (h5py datasets) are not read."""
+    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+        array = np.asarray(array)
+    if len(array.shape) < 2:
         raise SourceFormatError(f"{origin}: {what} must have shape (N, ...), got {array.shape}")
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise SourceFormatError(f"{origin}: {what} have dtype {array.dtype}, expected numbers")

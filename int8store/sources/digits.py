@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..errors import SourceFormatError
-from . import SourceData
+from . import SourceData, Split
 
 __all__ = ["read_digits", "DIGITS_SPLIT_SIZES"]
 
@@ -27,5 +27,5 @@ def read_digits():
     splits = {}
     for name, start, end in zip(("train", "valid", "test"), ends - DIGITS_SPLIT_SIZES, ends):
         chosen = order[start:end]
-        splits[name] = (images[chosen], digits.target[chosen])
+        splits[name] = Split.from_arrays(name, images[chosen], digits.target[chosen], "digits")
     return SourceData(splits, origin="digits (scikit-learn)", divisor=_LEVELS)

@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 
 from ..errors import SourceFormatError, UnsafePickleError
-from . import SourceData, as_images
+from . import SourceData, Split
 from ._files import open_maybe_gzipped
 
 __all__ = ["restricted_load", "read_mnist_pickle"]
@@ -93,17 +93,11 @@ def read_mnist_pickle(path):
             f"{path}: expected three (images, labels) pairs (train, valid, test), "
             f"got {_shape_of(content)}"
         )
-    splits = {}
-    for name, (images, labels) in zip(_SPLITS, content):
-        images = as_images(images, path, f"{name} images")
-        labels = np.asarray(labels)
-        if labels.ndim != 1:
-            raise SourceFormatError(f"{path}: {name} labels must be 1-D, got {labels.shape}")
-        splits[name] = (images, labels)
-    width = splits["train"][0].shape[1:]
+    splits = {name: Split.from_arrays(name, images, labels, str(path))
+              for name, (images, labels) in zip(_SPLITS, content)}
     # The classic file holds flat 28x28 images.
-    image_shape = (28, 28) if width == (784,) else None
-    return SourceData(splits, origin=str(path), image_shape=image_shape).check_counts()
+    image_shape = (28, 28) if splits["train"].image_shape == (784,) else None
+    return SourceData(splits, origin=str(path), image_shape=image_shape)
 
 
 def _shape_of(content):

@@ -1,0 +1,241 @@
+"""Image files in class folders: a folder, or a ``.zip`` / ``.tar(.gz)`` of one.
+
+Layouts (after descending into a single wrapping folder):
+
+* ``CLASS/IMAGE`` — one split, ``train``;
+* ``SPLIT/CLASS/IMAGE`` with ``SPLIT`` in train/valid/validation/val/test.
+
+Labels number the class folders in sorted name order; the names are kept as
+label names. Images are decoded by Pillow: grayscale stays one channel
+(``rows x cols``), colour keeps three (``rows x cols x 3``); all images must
+share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
+skipped; any other non-image file is an error, as is an unreadable image.
+"""
+
+import io
+import os
+import tarfile
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from ..errors import SourceFormatError
+from . import SourceData, Split
+
+__all__ = ["read_image_folder", "read_image_archive", "decode_image", "IMAGE_SUFFIXES"]
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp",
+                  ".pgm", ".ppm", ".pbm", ".pnm"}
+_SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
+                  "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
+_GRAY, _COLOUR = "L", "RGB"
+
+
+def decode_image(data, origin, resize=None):
+    """uint8 pixels of an encoded image: (rows, cols) grey or (rows, cols, 3) colour."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            image = _as_8bit(image, origin)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
+            Image.DecompressionBombError) as error:
+        raise SourceFormatError(f"{origin}: cannot read this image ({error})") from error
+    if resize is not None:
+        rows, cols = resize
+        image = image.resize((cols, rows), Image.Resampling.BICUBIC)
+    return np.asarray(image, dtype=np.uint8)
+
+
+def _as_8bit(image, origin):
+    """``image`` in mode L or RGB, refusing what that would change silently."""
+    mode = image.mode
+    if mode in (_GRAY, _COLOUR):
+        return image
+    if mode == "1":
+        return image.convert(_GRAY)
+    if mode == "YCbCr":
+        return image.convert(_COLOUR)
+    if mode == "P":
+        image, mode = image.convert("RGBA"), "RGBA"
+    if mode in ("LA", "RGBA", "PA"):
+        alpha = np.asarray(image.getchannel("A"))
+        if alpha.size and alpha.min() < 255:
+            raise SourceFormatError(
+                f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
+                "colour pixels only, so flatten the transparency first"
+            )
+        return image.convert(_GRAY if mode == "LA" else _COLOUR)
+    raise SourceFormatError(
+        f"{origin}: image mode {mode} is not 8-bit grey or colour (int8store stores "
+        "8-bit pixels); convert it to L or RGB first"
+    )
+
+
+class _Tree:
+    """Files of a folder or an archive, by relative POSIX path."""
+
+    def __init__(self, label, names, read, in_order=None, separator=":"):
+        self.label = label  # how the container is named in messages
+        self.names = names
+        self.read = read  # relative path -> bytes
+        self.in_order = in_order  # or: iterate (name, bytes) in storage order
+        self.separator = separator
+
+    def where(self, name):
+        """How a file is named in messages: folder/CLASS/x.png, archive.zip:CLASS/x.png."""
+        return f"{self.label}{self.separator}{name}"
+
+
+def _folder_tree(folder):
+    names = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = Path(root).relative_to(folder)
+        names += [(rel / f).as_posix() for f in sorted(files)]
+    return _Tree(str(folder), names, lambda name: (Path(folder) / name).read_bytes(),
+                 separator="/")
+
+
+def _zip_tree(path):
+    try:
+        archive = zipfile.ZipFile(path)
+        names = [i.filename for i in archive.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
+
+    def read(name):
+        try:
+            return archive.read(name)
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
+            raise SourceFormatError(f"{path}:{name}: damaged in the archive ({error})") from error
+
+    return _Tree(str(path), names, read)
+
+
+def _tar_tree(path):
+    try:
+        with tarfile.open(path) as archive:
+            names = [m.name for m in archive.getmembers() if m.isfile()]
+    except (tarfile.TarError, OSError, EOFError) as error:
+        raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
+
+    def in_order(wanted):
+        # One streaming pass in the archive's own order: seeking back in a
+        # compressed tar would decompress it again for every file.
+        try:
+            with tarfile.open(path, "r|*") as archive:
+                for member in archive:
+                    if member.isfile() and member.name in wanted:
+                        yield member.name, archive.extractfile(member).read()
+        except (tarfile.TarError, OSError, EOFError) as error:
+            raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
+
+    return _Tree(str(path), names, None, in_order)
+
+
+def read_image_folder(folder, resize=None):
+    """Splits of a folder of class folders (see the module docstring)."""
+    return _read_tree(_folder_tree(Path(folder)), resize)
+
+
+def read_image_archive(path, resize=None):
+    """Splits of a ``.zip`` or ``.tar(.gz)`` of class folders."""
+    tree = _zip_tree(path) if str(path).lower().endswith(".zip") else _tar_tree(path)
+    return _read_tree(tree, resize)
+
+
+def _is_hidden(parts):
+    return any(p.startswith(".") or p == "__MACOSX" for p in parts)
+
+
+def _read_tree(tree, resize):
+    files = [PurePosixPath(n) for n in tree.names if not _is_hidden(PurePosixPath(n).parts)]
+    if not files:
+        raise SourceFormatError(f"{tree.label}: holds no images")
+    # Descend into one folder that wraps everything (e.g. digits/ inside digits.zip).
+    prefix = ()
+    while len({f.parts[len(prefix)] for f in files if len(f.parts) > len(prefix) + 1}) == 1 \
+            and all(len(f.parts) > len(prefix) + 2 for f in files):
+        prefix += (files[0].parts[len(prefix)],)
+    depth = len(prefix)
+    top = {f.parts[depth] for f in files}
+    split_layout = top <= set(_SPLIT_FOLDERS) and all(len(f.parts) == depth + 3 for f in files)
+    entries = []  # (split, class name, file name)
+    for f in files:
+        rest = f.parts[depth:]
+        if split_layout:
+            entries.append((_SPLIT_FOLDERS[rest[0]], rest[1], f.as_posix()))
+        elif len(rest) == 2:
+            entries.append(("train", rest[0], f.as_posix()))
+        else:
+            raise SourceFormatError(
+                f"{tree.where(f.as_posix())}: not in a class folder; expected CLASS/IMAGE "
+                "or SPLIT/CLASS/IMAGE (SPLIT: train, valid, test)"
+            )
+    for _, _, name in entries:
+        if PurePosixPath(name).suffix.lower() not in IMAGE_SUFFIXES:
+            raise SourceFormatError(
+                f"{tree.where(name)}: not an image file (expected one of "
+                f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
+            )
+    classes = sorted({c for _, c, _ in entries})
+    label_of = {c: i for i, c in enumerate(classes)}
+    if tree.in_order is None:
+        entries.sort(key=lambda e: (e[0], e[1], e[2]))
+    else:
+        order = {n: i for i, n in enumerate(tree.names)}
+        entries.sort(key=lambda e: order[e[2]])
+    first = entries[0][2]
+    reference = decode_image(_read_one(tree, first), tree.where(first), resize)
+    splits = {}
+    for split in ("train", "valid", "test"):
+        chosen = [(c, n) for s, c, n in entries if s == split]
+        if chosen:
+            splits[split] = Split(
+                split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
+                reference.shape, np.uint8,
+                _chunk_reader(tree, [n for _, n in chosen], reference.shape, first, resize),
+                tree.label)
+    return SourceData(splits, origin=tree.label, label_names=classes)
+
+
+def _read_one(tree, name):
+    if tree.read is not None:
+        return tree.read(name)
+    return next(tree.in_order({name}))[1]
+
+
+def _chunk_reader(tree, names, shape, first, resize):
+    def pixels(name, data):
+        image = decode_image(data, tree.where(name), resize)
+        if image.shape != shape:
+            raise SourceFormatError(
+                f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} "
+                f"is {_describe(shape)}; all images must share a size and colour "
+                "(pass --resize ROWSxCOLS, resize=(rows, cols), to resize them)"
+            )
+        return image
+
+    def read_chunks(rows):
+        items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
+        chunk = np.empty((rows,) + shape, dtype=np.uint8)
+        filled = 0
+        for name, data in items:
+            chunk[filled] = pixels(name, data)
+            filled += 1
+            if filled == rows:
+                yield chunk.copy()
+                filled = 0
+        if filled:
+            yield chunk[:filled].copy()
+
+    return read_chunks
+
+
+def _describe(shape):
+    size = f"{shape[0]}x{shape[1]}"
+    return f"{size} colour" if len(shape) == 3 else f"{size} grey"
