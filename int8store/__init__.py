@@ -3,39 +3,65 @@ symbolically, one minibatch at a time.
 
 >>> from int8store import load_data
 >>> (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = load_data("digits")
+
+The names below are imported on first use, so that tools that do not build
+graphs (the ``int8store`` command, the readers) start without Aesara.
 """
 
-from .dataset import STORAGES, SharedDataset, shared_dataset
-from .dequantize import NORMALIZATIONS, dequantize
-from .encoding import Encoding, quantize
-from .loading import load_data, load_splits
+from importlib import import_module
+
 from .errors import (
     ArgumentError,
     DatasetNotFoundError,
     DownloadError,
     EncodingError,
     Int8StoreError,
+    OutputExistsError,
     SourceFormatError,
+    StoreChecksumError,
+    StoreFormatError,
     UnsafePickleError,
 )
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "load_data",
-    "load_splits",
-    "shared_dataset",
-    "SharedDataset",
-    "dequantize",
-    "quantize",
-    "Encoding",
-    "NORMALIZATIONS",
-    "STORAGES",
+# Public name -> the module that defines it.
+_LAZY = {
+    "load_data": "loading",
+    "load_splits": "loading",
+    "shared_dataset": "dataset",
+    "SharedDataset": "dataset",
+    "STORAGES": "dataset",
+    "dequantize": "symbolic",
+    "NORMALIZATIONS": "symbolic",
+    "quantize": "encoding",
+    "Encoding": "encoding",
+    "open_store": "store",
+    "Store": "store",
+    "convert": "converter",
+}
+
+__all__ = list(_LAZY) + [
     "Int8StoreError",
     "ArgumentError",
     "EncodingError",
     "SourceFormatError",
     "UnsafePickleError",
+    "StoreFormatError",
+    "StoreChecksumError",
     "DatasetNotFoundError",
     "DownloadError",
+    "OutputExistsError",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'int8store' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -8,7 +8,7 @@ the same name and returns just its ``(x, y)``.
 import numpy as np
 
 from .backend import FLOAT, TensorVariable, aesara, at, shared
-from .dequantize import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
+from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
 from .encoding import quantize
 from .errors import ArgumentError, Int8StoreError
 from .labels import as_int32_labels

@@ -246,6 +246,9 @@ def encode(values, encoding, name="data"):
     values = _as_numeric(values, name)
     if encoding.is_codebook:
         return _encode_by_codebook(values, encoding, name)
+    if values.dtype == np.uint8 and encoding.offset == 128:
+        # u - 128 in two's complement is u with its top bit flipped: exact, no range to check.
+        return (values ^ np.uint8(0x80)).view(np.int8)
     codes = np.empty(values.shape, dtype=np.int8)
     flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
     low, high = -128 + encoding.offset, 127 + encoding.offset

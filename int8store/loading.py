@@ -3,7 +3,7 @@
 import numpy as np
 
 from .dataset import SharedDataset
-from .dequantize import normalization_mean
+from .symbolic import normalization_mean
 from .encoding import choose_encoding, encode
 from .errors import ArgumentError, SourceFormatError
 from .labels import as_int32_labels

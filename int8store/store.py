@@ -183,7 +183,7 @@ class _SplitWriter:
             )
         self.x.attrs["sha256"] = self.digest.hexdigest()
         self.group.attrs["count"] = self.count
-        self.group.attrs["code_mean"] = self.total / self.count if self.count else np.nan
+        self.group.attrs["code_mean"] = self.total / self.x.size if self.x.size else np.nan
 
 
 def is_store(path):

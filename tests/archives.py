@@ -104,3 +104,43 @@ def python2_pickle(content):
             return b"(" + b"".join(body(i) for i in item) + b"t"
         return python2_array_pickle(item)
     return b"\x80\x02" + body(content) + b"."
+
+
+def write_image_folder(root, images, labels, class_names=None, suffix=".png"):
+    """Write ``images`` (uint8, (N, H, W) or (N, H, W, 3)) as CLASS/NNNNN.png files.
+
+    Returns the files in the order int8store reads them (class, then name).
+    """
+    from PIL import Image
+
+    class_names = class_names or [str(c) for c in range(int(np.max(labels)) + 1)]
+    paths = []
+    for index, (image, label) in enumerate(zip(images, labels)):
+        folder = root / class_names[label]
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{index:05d}{suffix}"
+        Image.fromarray(np.asarray(image, dtype=np.uint8)).save(path)
+        paths.append((class_names[label], path.name, index))
+    return [index for _, _, index in sorted(paths)]
+
+
+def zip_folder(folder, archive_path, wrap=None):
+    """Zip ``folder``'s content (inside a top folder ``wrap`` if given)."""
+    import zipfile
+
+    with zipfile.ZipFile(archive_path, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                name = path.relative_to(folder).as_posix()
+                archive.write(path, f"{wrap}/{name}" if wrap else name)
+    return archive_path
+
+
+def tar_folder(folder, archive_path):
+    import tarfile
+
+    with tarfile.open(archive_path, "w:gz") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.add(path, path.relative_to(folder).as_posix())
+    return archive_path

@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 from int8store import ArgumentError, dequantize, quantize
 from int8store.backend import aesara, at
-from int8store.dequantize import normalization_mean
+from int8store.symbolic import normalization_mean
 
 matrices = hnp.array_shapes(min_dims=2, max_dims=2, max_side=16)
 pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))

@@ -17,7 +17,7 @@ import os
 import tarfile
 import zipfile
 import zlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 
@@ -91,11 +91,13 @@ class _Tree:
 
 
 def _folder_tree(folder):
+    # Plain strings, not Path objects: pathlib interns every part of every
+    # name, and the interned-string table of a big folder costs memory.
     names = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel = Path(root).relative_to(folder)
-        names += [(rel / f).as_posix() for f in sorted(files)]
+        rel = os.path.relpath(root, folder).replace(os.sep, "/")
+        names += [f if rel == "." else f"{rel}/{f}" for f in sorted(files)]
     return _Tree(str(folder), names, lambda name: (Path(folder) / name).read_bytes(),
                  separator="/")
 
@@ -153,31 +155,31 @@ def _is_hidden(parts):
 
 
 def _read_tree(tree, resize):
-    files = [PurePosixPath(n) for n in tree.names if not _is_hidden(PurePosixPath(n).parts)]
+    files = [(name, name.split("/")) for name in tree.names]
+    files = [(name, parts) for name, parts in files if not _is_hidden(parts)]
     if not files:
         raise SourceFormatError(f"{tree.label}: holds no images")
     # Descend into one folder that wraps everything (e.g. digits/ inside digits.zip).
-    prefix = ()
-    while len({f.parts[len(prefix)] for f in files if len(f.parts) > len(prefix) + 1}) == 1 \
-            and all(len(f.parts) > len(prefix) + 2 for f in files):
-        prefix += (files[0].parts[len(prefix)],)
-    depth = len(prefix)
-    top = {f.parts[depth] for f in files}
-    split_layout = top <= set(_SPLIT_FOLDERS) and all(len(f.parts) == depth + 3 for f in files)
+    depth = 0
+    while len({parts[depth] for _, parts in files}) == 1 \
+            and all(len(parts) > depth + 2 for _, parts in files):
+        depth += 1
+    top = {parts[depth] for _, parts in files}
+    split_layout = top <= set(_SPLIT_FOLDERS) and all(len(p) == depth + 3 for _, p in files)
     entries = []  # (split, class name, file name)
-    for f in files:
-        rest = f.parts[depth:]
+    for name, parts in files:
+        rest = parts[depth:]
         if split_layout:
-            entries.append((_SPLIT_FOLDERS[rest[0]], rest[1], f.as_posix()))
+            entries.append((_SPLIT_FOLDERS[rest[0]], rest[1], name))
         elif len(rest) == 2:
-            entries.append(("train", rest[0], f.as_posix()))
+            entries.append(("train", rest[0], name))
         else:
             raise SourceFormatError(
-                f"{tree.where(f.as_posix())}: not in a class folder; expected CLASS/IMAGE "
+                f"{tree.where(name)}: not in a class folder; expected CLASS/IMAGE "
                 "or SPLIT/CLASS/IMAGE (SPLIT: train, valid, test)"
             )
     for _, _, name in entries:
-        if PurePosixPath(name).suffix.lower() not in IMAGE_SUFFIXES:
+        if os.path.splitext(name)[1].lower() not in IMAGE_SUFFIXES:
             raise SourceFormatError(
                 f"{tree.where(name)}: not an image file (expected one of "
                 f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"

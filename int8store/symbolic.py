@@ -87,7 +87,7 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None):
     if dataset_mean is None:
         raise ArgumentError(
             'normalize="dataset" needs dataset_mean: the mean of the training '
-            "split, from int8store.dequantize.normalization_mean(codes, encoding)"
+            "split, from int8store.symbolic.normalization_mean(codes, encoding)"
         )
     return (base - float_constant(dataset_mean)) / float_constant(_spread(encoding))
 

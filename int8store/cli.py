@@ -1,0 +1,124 @@
+"""The ``int8store`` command: convert archives, describe and verify stores.
+
+    int8store convert SRC... -o OUT.h5 [--valid N] [--seed S] [--resize HxW] [--force]
+    int8store info FILE
+    int8store verify FILE
+
+Domain errors print one line on stderr and exit with status 2.
+"""
+
+import argparse
+import shlex
+import sys
+
+from .errors import Int8StoreError
+
+__all__ = ["main"]
+
+
+def _valid(text):
+    try:
+        return float(text) if "." in text else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or a fraction, got {text!r}") from None
+
+
+def _size(text):
+    try:
+        rows, cols = (int(n) for n in text.lower().split("x"))
+        if rows < 1 or cols < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 28x28, got {text!r}") from None
+    return rows, cols
+
+
+def _keys(text):
+    try:
+        split, pair = text.split("=", 1)
+        images, labels = pair.split(":", 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected SPLIT=IMAGES:LABELS, got {text!r}") from None
+    return split, (images, labels)
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="int8store", description="Convert image archives into int8store files and inspect them.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    convert = commands.add_parser(
+        "convert", help="convert an archive into an int8store .h5 file",
+        description="Convert IDX files (or a folder of them), .npz, mnist.pkl.gz, a folder or "
+                    ".zip/.tar(.gz) of class folders of images, or an HDF5 file into an int8store file.")
+    convert.add_argument("sources", nargs="+", metavar="SRC")
+    convert.add_argument("-o", "--output", required=True, metavar="OUT.h5")
+    convert.add_argument("--valid", type=_valid, metavar="N",
+                         help="carve a validation split of N training examples (or a fraction, e.g. 0.1)")
+    convert.add_argument("--seed", type=int, default=0, help="seed of the --valid shuffle (default 0)")
+    convert.add_argument("--resize", type=_size, metavar="HxW", help="resize image files to H rows, W columns")
+    convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
+                         help="the arrays of a split in an .npz or HDF5 source (repeatable)")
+    convert.add_argument("--force", action="store_true", help="replace OUT.h5 if it exists")
+    info = commands.add_parser("info", help="describe an int8store file")
+    info.add_argument("file")
+    verify = commands.add_parser("verify", help="check every checksum of an int8store file")
+    verify.add_argument("file")
+    return parser
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "convert":
+            from .converter import convert
+            path = convert(args.sources, args.output, valid=args.valid, seed=args.seed,
+                           resize=args.resize, keys=dict(args.keys) if args.keys else None,
+                           force=args.force, command_line=shlex.join(["int8store"] + argv))
+            print(describe(path))
+        elif args.command == "info":
+            print(describe(args.file))
+        else:
+            from .store import open_store
+            checked = open_store(args.file, verify=False).verify()
+            print(f"{args.file}: OK, all {len(checked)} datasets match their checksums")
+    except Int8StoreError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 130
+    return 0
+
+
+def describe(path):
+    """The text ``int8store info`` prints."""
+    from .store import open_store
+
+    store = open_store(path, verify=False)
+    p = store.provenance
+    names = store.label_names
+    lines = [
+        f"{store.path}: int8store format {p['format_version']}, written by {p['writer']} on {p['created']}",
+        f"source:       {p['source']}",
+        f"command line: {p['command_line']}",
+        f"encoding:     {store.encoding.describe()}",
+        f"images:       {'x'.join(map(str, store.image_shape))} (axes: {', '.join(store.axes)})",
+    ]
+    if names:
+        shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+        lines.append(f"labels:       {len(names)} classes: {shown}")
+    pixels = int(__import__("numpy").prod(store.image_shape))
+    rows = [("split", "examples", "int8 bytes", "float32 bytes", "code mean")]
+    for name, count in store.splits.items():
+        rows.append((name, f"{count:,}", f"{count * pixels:,}", f"{4 * count * pixels:,}",
+                     f"{store.code_means[name]:.4f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+"""int8store convert / info / verify: every format round-trips; bad input is
+refused in one line, exit status 2, and nothing is left behind."""
+
+import gzip
+import tracemalloc
+
+import h5py
+import numpy as np
+import pytest
+
+from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, tar_folder,
+                      write_idx, write_image_folder, write_mnist_idx_folder,
+                      write_pickle_gz, zip_folder)
+from int8store import (StoreChecksumError, StoreFormatError, load_data, load_splits,
+                       open_store)
+from int8store.cli import main
+from int8store.converter import convert
+
+
+def stored(path):
+    """{split: (uint8 pixels, labels)} of a store, decoded with its encoding."""
+    store = open_store(path)
+    out = {}
+    for name in store.splits:
+        codes, labels = store.read_split(name)
+        out[name] = (store.encoding.levels(codes), labels)
+    return out
+
+
+def assert_round_trip(path, expected):
+    got = stored(path)
+    assert list(got) == list(expected)
+    for name, (images, labels) in expected.items():
+        np.testing.assert_array_equal(got[name][0], images)
+        np.testing.assert_array_equal(got[name][1], labels)
+
+
+def run_cli(args, capsys):
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+# -- round trips ----------------------------------------------------------------
+
+@pytest.mark.parametrize("gzipped", [True, False])
+def test_idx_folder_and_files(tmp_path, gzipped):
+    data = fake_mnist(n_train=30, n_test=10, side=6)
+    folder = write_mnist_idx_folder(tmp_path / "idx", data, gzipped)
+    convert(folder, tmp_path / "folder.h5")
+    assert_round_trip(tmp_path / "folder.h5", data)
+    convert(sorted(folder.iterdir()), tmp_path / "files.h5")
+    assert_round_trip(tmp_path / "files.h5", data)
+
+
+def test_npz(tmp_path):
+    data = fake_mnist(n_train=20, n_test=5)
+    np.savez(tmp_path / "a.npz", x_train=data["train"][0], y_train=data["train"][1],
+             x_test=data["test"][0], y_test=data["test"][1])
+    convert(tmp_path / "a.npz", tmp_path / "a.h5")
+    assert_round_trip(tmp_path / "a.h5", data)
+
+
+def test_npz_with_keys_given(tmp_path, capsys):
+    data = fake_mnist(n_train=20, n_test=5)
+    np.savez(tmp_path / "b.npz", p=data["train"][0], q=data["train"][1], r=data["test"][0],
+             s=data["test"][1])
+    status, _, err = run_cli(["convert", tmp_path / "b.npz", "-o", tmp_path / "b.h5"], capsys)
+    assert status == 2 and "cannot tell which arrays are images and labels" in err
+    status, _, _ = run_cli(["convert", tmp_path / "b.npz", "-o", tmp_path / "b.h5",
+                            "--keys", "train=p:q", "--keys", "test=r:s"], capsys)
+    assert status == 0
+    assert_round_trip(tmp_path / "b.h5", data)
+
+
+def test_mnist_pickle_keeps_its_floats_exactly(tmp_path):
+    content = fake_mnist_pickle_content(width=784)
+    convert(write_pickle_gz(tmp_path / "mnist.pkl.gz", content), tmp_path / "m.h5")
+    store = open_store(tmp_path / "m.h5")
+    assert store.image_shape == (28, 28) and store.encoding.divisor == 256
+    for name, (images, labels) in zip(("train", "valid", "test"), content):
+        codes, stored_labels = store.read_split(name)
+        decoded = store.encoding.decode(codes, np.float32).reshape(len(codes), -1)
+        np.testing.assert_array_equal(decoded.view(np.uint32), images.view(np.uint32))
+        np.testing.assert_array_equal(stored_labels, labels)
+
+
+def digits_images():
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    return digits.images.astype(np.uint8), digits.target
+
+
+@pytest.mark.slow
+def test_scikit_learn_digits_as_png_folders_and_zip(tmp_path):
+    images, labels = digits_images()
+    order = write_image_folder(tmp_path / "digits", images, labels)
+    expected = {"train": (images[order], labels[order])}
+    convert(tmp_path / "digits", tmp_path / "folder.h5")
+    assert_round_trip(tmp_path / "folder.h5", expected)
+    assert open_store(tmp_path / "folder.h5").label_names == [str(d) for d in range(10)]
+    zip_folder(tmp_path / "digits", tmp_path / "digits.zip", wrap="digits")
+    convert(tmp_path / "digits.zip", tmp_path / "zip.h5")
+    assert_round_trip(tmp_path / "zip.h5", expected)
+
+
+def test_colour_images_in_split_folders_and_tar(tmp_path):
+    rng = np.random.default_rng(3)
+    expected = {}
+    for split, n in (("train", 9), ("test", 4)):
+        images = rng.integers(0, 256, (n, 5, 7, 3), dtype=np.uint8)
+        labels = rng.integers(0, 3, n)
+        order = write_image_folder(tmp_path / "set" / split, images, labels, ["cat", "dog", "eel"])
+        expected[split] = (images[order], labels[order])
+    convert(tmp_path / "set", tmp_path / "folder.h5")
+    assert_round_trip(tmp_path / "folder.h5", expected)
+    store = open_store(tmp_path / "folder.h5")
+    assert store.axes == ("example", "row", "column", "channel")
+    assert store.label_names == ["cat", "dog", "eel"]
+    tar_folder(tmp_path / "set", tmp_path / "set.tar.gz")
+    convert(tmp_path / "set.tar.gz", tmp_path / "tar.h5")
+    got = stored(tmp_path / "tar.h5")
+    for split in expected:  # a tar is read in its own order: compare as sets of examples
+        pairs = lambda imgs, labs: sorted((l, np.asarray(i, np.uint8).tobytes()) for i, l in zip(imgs, labs))
+        assert pairs(*got[split]) == pairs(*expected[split])
+
+
+def test_generic_hdf5_and_a_store_as_source(tmp_path):
+    data = fake_mnist(n_train=15, n_test=5)
+    with h5py.File(tmp_path / "plain.h5", "w") as f:
+        for split, (images, labels) in data.items():
+            f[f"{split}/images"] = images
+            f[f"{split}/labels"] = labels
+    convert(tmp_path / "plain.h5", tmp_path / "a.h5")
+    assert_round_trip(tmp_path / "a.h5", data)
+    convert(tmp_path / "a.h5", tmp_path / "b.h5")  # a store converts to an equal store
+    assert_round_trip(tmp_path / "b.h5", data)
+
+
+def test_valid_split_carved_by_seeded_shuffle(tmp_path):
+    data = fake_mnist(n_train=40, n_test=5)
+    folder = write_mnist_idx_folder(tmp_path / "idx", data)
+    convert(folder, tmp_path / "a.h5", valid=10, seed=7)
+    convert(folder, tmp_path / "b.h5", valid=0.25, seed=7)
+    a, b = stored(tmp_path / "a.h5"), stored(tmp_path / "b.h5")
+    assert [len(a[n][1]) for n in ("train", "valid", "test")] == [30, 10, 5]
+    for name in a:
+        np.testing.assert_array_equal(a[name][0], b[name][0])
+    chosen = np.zeros(40, bool)
+    chosen[np.random.default_rng(7).permutation(40)[:10]] = True
+    np.testing.assert_array_equal(a["valid"][0], data["train"][0][chosen])
+    np.testing.assert_array_equal(a["train"][1], data["train"][1][~chosen])
+    convert(folder, tmp_path / "c.h5", valid=10, seed=8)
+    assert not np.array_equal(stored(tmp_path / "c.h5")["valid"][0], a["valid"][0])
+
+
+def test_store_feeds_load_data(tmp_path):
+    data = fake_mnist(n_train=24, n_test=6, side=4)
+    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / "s.h5", valid=6)
+    splits = load_splits(tmp_path / "s.h5", normalize="dataset")
+    assert [splits[n].n_examples for n in ("train", "valid", "test")] == [18, 6, 6]
+    assert splits["train"].image_shape == (4, 4)
+    codes = splits["test"].data.get_value(borrow=True)
+    np.testing.assert_array_equal(codes.astype(np.int16) + 128, data["test"][0].reshape(6, -1))
+    store = open_store(tmp_path / "s.h5")
+    assert splits["train"].dataset_mean == pytest.approx(store.code_means["train"] + 128)
+    (train_x, train_y), _, _ = load_data(tmp_path / "s.h5")
+    assert train_y.get_value(borrow=True).shape[0] == 18
+
+
+def test_provenance_and_info(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    status, out, _ = run_cli(["convert", folder, "-o", tmp_path / "m.h5", "--valid", "2"], capsys)
+    assert status == 0
+    with h5py.File(tmp_path / "m.h5") as f:
+        assert f.attrs["format"] == "int8store" and f.attrs["format_version"] == 1
+        assert f.attrs["command_line"].startswith("int8store convert ")
+        assert f.attrs["source"] == str(folder) and f.attrs["created"].endswith("+00:00")
+        assert f["train/x"].chunks[0] >= 1 and f["train/x"].dtype == np.int8
+        assert f["train/y"].dtype == np.int32
+    status, out, _ = run_cli(["info", tmp_path / "m.h5"], capsys)
+    assert status == 0
+    assert "encoding:     level / 256, level = code + 128" in out
+    assert "train        10         160            640" in out
+    status, out, _ = run_cli(["verify", tmp_path / "m.h5"], capsys)
+    assert status == 0 and "OK, all 6 datasets match their checksums" in out
+
+
+# -- bad input ------------------------------------------------------------------
+
+def assert_refused(capsys, args, *fragments, output):
+    status, _, err = run_cli(args, capsys)
+    assert status == 2
+    assert err.startswith("error: ") and err.count("\n") == 1
+    for fragment in fragments:
+        assert str(fragment) in err
+    assert leftovers(output.parent) == sorted(
+        p.name for p in output.parent.iterdir() if not p.name.startswith(".") and p != output)
+    assert not output.exists()
+
+
+def test_truncated_idx(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    path = folder / "train-images-idx3-ubyte.gz"
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:-7]))
+    out = tmp_path / "out" / "m.h5"
+    out.parent.mkdir()
+    assert_refused(capsys, ["convert", folder, "-o", out], path, "is truncated", output=out)
+    assert leftovers(out.parent) == []
+
+
+def test_wrong_magic(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    path = folder / "t10k-labels-idx1-ubyte.gz"
+    path.write_bytes(gzip.compress(b"\x00\x00\x07\x01" + gzip.decompress(path.read_bytes())[4:]))
+    out = tmp_path / "out" / "m.h5"
+    out.parent.mkdir()
+    assert_refused(capsys, ["convert", folder, "-o", out], path, "magic number 00000701", output=out)
+    assert leftovers(out.parent) == []
+
+
+def test_mixed_sizes_need_resize(tmp_path, capsys):
+    from PIL import Image
+    root = tmp_path / "imgs"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(root / "a" / "1.png")
+    Image.fromarray(np.full((10, 6), 200, np.uint8)).save(root / "b" / "2.png")
+    out = tmp_path / "m.h5"
+    assert_refused(capsys, ["convert", root, "-o", out], root / "b" / "2.png",
+                   "is 10x6 grey but", "--resize", output=out)
+    status, _, _ = run_cli(["convert", root, "-o", out, "--resize", "4x5"], capsys)
+    assert status == 0
+    got = stored(out)["train"][0]
+    assert got.shape == (2, 4, 5) and (got[1] == 200).all()
+
+
+def test_non_image_file_in_a_class_folder(tmp_path, capsys):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])
+    (root / "1" / "notes.txt").write_text("hello")
+    (root / "1" / ".DS_Store").write_bytes(b"\x00")  # hidden files are skipped
+    out = tmp_path / "m.h5"
+    assert_refused(capsys, ["convert", root, "-o", out], root / "1" / "notes.txt",
+                   "not an image file", output=out)
+
+
+def test_unreadable_png(tmp_path, capsys):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((3, 3, 3), np.uint8), [0, 1, 1])
+    broken = sorted((root / "1").iterdir())[-1]
+    broken.write_bytes(broken.read_bytes()[:30])
+    out = tmp_path / "m.h5"
+    assert_refused(capsys, ["convert", root, "-o", out], broken, "cannot read this image", output=out)
+
+
+def test_image_and_label_counts_that_disagree(tmp_path, capsys):
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    write_idx(folder / "train-images-idx3-ubyte", np.zeros((5, 2, 2), np.uint8))
+    write_idx(folder / "train-labels-idx1-ubyte", np.zeros(4, np.uint8))
+    out = tmp_path / "m.h5"
+    assert_refused(capsys, ["convert", *folder.iterdir(), "-o", out],
+                   "holds 5 images but", "holds 4 labels", output=out)
+
+
+def test_existing_output_needs_force(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    out = tmp_path / "m.h5"
+    out.write_bytes(b"precious")
+    status, _, err = run_cli(["convert", folder, "-o", out], capsys)
+    assert status == 2 and f"{out}: already exists; pass --force" in err
+    assert out.read_bytes() == b"precious"
+    assert run_cli(["convert", folder, "-o", out, "--force"], capsys)[0] == 0
+    assert open_store(out).splits == {"train": 12, "test": 6}
+
+
+def flip_a_byte_of(path, dataset):
+    with h5py.File(path, "r") as f:
+        offset = f[dataset].id.get_chunk_info(0).byte_offset
+    with open(path, "r+b") as f:
+        f.seek(offset + 3)
+        byte = f.read(1)[0]
+        f.seek(offset + 3)
+        f.write(bytes([byte ^ 0x01]))
+
+
+def test_one_flipped_byte_is_caught_by_verify_and_load(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    out = tmp_path / "m.h5"
+    convert(folder, out)
+    flip_a_byte_of(out, "test/x")
+    status, _, err = run_cli(["verify", out], capsys)
+    assert status == 2 and "split 'test' dataset 'x' does not match its checksum" in err
+    with pytest.raises(StoreChecksumError, match="split 'test' dataset 'x'") as error:
+        load_data(out)
+    assert str(out) in str(error.value)
+    open_store(out, verify=False)  # skipping verification is possible
+
+
+def test_a_newer_format_is_refused_naming_the_release_that_reads_it(tmp_path, capsys):
+    out = tmp_path / "m.h5"
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), out)
+    with h5py.File(out, "r+") as f:
+        f.attrs["format_version"] = 2
+        f.attrs["requires_int8store"] = "0.4.0"
+        f.attrs["writer"] = "int8store 0.4.0"
+    with pytest.raises(StoreFormatError, match=r"format version 2 is newer .* install int8store >= 0.4.0"):
+        open_store(out)
+    status, _, err = run_cli(["info", out], capsys)
+    assert status == 2 and "int8store >= 0.4.0" in err
+
+
+def test_not_a_store(tmp_path, capsys):
+    (tmp_path / "x.h5").write_bytes(b"not hdf5 at all")
+    status, _, err = run_cli(["verify", tmp_path / "x.h5"], capsys)
+    assert status == 2 and "not a readable HDF5 file" in err
+
+
+def test_interrupted_conversion_leaves_nothing(tmp_path, capsys, monkeypatch):
+    from int8store.sources import Split
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=50))
+    original = Split.chunks
+
+    def interrupted(self, rows):
+        for i, chunk in enumerate(original(self, 5)):
+            if i == 3:
+                raise KeyboardInterrupt
+            yield chunk
+
+    monkeypatch.setattr(Split, "chunks", interrupted)
+    out = tmp_path / "out" / "m.h5"
+    out.parent.mkdir()
+    status, _, err = run_cli(["convert", folder, "-o", out], capsys)
+    assert status == 130 and "nothing was written" in err
+    assert leftovers(out.parent) == []
+
+
+# -- memory ---------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_converting_an_image_folder_takes_bounded_memory(tmp_path):
+    """Peak traced memory stays under a bound fixed in advance while the folder
+    holds several times that bound in pixels, and does not grow with it."""
+    bound = 6 << 20
+    rng = np.random.default_rng(0)
+    # Warm up: the first conversion imports Pillow's plugins, h5py, ...
+    write_image_folder(tmp_path / "warm", np.zeros((2, 4, 4), np.uint8), [0, 1])
+    convert(tmp_path / "warm", tmp_path / "warm.h5")
+    peaks = {}
+    for count in (250, 1500):
+        root = tmp_path / f"imgs{count}"
+        write_image_folder(root, rng.integers(0, 256, (count, 96, 96), dtype=np.uint8),
+                           rng.integers(0, 4, count))
+        tracemalloc.start()
+        convert(root, tmp_path / f"{count}.h5", chunk_bytes=1 << 20)
+        peaks[count] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert 1500 * 96 * 96 > 2 * bound  # the big folder is far larger than the bound
+    assert peaks[1500] < bound, peaks
+    # What grows is the file list and labels: well under a kilobyte an image.
+    assert peaks[1500] - peaks[250] < 1250 * 1024, peaks
