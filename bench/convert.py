@@ -1,0 +1,98 @@
+"""Conversion speed: `int8store convert` on a 70,000 x 28 x 28 IDX set against
+the time to merely decompress and read the same files, measured alternately
+in one run (target: conversion <= 1.5 x the read time).
+
+    python bench/convert.py [--repeats 3] [--keep DIR]
+"""
+
+import argparse
+import gzip
+import shutil
+import struct
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from int8store.converter import convert
+
+SPLITS = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", 60000),
+          "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 10000)}
+
+
+def digit_like_images(count, seed):
+    """MNIST-like 28x28 uint8 images (upscaled scikit-learn digits, shifted, with
+    a little noise), so that they compress about as MNIST does."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(digits.images), count)
+    big = np.kron(digits.images[pick], np.ones((1, 3, 3))) * 15.9  # (count, 24, 24)
+    images = np.zeros((count, 28, 28), dtype=np.float64)
+    shifts = rng.integers(0, 5, (count, 2))
+    for (dy, dx) in {tuple(s) for s in shifts}:
+        mask = (shifts[:, 0] == dy) & (shifts[:, 1] == dx)
+        images[mask, dy:dy + 24, dx:dx + 24] = big[mask]
+    noise = rng.integers(0, 12, images.shape) * (images > 0)
+    return np.clip(images + noise, 0, 255).astype(np.uint8), digits.target[pick].astype(np.uint8)
+
+
+def write_idx_gz(path, array):
+    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    path.write_bytes(gzip.compress(header + array.tobytes(), compresslevel=6))
+
+
+def make_source(folder):
+    for seed, (images_name, labels_name, count) in enumerate(SPLITS.values()):
+        images, labels = digit_like_images(count, seed)
+        write_idx_gz(folder / images_name, images)
+        write_idx_gz(folder / labels_name, labels)
+    return sorted(folder.iterdir())
+
+
+def read_only(files):
+    """Decompress every file and view its data as an array: the floor for any converter."""
+    for path in files:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+        ndim = data[3]
+        np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+
+
+def timed(function):
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="write the set and the store here and keep them")
+    args = parser.parse_args(argv)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="int8store-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        files = make_source(folder)
+        output = folder / "converted.h5"
+        reads, converts = [], []
+        for _ in range(args.repeats):  # alternate, so drift affects both alike
+            reads.append(timed(lambda: read_only(files)))
+            converts.append(timed(lambda: convert(files, output, force=True, command_line="bench")))
+        source_bytes = sum(p.stat().st_size for p in files)
+        print(f"source: 70,000 images of 28x28 in 4 gzipped IDX files, {source_bytes:,} bytes; "
+              f"store: {output.stat().st_size:,} bytes")
+        print(f"best of {args.repeats} runs, alternating:")
+        print(f"{'step':42} {'seconds':>8} {'ratio':>6}")
+        print(f"{'decompress and read the IDX files':42} {min(reads):8.3f} {1:6.2f}")
+        print(f"{'int8store convert (IDX -> checked store)':42} {min(converts):8.3f} "
+              f"{min(converts) / min(reads):6.2f}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder)
+
+
+if __name__ == "__main__":
+    main()
