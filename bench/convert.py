@@ -16,27 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from int8store.converter import convert
+from synthetic import digit_like_images
 
 SPLITS = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", 60000),
           "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 10000)}
-
-
-def digit_like_images(count, seed):
-    """MNIST-like 28x28 uint8 images (upscaled scikit-learn digits, shifted, with
-    a little noise), so that they compress about as MNIST does."""
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    rng = np.random.default_rng(seed)
-    pick = rng.integers(0, len(digits.images), count)
-    big = np.kron(digits.images[pick], np.ones((1, 3, 3))) * 15.9  # (count, 24, 24)
-    images = np.zeros((count, 28, 28), dtype=np.float64)
-    shifts = rng.integers(0, 5, (count, 2))
-    for (dy, dx) in {tuple(s) for s in shifts}:
-        mask = (shifts[:, 0] == dy) & (shifts[:, 1] == dx)
-        images[mask, dy:dy + 24, dx:dx + 24] = big[mask]
-    noise = rng.integers(0, 12, images.shape) * (images > 0)
-    return np.clip(images + noise, 0, 255).astype(np.uint8), digits.target[pick].astype(np.uint8)
 
 
 def write_idx_gz(path, array):

@@ -10,6 +10,7 @@ graphs (the ``int8store`` command, the readers) start without Aesara.
 
 from importlib import import_module
 
+from .aesara_config import apply_defaults as _apply_aesara_defaults
 from .errors import (
     ArgumentError,
     DatasetNotFoundError,
@@ -24,6 +25,9 @@ from .errors import (
 )
 
 __version__ = "0.1.0"
+
+# Before anything imports Aesara, which reads its configuration once.
+_apply_aesara_defaults()
 
 # Public name -> the module that defines it.
 _LAZY = {

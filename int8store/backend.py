@@ -23,12 +23,24 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", category=UserWarning, module="numpy.distutils")
     warnings.filterwarnings("ignore", message=r"(?s).*numpy\.distutils", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message="msvccompiler is deprecated", category=DeprecationWarning)
+    # conv2d and pooling live only there in Aesara 2.9.4, its last release.
+    for deprecated in ("The module `aesara.tensor.nnet` is deprecated",
+                       "The module `aesara.tensor.signal` is deprecated",
+                       "`aesara.tensor.nnet.basic.logsoftmax` has been moved"):
+        warnings.filterwarnings("ignore", message=deprecated, category=DeprecationWarning)
     import aesara
     import aesara.tensor as at
+    from aesara.tensor.nnet import conv2d
+    from aesara.tensor.signal.pool import pool_2d
     from aesara.tensor.special import softmax
     from aesara.tensor.var import TensorVariable
 
-__all__ = ["aesara", "at", "softmax", "TensorVariable", "FLOAT", "float_constant", "shared"]
+from .aesara_fixes import fix_corrmm_make_node
+
+fix_corrmm_make_node()
+
+__all__ = ["aesara", "at", "conv2d", "pool_2d", "softmax", "TensorVariable", "FLOAT",
+           "float_constant", "shared"]
 
 #: dtype of every float tensor int8store builds.
 FLOAT = "float32"

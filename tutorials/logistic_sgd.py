@@ -186,10 +186,14 @@ def n_classes(splits):
 
 
 def save_params(params, path):
-    """Save the model's parameters to an .npz file, atomically."""
+    """Save the model's parameters to an .npz file, atomically: by name when
+    the names are unique (W, b), else as param0, param1, ... in order."""
+    names = [p.name for p in params]
+    if None in names or len(set(names)) != len(names):
+        names = ['param%i' % i for i in range(len(params))]
     with atomic_output(path, force=True) as tmp:
         with open(tmp, 'wb') as f:
-            numpy.savez(f, **{p.name: p.get_value() for p in params})
+            numpy.savez(f, **{n: p.get_value() for n, p in zip(names, params)})
 
 
 def report(result, splits, storage, file=None):
@@ -203,12 +207,82 @@ def report(result, splits, storage, file=None):
     print('best validation error  %f %%' % (result['best_validation_loss'] * 100.), file=file)
     print('test error             %f %%' % (result['test_score'] * 100.), file=file)
     print('epochs                 %i' % result['epochs'], file=file)
+    if 'best_iter' in result:
+        print('best iteration         %i' % result['best_iter'], file=file)
     print('training time          %.1f s' % result['seconds'], file=file)
     print('training images held as %s: %s bytes (as %s: %s bytes)'
           % (storage, format(held, ','), other, format(would, ',')), file=file)
     print('', file=file)
     print('Images in memory (the C backend keeps them in host memory):', file=file)
     print(memory_table(splits), file=file)
+
+
+def minibatch_givens(x, y, dataset_split, index, batch_size):
+    """``givens`` putting minibatch ``index`` of a split in place of x and y.
+
+    The minibatch is sliced from the int8 images and only then converted to
+    float32, inside the compiled function.
+    """
+    batch_x, batch_y = dataset_split.minibatch(index, batch_size)
+    return {x: batch_x, y: batch_y}
+
+
+def build_model(splits, batch_size, learning_rate=0.13):
+    """The classifier and its compiled train / validate / test functions,
+    each taking a minibatch index."""
+    train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
+
+    # allocate symbolic variables for the data
+    index = at.lscalar()  # index to a [mini]batch
+
+    # generate symbolic variables for input (x and y represent a
+    # minibatch)
+    x = at.matrix('x', dtype=FLOAT)  # data, presented as rasterized images
+    y = at.ivector('y')  # labels, presented as 1D vector of [int] labels
+
+    # construct the logistic regression class
+    # Each MNIST image has size 28*28
+    classifier = LogisticRegression(input=x, n_in=train_set.n_features,
+                                    n_out=n_classes(splits))
+
+    # the cost we minimize during training is the negative log likelihood of
+    # the model in symbolic format
+    cost = classifier.negative_log_likelihood(y)
+
+    # compiling an Aesara function that computes the mistakes that are made by
+    # the model on a minibatch
+    test_model = aesara.function(
+        inputs=[index],
+        outputs=classifier.errors(y),
+        givens=minibatch_givens(x, y, test_set, index, batch_size)
+    )
+
+    validate_model = aesara.function(
+        inputs=[index],
+        outputs=classifier.errors(y),
+        givens=minibatch_givens(x, y, valid_set, index, batch_size)
+    )
+
+    # compute the gradient of cost with respect to theta = (W,b)
+    g_W = at.grad(cost=cost, wrt=classifier.W)
+    g_b = at.grad(cost=cost, wrt=classifier.b)
+
+    # specify how to update the parameters of the model as a list of
+    # (variable, update expression) pairs.
+    rate = float_constant(learning_rate)
+    updates = [(classifier.W, classifier.W - rate * g_W),
+               (classifier.b, classifier.b - rate * g_b)]
+
+    # compiling an Aesara function `train_model` that returns the cost, but in
+    # the same time updates the parameter of the model based on the rules
+    # defined in `updates`
+    train_model = aesara.function(
+        inputs=[index],
+        outputs=cost,
+        updates=updates,
+        givens=minibatch_givens(x, y, train_set, index, batch_size)
+    )
+    return classifier, train_model, validate_model, test_model
 
 
 def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
@@ -255,62 +329,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     # BUILD ACTUAL MODEL #
     ######################
     print('... building the model')
-
-    # allocate symbolic variables for the data
-    index = at.lscalar()  # index to a [mini]batch
-
-    # generate symbolic variables for input (x and y represent a
-    # minibatch)
-    x = at.matrix('x', dtype=FLOAT)  # data, presented as rasterized images
-    y = at.ivector('y')  # labels, presented as 1D vector of [int] labels
-
-    # construct the logistic regression class
-    # Each MNIST image has size 28*28
-    classifier = LogisticRegression(input=x, n_in=train_set.n_features,
-                                    n_out=n_classes(splits))
-
-    # the cost we minimize during training is the negative log likelihood of
-    # the model in symbolic format
-    cost = classifier.negative_log_likelihood(y)
-
-    # compiling an Aesara function that computes the mistakes that are made by
-    # the model on a minibatch; the minibatch is sliced from the int8 images
-    # and only then converted to float32
-    def givens(dataset_split):
-        batch_x, batch_y = dataset_split.minibatch(index, batch_size)
-        return {x: batch_x, y: batch_y}
-
-    test_model = aesara.function(
-        inputs=[index],
-        outputs=classifier.errors(y),
-        givens=givens(test_set)
-    )
-
-    validate_model = aesara.function(
-        inputs=[index],
-        outputs=classifier.errors(y),
-        givens=givens(valid_set)
-    )
-
-    # compute the gradient of cost with respect to theta = (W,b)
-    g_W = at.grad(cost=cost, wrt=classifier.W)
-    g_b = at.grad(cost=cost, wrt=classifier.b)
-
-    # specify how to update the parameters of the model as a list of
-    # (variable, update expression) pairs.
-    rate = float_constant(learning_rate)
-    updates = [(classifier.W, classifier.W - rate * g_W),
-               (classifier.b, classifier.b - rate * g_b)]
-
-    # compiling an Aesara function `train_model` that returns the cost, but in
-    # the same time updates the parameter of the model based on the rules
-    # defined in `updates`
-    train_model = aesara.function(
-        inputs=[index],
-        outputs=cost,
-        updates=updates,
-        givens=givens(train_set)
-    )
+    classifier, train_model, validate_model, test_model = build_model(
+        splits, batch_size, learning_rate)
 
     ###############
     # TRAIN MODEL #
@@ -442,7 +462,7 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
     return predicted_values
 
 
-def add_data_arguments(parser, batch_size):
+def add_data_arguments(parser, batch_size, model_path='best_model.npz'):
     """The flags both tutorials share."""
     parser.add_argument('--dataset', default='mnist.pkl.gz',
                         help="'digits' (offline), 'mnist' (cache, downloaded if missing), "
@@ -455,7 +475,7 @@ def add_data_arguments(parser, batch_size):
                         help='float32 conversion of the images (default: %(default)s)')
     parser.add_argument('--batch-size', type=int, default=batch_size,
                         help='minibatch size (default: %(default)s)')
-    parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
+    parser.add_argument('--save-model', default=model_path, metavar='PATH',
                         help="where the best model's parameters go (default: %(default)s)")
     parser.add_argument('--force', action='store_true',
                         help='replace the --save-model file if it exists')
@@ -471,7 +491,8 @@ def main(argv=None):
                         help='SGD step (default: %(default)s)')
     args = parser.parse_args(argv)
     try:
-        check_can_write(args.save_model, args.force)
+        if args.save_model:
+            check_can_write(args.save_model, args.force)
         result = sgd_optimization_mnist(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             batch_size=args.batch_size, storage=args.storage, normalize=args.normalize,
