@@ -43,6 +43,9 @@ _LAZY = {
     "open_store": "store",
     "Store": "store",
     "convert": "converter",
+    "function_mode": "modes",
+    "MODES": "modes",
+    "keep_on_device": "device",
 }
 
 __all__ = list(_LAZY) + [

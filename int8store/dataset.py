@@ -12,6 +12,9 @@ from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel
 from .encoding import quantize
 from .errors import ArgumentError, Int8StoreError
 from .labels import as_int32_labels
+from .device import to_device, to_host
+from .minibatch import minibatch
+from .modes import check_mode
 
 __all__ = ["SharedDataset", "shared_dataset", "STORAGES"]
 
@@ -43,6 +46,9 @@ class SharedDataset:
         Shape of one image (default: ``codes.shape[1:]``).
     name : str
         The split's name, used for variable names and messages.
+    mode : {"c", "jax"}
+        Where the data is held: host memory for Aesara's C backend, or JAX's
+        default device (see :meth:`place`).
 
     Attributes
     ----------
@@ -66,7 +72,7 @@ class SharedDataset:
     """
 
     def __init__(self, codes, labels, encoding, normalize="unit", storage="int8",
-                 dataset_mean=None, image_shape=None, name="data"):
+                 dataset_mean=None, image_shape=None, name="data", mode="c"):
         codes = np.asarray(codes)
         if codes.dtype != np.int8 or codes.ndim < 2:
             raise ArgumentError(
@@ -101,6 +107,8 @@ class SharedDataset:
             stored = _evaluate(per_pixel_stage, flat, encoding, normalize, dataset_mean)
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
+        self.mode = "c"
+        self.place(mode)
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float32 storage, unit scale).
         self.x = _View.wrap(self._float_view(self.data[:]), self)
@@ -125,6 +133,23 @@ class SharedDataset:
             return dequantize(stored, self.encoding, self.normalize, self.dataset_mean)
         return per_batch_stage(stored, self.encoding, self.normalize)
 
+    def place(self, mode):
+        """Hold the images and labels where ``mode`` runs: host memory for
+        ``"c"``, JAX's default device for ``"jax"`` (placed once, kept there
+        across calls). Compile functions with ``function_mode(mode)``."""
+        self.mode = check_mode(mode)
+        move = to_device if self.mode == "jax" else to_host
+        for variable in (self.data, self.y):
+            move(variable)
+        return self
+
+    @property
+    def device(self):
+        """Where the images are: ``"host"``, or the JAX device holding them."""
+        if self.mode == "c":
+            return "host"
+        return ", ".join(str(d) for d in self.data.get_value(borrow=True).devices())
+
     # -- sizes ----------------------------------------------------------
 
     @property
@@ -144,9 +169,14 @@ class SharedDataset:
         return self.n_examples // int(batch_size)
 
     def minibatch(self, index, batch_size):
-        """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int)."""
-        part = slice(index * batch_size, (index + 1) * batch_size)
-        return self.x[part], self.y[part]
+        """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int).
+
+        The minibatch has the static length ``batch_size`` (see
+        :class:`~int8store.minibatch.Minibatch`): a view of the stored rows,
+        converted to float32 after the slice; an index past the end is an error.
+        """
+        return (self._float_view(minibatch(self.data, index, batch_size)),
+                minibatch(self.y, index, batch_size))
 
     @property
     def nbytes(self):

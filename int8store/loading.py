@@ -19,7 +19,7 @@ _VALID_SHARE = 6
 
 
 def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, cache_dir=None,
-                lossy=False):
+                lossy=False, mode="c"):
     """The train, valid and test splits of ``dataset`` as :class:`SharedDataset` objects.
 
     Parameters are those of :func:`load_data`.
@@ -45,13 +45,13 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, cach
     mean = normalization_mean(codes["train"], encoding) if normalize == "dataset" else None
     return {
         n: SharedDataset(codes[n], labels[n], encoding, normalize=normalize, storage=storage,
-                         dataset_mean=mean, image_shape=source.image_shape, name=n)
+                         dataset_mean=mean, image_shape=source.image_shape, name=n, mode=mode)
         for n in SPLITS
     }
 
 
 def load_data(dataset, normalize="unit", storage="int8", valid_size=None, cache_dir=None,
-              lossy=False):
+              lossy=False, mode="c"):
     """Load a dataset as ``[(train_x, train_y), (valid_x, valid_y), (test_x, test_y)]``.
 
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
@@ -78,6 +78,10 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, cache_
         ``~/.cache/int8store``).
     lossy : bool
         Quantize data that int8 cannot hold exactly instead of refusing it.
+    mode : {"c", "jax"}
+        Where the data is held: host memory for Aesara's C backend, or JAX's
+        default device (a GPU when JAX sees one), placed once; compile with
+        ``aesara.function(..., mode=int8store.function_mode(mode))``.
 
     Examples
     --------
@@ -88,7 +92,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, cache_
     dtype('int8')
     """
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
-                         cache_dir=cache_dir, lossy=lossy)
+                         cache_dir=cache_dir, lossy=lossy, mode=mode)
     return [(splits[n].x, splits[n].y) for n in SPLITS]
 
 

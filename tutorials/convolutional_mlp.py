@@ -42,6 +42,7 @@ import numpy
 
 from int8store import Int8StoreError
 from int8store.atomic import check_can_write
+from int8store import function_mode
 from int8store.backend import FLOAT, aesara, at, conv2d, float_constant, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_arguments, load_data, minibatch_givens,
@@ -92,12 +93,13 @@ class LeNetConvPoolLayer(object):
                 rng.uniform(low=-W_bound, high=W_bound, size=filter_shape),
                 dtype=FLOAT
             ),
-            borrow=True
+            borrow=True,
+            shape=filter_shape  # static shapes: JAX mode traces the graph
         )
 
         # the bias is a 1D tensor -- one bias per output feature map
         b_values = numpy.zeros((filter_shape[0],), dtype=FLOAT)
-        self.b = aesara.shared(value=b_values, borrow=True)
+        self.b = aesara.shared(value=b_values, borrow=True, shape=b_values.shape)
 
         # convolve input feature maps with filters
         conv_out = conv2d(
@@ -158,9 +160,11 @@ def as_feature_maps(x, image_shape, batch_size):
     return x.reshape((batch_size, 1) + tuple(image_shape))
 
 
-def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=None):
-    """The four layers and the compiled train / validate / test functions."""
+def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=None, mode='c'):
+    """The parameters and the compiled train / validate / test functions,
+    compiled for ``mode`` ('c' or 'jax')."""
     rng = rng or numpy.random.RandomState(23455)
+    compile_mode = function_mode(mode)
     train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
     image_shape = train_set.image_shape
     channels, ((filter0, size0), (filter1, size1)) = lenet5_geometry(image_shape)
@@ -169,9 +173,10 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
     index = at.lscalar()  # index to a [mini]batch
 
     # start-snippet-1
-    x = at.matrix('x', dtype=FLOAT)   # the data is presented as rasterized images
-    y = at.ivector('y')  # the labels are presented as 1D vector of
-                         # [int] labels
+    # the data is presented as rasterized images, the labels as a 1D vector
+    # of [int] labels (static shapes let JAX mode trace the graph)
+    x = at.TensorType(FLOAT, shape=(batch_size, train_set.n_features))('x')
+    y = at.TensorType('int32', shape=(batch_size,))('y')
 
     # Reshape matrix of rasterized images of shape (batch_size, 28 * 28)
     # to a 4D tensor, compatible with our LeNetConvPoolLayer
@@ -227,13 +232,15 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
     test_model = aesara.function(
         [index],
         layer3.errors(y),
-        givens=minibatch_givens(x, y, test_set, index, batch_size)
+        givens=minibatch_givens(x, y, test_set, index, batch_size),
+        mode=compile_mode
     )
 
     validate_model = aesara.function(
         [index],
         layer3.errors(y),
-        givens=minibatch_givens(x, y, valid_set, index, batch_size)
+        givens=minibatch_givens(x, y, valid_set, index, batch_size),
+        mode=compile_mode
     )
 
     # create a list of all model parameters to be fit by gradient descent
@@ -257,7 +264,8 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
         [index],
         cost,
         updates=updates,
-        givens=minibatch_givens(x, y, train_set, index, batch_size)
+        givens=minibatch_givens(x, y, train_set, index, batch_size),
+        mode=compile_mode
     )
     # end-snippet-1
     return params, train_model, validate_model, test_model
@@ -266,7 +274,7 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, storage='int8',
-                    normalize='unit', model_path=None):
+                    normalize='unit', model_path=None, mode='c'):
     """ Demonstrates lenet on MNIST dataset
 
     :type learning_rate: float
@@ -286,6 +294,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :type storage: string
     :param storage: 'int8' (this library) or 'float32' (the classic way)
 
+    :type mode: string
+    :param mode: 'c' (Aesara's C backend) or 'jax' (JAX's default device)
+
     Returns a dict with the best validation error, its iteration, the test
     error of the best model, the epochs run, the seconds taken, the final
     parameters, the splits and the compiled training function.
@@ -293,7 +304,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     rng = numpy.random.RandomState(23455)
 
-    splits, batch_size = load_data(dataset, storage, normalize, batch_size)
+    splits, batch_size = load_data(dataset, storage, normalize, batch_size, mode)
     train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
 
     # compute number of minibatches for training, validation and testing
@@ -310,7 +321,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     ######################
     print('... building the model')
     params, train_model, validate_model, test_model = build_lenet5(
-        splits, batch_size, learning_rate, nkerns, rng)
+        splits, batch_size, learning_rate, nkerns, rng, mode)
 
     ###############
     # TRAIN MODEL #
@@ -425,7 +436,7 @@ def main(argv=None):
         result = evaluate_lenet5(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             nkerns=args.nkerns, batch_size=args.batch_size, storage=args.storage,
-            normalize=args.normalize, model_path=args.save_model)
+            normalize=args.normalize, model_path=args.save_model, mode=args.mode)
     except Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

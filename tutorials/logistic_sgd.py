@@ -44,7 +44,7 @@ import timeit
 
 import numpy
 
-from int8store import NORMALIZATIONS, STORAGES, Int8StoreError, load_splits
+from int8store import MODES, NORMALIZATIONS, STORAGES, Int8StoreError, function_mode, load_splits
 from int8store.atomic import atomic_output, check_can_write
 from int8store.backend import FLOAT, aesara, at, float_constant, softmax
 from int8store.memory import memory_table
@@ -75,16 +75,20 @@ class LogisticRegression(object):
                       which the labels lie
         """
         # initialize with 0 the weights W as a matrix of shape (n_in, n_out)
+        # (static shapes, as on every shared variable here: JAX mode traces
+        # the graph and needs them)
         self.W = aesara.shared(
             value=numpy.zeros((n_in, n_out), dtype=FLOAT),
             name='W',
-            borrow=True
+            borrow=True,
+            shape=(n_in, n_out)
         )
         # initialize the biases b as a vector of n_out 0s
         self.b = aesara.shared(
             value=numpy.zeros((n_out,), dtype=FLOAT),
             name='b',
-            borrow=True
+            borrow=True,
+            shape=(n_out,)
         )
 
         # symbolic expression for computing the matrix of class-membership
@@ -162,15 +166,16 @@ class LogisticRegression(object):
             raise NotImplementedError()
 
 
-def load_data(dataset, storage='int8', normalize='unit', batch_size=600):
-    """Load the dataset's splits (int8 images unless storage='float32').
+def load_data(dataset, storage='int8', normalize='unit', batch_size=600, mode='c'):
+    """Load the dataset's splits (int8 images unless storage='float32'), held
+    where ``mode`` runs (host memory for 'c', JAX's default device for 'jax').
 
     Returns the ``{"train", "valid", "test"}`` SharedDataset objects and the
     batch size, made smaller (with a notice) if a split has fewer examples
     than one batch, so that no split is left without a minibatch.
     """
     print('... loading data')
-    splits = load_splits(dataset, normalize=normalize, storage=storage)
+    splits = load_splits(dataset, normalize=normalize, storage=storage, mode=mode)
     smallest = min(ds.n_examples for ds in splits.values())
     if batch_size > smallest:
         name = min(splits, key=lambda n: splits[n].n_examples)
@@ -227,18 +232,19 @@ def minibatch_givens(x, y, dataset_split, index, batch_size):
     return {x: batch_x, y: batch_y}
 
 
-def build_model(splits, batch_size, learning_rate=0.13):
+def build_model(splits, batch_size, learning_rate=0.13, mode='c'):
     """The classifier and its compiled train / validate / test functions,
-    each taking a minibatch index."""
+    each taking a minibatch index; compiled for ``mode`` ('c' or 'jax')."""
     train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
+    compile_mode = function_mode(mode)
 
     # allocate symbolic variables for the data
     index = at.lscalar()  # index to a [mini]batch
 
     # generate symbolic variables for input (x and y represent a
-    # minibatch)
-    x = at.matrix('x', dtype=FLOAT)  # data, presented as rasterized images
-    y = at.ivector('y')  # labels, presented as 1D vector of [int] labels
+    # minibatch; their static shapes let JAX mode trace the graph)
+    x = at.TensorType(FLOAT, shape=(batch_size, train_set.n_features))('x')  # rasterized images
+    y = at.TensorType('int32', shape=(batch_size,))('y')  # labels, 1D vector of [int] labels
 
     # construct the logistic regression class
     # Each MNIST image has size 28*28
@@ -254,13 +260,15 @@ def build_model(splits, batch_size, learning_rate=0.13):
     test_model = aesara.function(
         inputs=[index],
         outputs=classifier.errors(y),
-        givens=minibatch_givens(x, y, test_set, index, batch_size)
+        givens=minibatch_givens(x, y, test_set, index, batch_size),
+        mode=compile_mode
     )
 
     validate_model = aesara.function(
         inputs=[index],
         outputs=classifier.errors(y),
-        givens=minibatch_givens(x, y, valid_set, index, batch_size)
+        givens=minibatch_givens(x, y, valid_set, index, batch_size),
+        mode=compile_mode
     )
 
     # compute the gradient of cost with respect to theta = (W,b)
@@ -280,7 +288,8 @@ def build_model(splits, batch_size, learning_rate=0.13):
         inputs=[index],
         outputs=cost,
         updates=updates,
-        givens=minibatch_givens(x, y, train_set, index, batch_size)
+        givens=minibatch_givens(x, y, train_set, index, batch_size),
+        mode=compile_mode
     )
     return classifier, train_model, validate_model, test_model
 
@@ -288,7 +297,7 @@ def build_model(splits, batch_size, learning_rate=0.13):
 def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, storage='int8', normalize='unit',
-                           model_path='best_model.npz'):
+                           model_path='best_model.npz', mode='c'):
     """
     Demonstrate stochastic gradient descent optimization of a log-linear
     model
@@ -312,11 +321,14 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :type model_path: string or None
     :param model_path: where the best model's parameters are saved (.npz)
 
+    :type mode: string
+    :param mode: 'c' (Aesara's C backend) or 'jax' (JAX's default device)
+
     Returns a dict with the best validation error, the test error of the
     best model, the epochs run, the seconds taken, the final parameters, the
     splits and the compiled training function.
     """
-    splits, batch_size = load_data(dataset, storage, normalize, batch_size)
+    splits, batch_size = load_data(dataset, storage, normalize, batch_size, mode)
     train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
 
     # compute number of minibatches for training, validation and testing
@@ -330,7 +342,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     ######################
     print('... building the model')
     classifier, train_model, validate_model, test_model = build_model(
-        splits, batch_size, learning_rate)
+        splits, batch_size, learning_rate, mode)
 
     ###############
     # TRAIN MODEL #
@@ -473,6 +485,9 @@ def add_data_arguments(parser, batch_size, model_path='best_model.npz'):
                              'classic tutorials did (default: %(default)s)')
     parser.add_argument('--normalize', choices=NORMALIZATIONS, default='unit',
                         help='float32 conversion of the images (default: %(default)s)')
+    parser.add_argument('--mode', choices=MODES, default='c',
+                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
+                             "device, a GPU when JAX sees one (default: %(default)s)")
     parser.add_argument('--batch-size', type=int, default=batch_size,
                         help='minibatch size (default: %(default)s)')
     parser.add_argument('--save-model', default=model_path, metavar='PATH',
@@ -496,7 +511,7 @@ def main(argv=None):
         result = sgd_optimization_mnist(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             batch_size=args.batch_size, storage=args.storage, normalize=args.normalize,
-            model_path=args.save_model)
+            model_path=args.save_model, mode=args.mode)
     except Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

@@ -58,11 +58,11 @@ class HiddenLayer(object):
             if activation == at.sigmoid:
                 W_values *= 4
 
-            W = aesara.shared(value=W_values, name='W', borrow=True)
+            W = aesara.shared(value=W_values, name='W', borrow=True, shape=W_values.shape)
 
         if b is None:
             b_values = numpy.zeros((n_out,), dtype=FLOAT)
-            b = aesara.shared(value=b_values, name='b', borrow=True)
+            b = aesara.shared(value=b_values, name='b', borrow=True, shape=b_values.shape)
 
         self.W = W
         self.b = b

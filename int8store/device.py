@@ -1,0 +1,69 @@
+"""Holding shared values on JAX's default device.
+
+Aesara's JAX mode hands every shared value to ``jax.jit`` on every call: a
+numpy value is copied to the device each time. A shared variable whose
+container holds a ``jax.Array`` is passed as it is, so data placed once stays
+on the device. (Setting ``container.storage[0]`` bypasses Aesara's filter,
+which would turn the array back into numpy.)
+"""
+
+import numpy as np
+
+__all__ = ["to_device", "to_host", "on_device", "keep_on_device"]
+
+
+def on_device(variable):
+    """Whether the shared variable holds a ``jax.Array``."""
+    import jax
+    return isinstance(variable.container.storage[0], jax.Array)
+
+
+def to_device(variable):
+    """Place the shared variable's value on JAX's default device (once)."""
+    import jax
+    if not on_device(variable):
+        variable.container.storage[0] = jax.device_put(np.asarray(variable.container.storage[0]))
+    return variable.container.storage[0]
+
+
+def to_host(variable):
+    """Bring the shared variable's value back into a numpy array."""
+    if on_device(variable):
+        variable.container.storage[0] = np.asarray(variable.container.storage[0])
+    return variable.container.storage[0]
+
+
+class _DeviceContainer:
+    """Mixed into a shared variable's container so that assigned values (the
+    updates Aesara writes back after each call) stay ``jax.Array``s."""
+
+    def _set_on_device(self, value):
+        import jax
+        if isinstance(value, jax.Array) and value.dtype == np.dtype(self.type.dtype) \
+                and value.ndim == self.type.ndim:
+            self.storage[0] = value
+        else:
+            super().__set__(value)  # the container's own filtering
+
+    def _get(self):
+        return self.storage[0]
+
+    data = property(_get, _set_on_device)
+    value = property(_get, _set_on_device)
+
+
+def keep_on_device(variables):
+    """Place parameters on the device and keep their updates there.
+
+    Aesara converts each updated shared value back to numpy after a call (a
+    device-to-host copy, and a host-to-device copy at the next call). For the
+    given shared variables, updates that are ``jax.Array``s of the right type
+    are stored as they are. Use only with functions compiled in JAX mode.
+    """
+    for variable in variables:
+        to_device(variable)
+        container = variable.container
+        if not isinstance(container, _DeviceContainer):
+            container.__class__ = type(f"Device{type(container).__name__}",
+                                       (_DeviceContainer, type(container)), {})
+    return variables

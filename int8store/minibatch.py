@@ -1,0 +1,82 @@
+"""The static-size minibatch op: rows ``index * size`` to ``(index + 1) * size``.
+
+A plain slice with a symbolic start has a symbolic length, which JAX refuses
+to trace; this op's output has the static length ``size`` in every mode. On
+the C backend it is a view (no copy); in JAX mode it is
+``jax.lax.dynamic_slice_in_dim`` (registered in :mod:`int8store.jax_ops`).
+
+An index past the end is an error in every mode. JAX's dynamic slice would
+silently clamp the start and train on repeated examples, so int8store's JAX
+mode checks the index on the host before each call (see
+:mod:`int8store.modes`), and the op refuses to be converted for JAX without
+that check.
+"""
+
+from .backend import aesara, at
+from .errors import ArgumentError
+
+__all__ = ["Minibatch", "minibatch", "MinibatchIndexError"]
+
+
+class MinibatchIndexError(ArgumentError, IndexError):
+    """A minibatch index outside the data."""
+
+
+def check_index(index, size, rows, name="data"):
+    """Raise :class:`MinibatchIndexError` unless minibatch ``index`` lies in ``rows`` rows."""
+    index = int(index)
+    if index < 0 or (index + 1) * size > rows:
+        raise MinibatchIndexError(
+            f"{name}: minibatch index {index} is outside 0..{rows // size - 1} "
+            f"({rows} rows in minibatches of {size})"
+        )
+
+
+class Minibatch(aesara.graph.op.Op):
+    """``data[index * size:(index + 1) * size]`` with the static length ``size``."""
+
+    __props__ = ("size",)
+    view_map = {0: [0]}
+
+    def __init__(self, size):
+        if int(size) != size or size < 1:
+            raise ArgumentError(f"minibatch size must be a positive integer, got {size!r}")
+        self.size = int(size)
+
+    def make_node(self, data, index):
+        data = at.as_tensor_variable(data)
+        index = at.as_tensor_variable(index)
+        if index.ndim != 0 or not index.dtype.startswith(("int", "uint")):
+            raise ArgumentError(f"the minibatch index must be an integer scalar, got {index.type}")
+        if data.ndim < 1:
+            raise ArgumentError("minibatches are taken along the first axis of an array")
+        rows = data.type.shape[0]
+        if rows is not None and rows < self.size:
+            raise ArgumentError(f"{data.name or 'data'}: {rows} rows cannot fill a minibatch of {self.size}")
+        out = at.TensorType(data.dtype, shape=(self.size,) + tuple(data.type.shape[1:]))()
+        return aesara.graph.basic.Apply(self, [data, index], [out])
+
+    def perform(self, node, inputs, outputs):
+        data, index = inputs
+        check_index(index, self.size, data.shape[0], node.inputs[0].name or "data")
+        start = int(index) * self.size
+        outputs[0][0] = data[start:start + self.size]
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [(at.constant(self.size, dtype="int64"),) + tuple(shapes[0][1:])]
+
+    def grad(self, inputs, output_grads):
+        # The stored images are data, never parameters: nothing to differentiate.
+        from aesara.gradient import DisconnectedType, grad_not_implemented
+        return [grad_not_implemented(self, 0, inputs[0],
+                                     "minibatches of stored data are not differentiable"),
+                DisconnectedType()()]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+
+def minibatch(data, index, size):
+    """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`)."""
+    return Minibatch(size)(data, index)
+
