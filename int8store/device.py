@@ -52,18 +52,32 @@ class _DeviceContainer:
     value = property(_get, _set_on_device)
 
 
-def keep_on_device(variables):
-    """Place parameters on the device and keep their updates there.
+def keep_on_device(variables, functions=()):
+    """Place parameters on the device and keep the compiled ``functions``'
+    updates of them there.
 
-    Aesara converts each updated shared value back to numpy after a call (a
-    device-to-host copy, and a host-to-device copy at the next call). For the
-    given shared variables, updates that are ``jax.Array``s of the right type
-    are stored as they are. Use only with functions compiled in JAX mode.
+    After each call Aesara stores an updated shared value through the
+    function's input container, whose filter turns a ``jax.Array`` into numpy:
+    a device-to-host copy, and a host-to-device copy at the next call. For the
+    given shared variables, the containers of the shared variables and of the
+    given functions store updates that are ``jax.Array`` of the right dtype
+    as they are. Use with functions compiled in JAX mode; C-backend functions
+    are not to be given.
     """
+    variables = list(variables)
+    storages = set()
     for variable in variables:
         to_device(variable)
-        container = variable.container
-        if not isinstance(container, _DeviceContainer):
-            container.__class__ = type(f"Device{type(container).__name__}",
-                                       (_DeviceContainer, type(container)), {})
+        _store_device_arrays(variable.container)
+        storages.add(id(variable.container.storage))
+    for function in functions:
+        for container in function.input_storage:
+            if id(container.storage) in storages:
+                _store_device_arrays(container)
     return variables
+
+
+def _store_device_arrays(container):
+    if not isinstance(container, _DeviceContainer):
+        container.__class__ = type(f"Device{type(container).__name__}",
+                                   (_DeviceContainer, type(container)), {})

@@ -161,8 +161,8 @@ def _conv2d_function(op):
             return [(0, 0), (0, 0)]
         if mode == "full":
             return [(e, e) for e in extents]
-        if mode == "half":
-            return [(e // 2, e // 2) for e in extents]
+        if mode == "half":  # Aesara pads the dilated kernel's size // 2 on both sides
+            return [((e + 1) // 2, (e + 1) // 2) for e in extents]
         return [(m, m) if isinstance(m, int) else tuple(m) for m in mode]
 
     def conv(img, kern):

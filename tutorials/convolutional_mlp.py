@@ -42,7 +42,7 @@ import numpy
 
 from int8store import Int8StoreError
 from int8store.atomic import check_can_write
-from int8store import function_mode
+from int8store import function_mode, keep_on_device
 from int8store.backend import FLOAT, aesara, at, conv2d, float_constant, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_arguments, load_data, minibatch_givens,
@@ -322,6 +322,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     print('... building the model')
     params, train_model, validate_model, test_model = build_lenet5(
         splits, batch_size, learning_rate, nkerns, rng, mode)
+    if mode == 'jax':
+        # keep the parameters' updates on the device too, instead of copying
+        # them back to numpy after every step
+        keep_on_device(params, [train_model, validate_model, test_model])
 
     ###############
     # TRAIN MODEL #
@@ -412,7 +416,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'test_score': float(test_score),
         'epochs': epoch,
         'seconds': end_time - start_time,
-        'params': [p.get_value() for p in params],
+        'params': [numpy.asarray(p.get_value()) for p in params],
         'splits': splits,
         'train_model': train_model,
     }

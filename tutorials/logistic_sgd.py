@@ -44,7 +44,8 @@ import timeit
 
 import numpy
 
-from int8store import MODES, NORMALIZATIONS, STORAGES, Int8StoreError, function_mode, load_splits
+from int8store import (MODES, NORMALIZATIONS, STORAGES, Int8StoreError, function_mode,
+                       keep_on_device, load_splits)
 from int8store.atomic import atomic_output, check_can_write
 from int8store.backend import FLOAT, aesara, at, float_constant, softmax
 from int8store.memory import memory_table
@@ -343,6 +344,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     print('... building the model')
     classifier, train_model, validate_model, test_model = build_model(
         splits, batch_size, learning_rate, mode)
+    if mode == 'jax':
+        # keep the parameters' updates on the device too, instead of copying
+        # them back to numpy after every step
+        keep_on_device(classifier.params, [train_model, validate_model, test_model])
 
     ###############
     # TRAIN MODEL #
@@ -443,7 +448,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         'test_score': float(test_score),
         'epochs': epoch,
         'seconds': end_time - start_time,
-        'params': {p.name: p.get_value() for p in classifier.params},
+        'params': {p.name: numpy.asarray(p.get_value()) for p in classifier.params},
         'splits': splits,
         'train_model': train_model,
     }

@@ -1,0 +1,110 @@
+"""Each JAX conversion int8store adds, against Aesara's C backend on random
+inputs, gradients included; each test also checks that the JAX graph really
+holds the op under test."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+from int8store import function_mode  # noqa: E402
+from int8store.backend import aesara, at, conv2d, pool_2d  # noqa: E402
+
+rng = np.random.default_rng(0)
+
+
+def both_modes(inputs, outputs, expect_op):
+    c = aesara.function(inputs, outputs)
+    jax = aesara.function(inputs, outputs, mode=function_mode("jax"))
+    names = {type(node.op).__name__ for node in jax.maker.fgraph.toposort()}
+    assert expect_op in names, f"{expect_op} is not in the JAX graph ({sorted(names)})"
+    return c, jax
+
+
+def assert_same(c_results, jax_results, tolerance=1e-5):
+    for c_value, jax_value in zip(c_results, jax_results):
+        np.testing.assert_allclose(np.asarray(jax_value), c_value, rtol=tolerance, atol=tolerance)
+
+
+CONV_CASES = [
+    dict(border_mode="valid", subsample=(1, 1), filter_flip=True),
+    dict(border_mode="full", subsample=(1, 1), filter_flip=True),
+    dict(border_mode="half", subsample=(1, 1), filter_flip=False),
+    dict(border_mode=(1, 2), subsample=(2, 1), filter_flip=True),
+    dict(border_mode=2, subsample=(2, 2), filter_flip=False),
+]
+
+
+@pytest.mark.parametrize("options", CONV_CASES, ids=lambda o: "-".join(map(str, o.values())))
+def test_conv2d_and_both_gradients(options):
+    image_shape, filter_shape = (2, 3, 9, 8), (4, 3, 3, 2)
+    x = at.TensorType("float32", shape=image_shape)("x")
+    w = at.TensorType("float32", shape=filter_shape)("w")
+    out = conv2d(x, w, input_shape=image_shape, filter_shape=filter_shape, **options)
+    weights = at.TensorType("float32", shape=(None,) * 4)("r")
+    cost = (out * weights).sum()
+    outputs = [out] + at.grad(cost, [x, w])
+    images = rng.normal(size=image_shape).astype(np.float32)
+    filters = rng.normal(size=filter_shape).astype(np.float32)
+    shape = aesara.function([x, w], out.shape)(images, filters)
+    r = rng.normal(size=shape).astype(np.float32)
+    for expect in ("AbstractConv2d", "AbstractConv2d_gradInputs", "AbstractConv2d_gradWeights"):
+        c, jax = both_modes([x, w, weights], outputs, expect)
+    assert_same(c(images, filters, r), jax(images, filters, r), 1e-4)
+
+
+@pytest.mark.parametrize("ignore_border", [True, False])
+@pytest.mark.parametrize("window,stride", [((2, 2), None), ((3, 2), (2, 1)), ((2, 3), (3, 3))])
+def test_max_pool_and_its_gradient(ignore_border, window, stride):
+    shape = (2, 3, 7, 8)
+    x = at.TensorType("float32", shape=shape)("x")
+    out = pool_2d(x, ws=window, stride=stride, ignore_border=ignore_border)
+    images = rng.normal(size=shape).astype(np.float32)
+    images[0, 0, :2, :2] = 1.5  # ties: every maximal input gets the gradient, as in Aesara
+    weights = at.TensorType("float32", shape=(None,) * 4)("r")
+    outputs = [out, at.grad((out * weights).sum(), x)]
+    out_shape = aesara.function([x], out.shape)(images)
+    r = rng.normal(size=out_shape).astype(np.float32)
+    both_modes([x, weights], outputs, "Pool")
+    c, jax = both_modes([x, weights], outputs, "MaxPoolGrad")
+    assert_same(c(images, r), jax(images, r))
+
+
+def test_softmax_with_bias_and_the_cross_entropy_ops():
+    from aesara.tensor.nnet.basic import (crossentropy_softmax_1hot_with_bias_dx,
+                                          crossentropy_softmax_argmax_1hot_with_bias,
+                                          softmax_with_bias)
+    x = at.TensorType("float32", shape=(6, 5))("x")
+    b = at.TensorType("float32", shape=(5,))("b")
+    y = at.TensorType("int32", shape=(6,))("y")
+    dy = at.TensorType("float32", shape=(6,))("dy")
+    values = (rng.normal(size=(6, 5)).astype(np.float32), rng.normal(size=5).astype(np.float32),
+              rng.integers(0, 5, 6).astype(np.int32), rng.normal(size=6).astype(np.float32))
+    c, jax = both_modes([x, b], softmax_with_bias(x, b), "SoftmaxWithBias")
+    assert_same([c(*values[:2])], [jax(*values[:2])])
+    nll, sm, am = crossentropy_softmax_argmax_1hot_with_bias(x, b, y)
+    c, jax = both_modes([x, b, y], [nll, sm, am], "CrossentropySoftmaxArgmax1HotWithBias")
+    assert_same(c(*values[:3]), jax(*values[:3]))
+    dx = crossentropy_softmax_1hot_with_bias_dx(dy, sm, y)
+    c, jax = both_modes([x, b, y, dy], dx, "CrossentropySoftmax1HotWithBiasDx")
+    assert_same([c(*values)], [jax(*values)])
+
+
+def test_argmax_and_float32_sums():
+    x = at.TensorType("float32", shape=(4, 3, 5))("x")
+    values = rng.normal(size=(4, 3, 5)).astype(np.float32)
+    c, jax = both_modes([x], [at.argmax(x, axis=1), at.argmax(x, axis=(0, 2))], "Argmax")
+    assert_same(c(values), jax(values))
+    total = x.sum(axis=0)  # float32 values summed in a float64 accumulator
+    c, jax = both_modes([x], total, "Sum")
+    result = jax(values)
+    assert np.asarray(result).dtype == np.float32
+    assert_same([c(values)], [result])
+
+
+def test_partially_specified_shapes():
+    x = at.TensorType("float32", shape=(None, None))("x")
+    y = at.specify_shape(x, (None, 3)) * 2
+    c, jax = both_modes([x], y, "SpecifyShape")
+    values = rng.normal(size=(4, 3)).astype(np.float32)
+    assert_same([c(values)], [jax(values)])
