@@ -188,6 +188,13 @@ def _static_shape(node, what, hint):
     return tuple(int(n) for n in shape)
 
 
+def _pullback(linear, shape, dtype, cotangent):
+    """The gradient through ``linear`` (linear in its one argument, of ``shape``):
+    its pullback of ``cotangent``, which is what the conv2d gradient ops compute."""
+    _, pullback = jax.vjp(linear, jnp.zeros(shape, dtype))
+    return pullback(cotangent)[0]
+
+
 @jax_funcify.register(AbstractConv2d)
 def jax_funcify_AbstractConv2d(op, **kwargs):
     return _conv2d_function(op)
@@ -199,9 +206,7 @@ def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
     kernel_shape = _static_shape(node, "the filters", op.kshp)
 
     def conv_grad_weights(img, topgrad, *shape):
-        # The convolution is linear in the filters: its pullback is the gradient.
-        _, pullback = jax.vjp(lambda kern: conv(img, kern), jnp.zeros(kernel_shape, img.dtype))
-        return pullback(topgrad)[0]
+        return _pullback(lambda kern: conv(img, kern), kernel_shape, img.dtype, topgrad)
 
     return conv_grad_weights
 
@@ -212,8 +217,7 @@ def jax_funcify_AbstractConv2d_gradInputs(op, node=None, **kwargs):
     image_shape = _static_shape(node, "the images", op.imshp)
 
     def conv_grad_inputs(kern, topgrad, *shape):
-        _, pullback = jax.vjp(lambda img: conv(img, kern), jnp.zeros(image_shape, kern.dtype))
-        return pullback(topgrad)[0]
+        return _pullback(lambda img: conv(img, kern), image_shape, kern.dtype, topgrad)
 
     return conv_grad_inputs
 
