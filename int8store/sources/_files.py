@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from ..errors import SourceFormatError
 
-__all__ = ["open_maybe_gzipped", "read_maybe_gzipped"]
+__all__ = ["open_maybe_gzipped"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -31,12 +31,6 @@ def open_maybe_gzipped(path):
             yield f
     except GZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: damaged gzip data ({describe_gzip_error(error)})") from error
-
-
-def read_maybe_gzipped(path):
-    """All of ``path``'s (decompressed) bytes."""
-    with open_maybe_gzipped(path) as f:
-        return f.read()
 
 
 def describe_gzip_error(error):
