@@ -23,6 +23,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", category=UserWarning, module="numpy.distutils")
     warnings.filterwarnings("ignore", message=r"(?s).*numpy\.distutils", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message="msvccompiler is deprecated", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message="Use shutil.which instead of find_executable",
+                            category=DeprecationWarning)  # Aesara's own, on Python 3.12
     # conv2d and pooling live only there in Aesara 2.9.4, its last release.
     for deprecated in ("The module `aesara.tensor.nnet` is deprecated",
                        "The module `aesara.tensor.signal` is deprecated",
