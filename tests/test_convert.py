@@ -302,6 +302,17 @@ def test_one_flipped_byte_is_caught_by_verify_and_load(tmp_path, capsys):
     open_store(out, verify=False)  # skipping verification is possible
 
 
+def test_a_damaged_label_name_is_caught_by_load(tmp_path):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((4, 3, 3), np.uint8), [0, 1, 0, 1], ["cat", "dog"])
+    out = tmp_path / "m.h5"
+    convert(root, out)
+    with h5py.File(out, "r+") as f:
+        f["label_names"][1] = "doe"
+    with pytest.raises(StoreChecksumError, match="dataset 'label_names' does not match"):
+        load_splits(out)
+
+
 def test_a_newer_format_is_refused_naming_the_release_that_reads_it(tmp_path, capsys):
     out = tmp_path / "m.h5"
     convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), out)

@@ -55,6 +55,8 @@ def read_store(path, verify=True):
     from ..store import open_store
 
     store = open_store(path, verify=False)
+    if verify:
+        store.verify(splits=False)  # the splits are checked as they are read
     splits = {}
     for name in store.splits:
         codes, labels = store.read_split(name, verify=verify)
