@@ -56,3 +56,16 @@ def test_cli_reports_a_bad_dataset_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "missing.npz: no such file or folder" in err
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_predict_uses_the_saved_model(tmp_path, capsys):
+    model = tmp_path / "model.npz"
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "20", "--save-model", str(model)]) == 0
+    predicted = logistic_sgd.predict(model, "digits", count=10)
+    from int8store import load_splits
+    test = load_splits("digits")["test"]
+    images = test.encoding.decode(test.data.get_value()[:10])
+    with np.load(model) as saved:
+        expected = np.argmax(images @ saved["W"] + saved["b"], axis=1)
+    np.testing.assert_array_equal(predicted, expected)
+    assert "Predicted values for the first 10 examples in test set:" in capsys.readouterr().out
