@@ -17,6 +17,7 @@ from .errors import (
     DownloadError,
     EncodingError,
     Int8StoreError,
+    MissingDependencyError,
     OutputExistsError,
     SourceFormatError,
     StoreChecksumError,
@@ -59,6 +60,7 @@ __all__ = list(_LAZY) + [
     "DatasetNotFoundError",
     "DownloadError",
     "OutputExistsError",
+    "MissingDependencyError",
 ]
 
 

@@ -107,7 +107,6 @@ class SharedDataset:
             stored = _evaluate(per_pixel_stage, flat, encoding, normalize, dataset_mean)
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
-        self.mode = "c"
         self.place(mode)
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float32 storage, unit scale).

@@ -9,18 +9,21 @@ which would turn the array back into numpy.)
 
 import numpy as np
 
+from .modes import require_jax
+
 __all__ = ["to_device", "to_host", "on_device", "keep_on_device"]
 
 
 def on_device(variable):
-    """Whether the shared variable holds a ``jax.Array``."""
-    import jax
-    return isinstance(variable.container.storage[0], jax.Array)
+    """Whether the shared variable holds a ``jax.Array`` (False without JAX)."""
+    import sys
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(variable.container.storage[0], jax.Array)
 
 
 def to_device(variable):
     """Place the shared variable's value on JAX's default device (once)."""
-    import jax
+    jax = require_jax()
     if not on_device(variable):
         variable.container.storage[0] = jax.device_put(np.asarray(variable.container.storage[0]))
     return variable.container.storage[0]

@@ -16,6 +16,7 @@ __all__ = [
     "OutputExistsError",
     "StoreFormatError",
     "StoreChecksumError",
+    "MissingDependencyError",
 ]
 
 
@@ -57,3 +58,7 @@ class StoreFormatError(SourceFormatError):
 
 class StoreChecksumError(StoreFormatError):
     """A dataset of an int8store file does not match its recorded checksum."""
+
+
+class MissingDependencyError(Int8StoreError, ImportError):
+    """An optional dependency (JAX) is needed and not installed."""

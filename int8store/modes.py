@@ -7,13 +7,25 @@ before each call: inside a jitted function JAX cannot raise, and its dynamic
 slice would clamp an index past the end without a word.
 """
 
-from .errors import ArgumentError
+from .errors import ArgumentError, MissingDependencyError
 
-__all__ = ["MODES", "function_mode", "check_mode"]
+__all__ = ["MODES", "function_mode", "check_mode", "require_jax"]
 
 MODES = ("c", "jax")
 
 _JAX_MODE = None
+
+
+def require_jax():
+    """The ``jax`` module, or a clear error saying how to install it."""
+    try:
+        import jax
+    except ImportError as error:
+        raise MissingDependencyError(
+            "JAX mode needs JAX: pip install 'int8store[jax]' (CPU) or "
+            "'int8store[cuda12]' (NVIDIA GPUs)"
+        ) from error
+    return jax
 
 
 def check_mode(mode):
@@ -29,6 +41,7 @@ def function_mode(mode):
     if check_mode(mode) == "c":
         return None  # Aesara's default: the C backend
     if _JAX_MODE is None:
+        require_jax()
         _JAX_MODE = _make_jax_mode()
     return _JAX_MODE
 

@@ -127,3 +127,14 @@ def test_the_inspection_catches_a_cast_of_the_whole_set():
     f = aesara.function([index], whole[index * 10:(index + 1) * 10])
     with pytest.raises(AssertionError, match="reads the whole int8 set"):
         assert_sliced_before_cast(f, ds)
+
+
+def test_c_mode_needs_no_jax_and_jax_mode_says_how_to_get_it(monkeypatch):
+    import sys
+
+    from int8store import MissingDependencyError
+    monkeypatch.setitem(sys.modules, "jax", None)  # as if JAX were not installed
+    ds = SharedDataset.from_arrays(images_k256(), np.zeros(12), mode="c")
+    assert ds.device == "host"
+    with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
+        SharedDataset.from_arrays(images_k256(), np.zeros(12), mode="jax")
