@@ -483,8 +483,9 @@ def add_data_arguments(parser, batch_size, model_path='best_model.npz'):
     """The flags both tutorials share."""
     parser.add_argument('--dataset', default='mnist.pkl.gz',
                         help="'digits' (offline), 'mnist' (cache, downloaded if missing), "
-                             "a path to mnist.pkl.gz, a folder of MNIST IDX files, "
-                             "or an .npz (default: %(default)s)")
+                             "a path to mnist.pkl.gz, an .npz, an int8store .h5 store, "
+                             "or a folder of MNIST IDX files or of class folders of images "
+                             "(default: %(default)s)")
     parser.add_argument('--storage', choices=STORAGES, default='int8',
                         help='how the images are held: int8 codes, or float32 as the '
                              'classic tutorials did (default: %(default)s)')
