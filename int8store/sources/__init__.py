@@ -42,6 +42,7 @@ class Split:
         self.image_shape = tuple(int(n) for n in image_shape)
         self.dtype = np.dtype(dtype)
         self._read_chunks = read_chunks
+        self._array = None  # the images, when they are already one array in memory
         self.origin = origin
         if self.labels.ndim != 1:
             raise SourceFormatError(
@@ -59,9 +60,12 @@ class Split:
                 f"{origin}: split {name!r} has {len(images)} images but {len(labels)} labels; "
                 "every image needs exactly one label"
             )
-        return cls(name, labels, images.shape[1:], images.dtype,
-                   lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
-                   origin)
+        split = cls(name, labels, images.shape[1:], images.dtype,
+                    lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
+                    origin)
+        if isinstance(images, np.ndarray):
+            split._array = images
+        return split
 
     @property
     def count(self):
@@ -87,7 +91,9 @@ class Split:
             )
 
     def images(self):
-        """All images in one array."""
+        """All images in one array (the split's own array when it has one: no copy)."""
+        if self._array is not None:
+            return self._array
         out = np.empty((self.count,) + self.image_shape, dtype=self.dtype)
         start = 0
         for chunk in self.chunks(max(1, (64 << 20) // max(1, self.image_nbytes))):
@@ -98,6 +104,8 @@ class Split:
     def take(self, name, keep):
         """A split of the examples where the boolean mask ``keep`` is true, in order."""
         keep = np.asarray(keep, dtype=bool)
+        if self._array is not None:
+            return Split.from_arrays(name, self._array[keep], self.labels[keep], self.origin)
 
         def read_chunks(rows):
             start = 0
