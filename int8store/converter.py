@@ -11,7 +11,7 @@ from tqdm import tqdm
 from .encoding import Encoding, EncodingSurvey, encode
 from .errors import ArgumentError, SourceFormatError
 from .labels import as_int32_labels
-from .sources import read_source
+from .sources import read_source, validation_count
 from .store import StoreWriter
 
 __all__ = ["convert", "DEFAULT_CHUNK_BYTES"]
@@ -90,15 +90,7 @@ def _carve_validation(splits, valid, seed, origin):
     if "valid" in splits:
         raise ArgumentError(f"{origin}: already has a validation split; leave out --valid")
     train = splits["train"]
-    if isinstance(valid, float) and 0 < valid < 1:
-        count = int(round(valid * train.count))
-    elif int(valid) == valid and 0 < valid < train.count:
-        count = int(valid)
-    else:
-        raise ArgumentError(
-            f"--valid {valid}: expected a count in 1..{train.count - 1} (the {train.count} "
-            "training examples) or a fraction between 0 and 1"
-        )
+    count = validation_count(valid, train.count, what="valid")
     chosen = np.zeros(train.count, dtype=bool)
     chosen[np.random.default_rng(seed).permutation(train.count)[:count]] = True
     carved = {"train": train.take("train", ~chosen), "valid": train.take("valid", chosen)}

@@ -7,7 +7,7 @@ from .symbolic import normalization_mean
 from .encoding import choose_encoding, encode
 from .errors import ArgumentError, SourceFormatError
 from .labels import as_int32_labels
-from .sources import read_source
+from .sources import read_source, validation_count
 
 __all__ = ["load_data", "load_splits", "SPLITS"]
 
@@ -110,19 +110,8 @@ def _with_validation_split(source, valid_size):
             )
         return splits
     train = splits["train"]
-    keep = np.arange(train.count) < train.count - _valid_count(valid_size, train.count)
+    count = train.count // _VALID_SHARE if valid_size is None else validation_count(
+        valid_size, train.count)
+    keep = np.arange(train.count) < train.count - count
     splits["train"], splits["valid"] = train.take("train", keep), train.take("valid", ~keep)
     return splits
-
-
-def _valid_count(valid_size, n_train):
-    if valid_size is None:
-        return n_train // _VALID_SHARE
-    if isinstance(valid_size, float) and 0 < valid_size < 1:
-        return int(round(valid_size * n_train))
-    if int(valid_size) == valid_size and 0 < valid_size < n_train:
-        return int(valid_size)
-    raise ArgumentError(
-        f"valid_size={valid_size!r}: expected a count in 1..{n_train - 1} "
-        "or a fraction between 0 and 1"
-    )

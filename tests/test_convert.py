@@ -375,3 +375,13 @@ def test_converting_an_image_folder_takes_bounded_memory(tmp_path):
     assert peaks[1500] < bound, peaks
     # What grows is the file list and labels: well under a kilobyte an image.
     assert peaks[1500] - peaks[250] < 1250 * 1024, peaks
+
+
+def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):
+    from int8store import ArgumentError
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=12))
+    with pytest.raises(ArgumentError, match=r"valid=12: expected a count in 1\.\.11 \(of the 12"):
+        convert(folder, tmp_path / "a.h5", valid=12)
+    with pytest.raises(ArgumentError, match=r"valid_size=1\.5: expected a count in 1\.\.11"):
+        load_splits(folder, valid_size=1.5)
+    assert not (tmp_path / "a.h5").exists()

@@ -13,9 +13,9 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..errors import DatasetNotFoundError, SourceFormatError
+from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 
-__all__ = ["Split", "SourceData", "read_source"]
+__all__ = ["Split", "SourceData", "read_source", "validation_count"]
 
 
 class Split:
@@ -117,6 +117,19 @@ class Split:
 
         return Split(name, self.labels[keep], self.image_shape, self.dtype, read_chunks,
                      self.origin)
+
+
+def validation_count(size, n_train, what="valid_size"):
+    """How many of ``n_train`` training examples a validation split of ``size``
+    takes: a count in 1..n_train-1, or a fraction between 0 and 1."""
+    if isinstance(size, float) and 0 < size < 1:
+        return int(round(size * n_train))
+    if int(size) == size and 0 < size < n_train:
+        return int(size)
+    raise ArgumentError(
+        f"{what}={size!r}: expected a count in 1..{n_train - 1} (of the {n_train} "
+        "training examples) or a fraction between 0 and 1"
+    )
 
 
 @dataclass
