@@ -130,7 +130,7 @@ class StoreWriter:
                 attrs["encoding_max_error"] = self.encoding.max_error
             attrs["encoding_kind"] = "codebook"
             book = self._file.create_dataset("encoding/codebook", data=np.asarray(self.encoding.codebook))
-            book.attrs["sha256"] = hashlib.sha256(np.ascontiguousarray(book[()]).tobytes()).hexdigest()
+            book.attrs["sha256"] = _sha256_of_array(book[()])
         else:
             attrs["encoding_kind"] = "affine"
             attrs["encoding_offset"] = self.encoding.offset
@@ -282,8 +282,7 @@ class Store:
         with h5py.File(self.path, "r") as f:
             if "encoding/codebook" in f:
                 book = f["encoding/codebook"]
-                self._check(None, "encoding/codebook", book,
-                            hashlib.sha256(np.ascontiguousarray(book[()]).tobytes()).hexdigest())
+                self._check(None, "encoding/codebook", book, _sha256_of_array(book[()]))
                 checked.append("encoding/codebook")
             if "label_names" in f:
                 names = [_text(n) for n in f["label_names"][()]]
@@ -331,8 +330,13 @@ def _read_rows(x, out=None):
     return digest.hexdigest()
 
 
+def _sha256_of_array(values, dtype=None):
+    """SHA-256 of an array's bytes in C order (in ``dtype`` if given)."""
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=dtype)).hexdigest()
+
+
 def _sha256_of_labels(labels):
-    return hashlib.sha256(np.ascontiguousarray(labels, dtype="<i4")).hexdigest()
+    return _sha256_of_array(labels, "<i4")
 
 
 def _text(value):
