@@ -12,10 +12,8 @@ import warnings
 
 import numpy as np
 
-from .aesara_config import apply_defaults
-
-apply_defaults()
-
+# int8store/__init__.py has applied int8store's Aesara defaults (aesara_config)
+# before this import: every import of a submodule runs the package first.
 with warnings.catch_warnings():
     # Aesara's BLAS probe goes through numpy.distutils, which warns about its
     # own deprecation and about every library it fails to find; Aesara then
