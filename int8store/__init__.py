@@ -4,19 +4,23 @@ symbolically, one minibatch at a time.
 >>> from int8store import load_data
 >>> (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = load_data("digits")
 
-The names below are imported on first use, so that tools that do not build
-graphs (the ``int8store`` command, the readers) start without Aesara.
+Importing the package changes nothing outside it: the names below are
+imported on first use, so tools that build no graph (the ``int8store``
+command, the readers) never import Aesara, and Aesara is set up (a BLAS, fixes
+of its defects) by the first call that builds a graph, through
+:func:`int8store.backend.activate`.
 """
 
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version as _version
 
-from .aesara_config import apply_defaults as _apply_aesara_defaults
 from .errors import (
     ArgumentError,
     DatasetNotFoundError,
     DownloadError,
     EncodingError,
     Int8StoreError,
+    MinibatchIndexError,
     MissingDependencyError,
     OutputExistsError,
     SourceFormatError,
@@ -25,10 +29,10 @@ from .errors import (
     UnsafePickleError,
 )
 
-__version__ = "0.1.0"
-
-# Before anything imports Aesara, which reads its configuration once.
-_apply_aesara_defaults()
+try:
+    __version__ = _version(__name__)  # the one place the version is written: pyproject.toml
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 # Public name -> the module that defines it.
 _LAZY = {
@@ -36,17 +40,22 @@ _LAZY = {
     "load_splits": "loading",
     "shared_dataset": "dataset",
     "SharedDataset": "dataset",
-    "STORAGES": "dataset",
+    "STORAGES": "vocabulary",
     "dequantize": "symbolic",
-    "NORMALIZATIONS": "symbolic",
+    "NORMALIZATIONS": "vocabulary",
     "quantize": "encoding",
     "Encoding": "encoding",
     "open_store": "store",
     "Store": "store",
     "convert": "converter",
-    "function_mode": "modes",
-    "MODES": "modes",
-    "keep_on_device": "device",
+    "plan_splits": "plan",
+    "SPLITS": "vocabulary",
+    "memory_table": "memory",
+    "function_mode": "backend.modes",
+    "MODES": "backend.modes",
+    "minibatch": "backend.minibatch",
+    "place": "backend.device",
+    "keep_on_device": "backend.device",
 }
 
 __all__ = list(_LAZY) + [
@@ -61,6 +70,7 @@ __all__ = list(_LAZY) + [
     "DownloadError",
     "OutputExistsError",
     "MissingDependencyError",
+    "MinibatchIndexError",
 ]
 
 

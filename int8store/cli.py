@@ -1,6 +1,7 @@
 """The ``int8store`` command: convert archives, describe and verify stores.
 
-    int8store convert SRC... -o OUT.h5 [--valid N] [--seed S] [--resize HxW] [--force]
+    int8store convert SRC... -o OUT.h5 [--valid-size N] [--valid-seed S] [--lossy]
+                      [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--force]
     int8store info FILE
     int8store verify FILE
 
@@ -18,9 +19,10 @@ __all__ = ["main"]
 
 def _valid(text):
     try:
-        return float(text) if "." in text else int(text)
+        return float(text) if any(c in text for c in ".eE") else int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a count or a fraction, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected an integer count or a fraction such as 0.1, got {text!r}") from None
 
 
 def _size(text):
@@ -52,9 +54,16 @@ def _parser():
                     ".zip/.tar(.gz) of class folders of images, or an HDF5 file into an int8store file.")
     convert.add_argument("sources", nargs="+", metavar="SRC")
     convert.add_argument("-o", "--output", required=True, metavar="OUT.h5")
-    convert.add_argument("--valid", type=_valid, metavar="N",
-                         help="carve a validation split of N training examples (or a fraction, e.g. 0.1)")
-    convert.add_argument("--seed", type=int, default=0, help="seed of the --valid shuffle (default 0)")
+    convert.add_argument("--valid-size", type=_valid, metavar="N",
+                         help="for a source without a validation split: N training examples "
+                              "(an integer) or a fraction strictly between 0 and 1 (e.g. 0.1) "
+                              "become one (default: a sixth), as load_data(valid_size=N)")
+    convert.add_argument("--valid-seed", type=int, metavar="S",
+                         help="pick those examples by a shuffle seeded with S instead of "
+                              "taking the last ones, as load_data(valid_seed=S)")
+    convert.add_argument("--lossy", action="store_true",
+                         help="quantize data int8 cannot hold exactly to 256 levels and report "
+                              "the largest error (default: refuse such data)")
     convert.add_argument("--resize", type=_size, metavar="HxW", help="resize image files to H rows, W columns")
     convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="the arrays of a split in an .npz or HDF5 source (repeatable)")
@@ -73,9 +82,10 @@ def main(argv=None):
     try:
         if args.command == "convert":
             from .converter import convert
-            path = convert(args.sources, args.output, valid=args.valid, seed=args.seed,
-                           resize=args.resize, keys=dict(args.keys) if args.keys else None,
-                           force=args.force, command_line=shlex.join(["int8store"] + argv))
+            path = convert(args.sources, args.output, valid_size=args.valid_size,
+                           valid_seed=args.valid_seed, lossy=args.lossy, resize=args.resize,
+                           keys=dict(args.keys) if args.keys else None, force=args.force,
+                           command_line=shlex.join(["int8store"] + argv))
             print(describe(path))
         elif args.command == "info":
             print(describe(args.file))

@@ -2,24 +2,24 @@
 
 :class:`SharedDataset` is what the rest of the library works with;
 :func:`shared_dataset` is the drop-in for the classic tutorials' function of
-the same name and returns just its ``(x, y)``.
+the same name and returns just its ``(x, y)``. Where the data is held (host
+or device) is :func:`int8store.place`'s business, not this module's.
 """
 
 import numpy as np
 
-from .backend import FLOAT, TensorVariable, aesara, at, shared
-from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
+from .backend import activate
+from .backend.minibatch import minibatch
 from .encoding import quantize
-from .errors import ArgumentError, Int8StoreError
+from .errors import ArgumentError
 from .labels import as_int32_labels
-from .device import to_device, to_host
-from .minibatch import minibatch
-from .modes import check_mode
+from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
+from .vocabulary import STORAGES
 
-__all__ = ["SharedDataset", "shared_dataset", "STORAGES"]
+_api = activate()
+aesara, at, shared = _api.aesara, _api.at, _api.shared
 
-#: How the images can be held: int8 codes (this library), or float32 (the classic way).
-STORAGES = ("int8", "float32")
+__all__ = ["SharedDataset", "shared_dataset"]
 
 _FLOAT32_BYTES = 4
 
@@ -35,10 +35,10 @@ class SharedDataset:
     labels : ndarray of int, shape (N,)
     encoding : Encoding
     normalize : {"unit", "batch", "dataset", "none"}
-        The float32 view's normalization (see :func:`~int8store.dequantize`).
-    storage : {"int8", "float32"}
-        ``"float32"`` holds a float32 copy made once, the classic way, so
-        both can be compared with everything else the same.
+        The float view's normalization (see :func:`~int8store.dequantize`).
+    storage : {"int8", "float"}
+        ``"float"`` holds a float copy (in the view's dtype) made once, the
+        classic way, so both can be compared with everything else the same.
     dataset_mean : float, optional
         For ``normalize="dataset"``: the training split's mean (default: this
         split's own).
@@ -46,33 +46,35 @@ class SharedDataset:
         Shape of one image (default: ``codes.shape[1:]``).
     name : str
         The split's name, used for variable names and messages.
-    mode : {"c", "jax"}
-        Where the data is held: host memory for Aesara's C backend, or JAX's
-        default device (see :meth:`place`).
+    dtype : {"float32", "float64"}, optional
+        The view's dtype; default Aesara's ``floatX``.
 
     Attributes
     ----------
-    x : float32 tensor variable
+    x : float tensor variable
         The symbolic view of all images. Indexing it (``x[a:b]``) slices the
-        stored codes first and converts only the slice.
+        stored codes first and converts only the slice; ``x.get_value()``
+        decodes them all (what the classic shared variable held).
     y : int32 shared variable
         The labels; ``y.get_value(borrow=True).shape[0]`` is the example count.
     data : shared variable
-        The stored images: int8 codes, or float32 for ``storage="float32"``.
+        The stored images: int8 codes, or floats for ``storage="float"``.
 
     Examples
     --------
     >>> import numpy as np
     >>> images = np.arange(24, dtype=np.uint8).reshape(6, 2, 2)
-    >>> ds = SharedDataset.from_arrays(images, [0, 1, 0, 1, 0, 1], name="train")
+    >>> ds = SharedDataset.from_arrays(images, [0, 1, 0, 1, 0, 1], name="train", dtype="float32")
     >>> ds.n_examples, ds.n_batches(4), ds.image_shape
     (6, 1, (2, 2))
     >>> ds.nbytes, ds.float32_nbytes
     (24, 96)
+    >>> ds.x.get_value()[1].tolist()
+    [0.015625, 0.01953125, 0.0234375, 0.02734375]
     """
 
     def __init__(self, codes, labels, encoding, normalize="unit", storage="int8",
-                 dataset_mean=None, image_shape=None, name="data", mode="c"):
+                 dataset_mean=None, image_shape=None, name="data", dtype=None):
         codes = np.asarray(codes)
         if codes.dtype != np.int8 or codes.ndim < 2:
             raise ArgumentError(
@@ -91,6 +93,7 @@ class SharedDataset:
         self.encoding = encoding
         self.normalize = normalize
         self.storage = storage
+        self.dtype = _api.float_dtype(dtype)
         self.image_shape = tuple(image_shape or codes.shape[1:])
         if int(np.prod(self.image_shape)) != int(np.prod(codes.shape[1:])):
             raise ArgumentError(
@@ -104,12 +107,11 @@ class SharedDataset:
         if storage == "int8":
             stored = flat
         else:
-            stored = _evaluate(per_pixel_stage, flat, encoding, normalize, dataset_mean)
+            stored = _evaluate(flat, encoding, normalize, dataset_mean, self.dtype)
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
-        self.place(mode)
         # Through a full slice, so that the view is a variable of its own even
-        # when no conversion is needed (float32 storage, unit scale).
+        # when no conversion is needed (float storage, unit scale).
         self.x = _View.wrap(self._float_view(self.data[:]), self)
 
     @classmethod
@@ -127,27 +129,19 @@ class SharedDataset:
         return cls(codes, labels, encoding, name=name, **kwargs)
 
     def _float_view(self, stored):
-        """float32 expression for a part (slice) of the stored images."""
+        """Float expression for a part (slice) of the stored images."""
         if self.storage == "int8":
-            return dequantize(stored, self.encoding, self.normalize, self.dataset_mean)
-        return per_batch_stage(stored, self.encoding, self.normalize)
+            return dequantize(stored, self.encoding, self.normalize, self.dataset_mean, self.dtype)
+        return per_batch_stage(stored, self.encoding, self.normalize, self.dtype)
 
-    def place(self, mode):
-        """Hold the images and labels where ``mode`` runs: host memory for
-        ``"c"``, JAX's default device for ``"jax"`` (placed once, kept there
-        across calls). Compile functions with ``function_mode(mode)``."""
-        self.mode = check_mode(mode)
-        move = to_device if self.mode == "jax" else to_host
-        for variable in (self.data, self.y):
-            move(variable)
-        return self
-
-    @property
-    def device(self):
-        """Where the images are: ``"host"``, or the JAX device holding them."""
-        if self.mode == "c":
-            return "host"
-        return ", ".join(str(d) for d in self.data.get_value(borrow=True).devices())
+    def decoded(self):
+        """All images as the view's values, a numpy array ``(N, features)``
+        (for ``"batch"``, centred on the whole split's mean)."""
+        codes = np.asarray(self.data.get_value(borrow=True))
+        if self.storage == "int8" and self.normalize == "unit":
+            return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
+        symbolic = at.matrix(dtype=codes.dtype)
+        return aesara.function([symbolic], self._float_view(symbolic))(codes)
 
     # -- sizes ----------------------------------------------------------
 
@@ -171,8 +165,8 @@ class SharedDataset:
         """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int).
 
         The minibatch has the static length ``batch_size`` (see
-        :class:`~int8store.minibatch.Minibatch`): a view of the stored rows,
-        converted to float32 after the slice; an index past the end is an error.
+        :func:`int8store.minibatch`): a view of the stored rows, converted to
+        floats after the slice; an index past the end is an error.
         """
         return (self._float_view(minibatch(self.data, index, batch_size)),
                 minibatch(self.y, index, batch_size))
@@ -189,7 +183,8 @@ class SharedDataset:
 
     @property
     def float32_nbytes(self):
-        """Bytes the images take as float32 (the classic tutorials' way)."""
+        """Bytes the images take as float32 (the classic tutorials' way under
+        ``floatX=float32``; twice that under float64)."""
         return _FLOAT32_BYTES * self.int8_nbytes
 
     @property
@@ -199,11 +194,11 @@ class SharedDataset:
     def __repr__(self):
         return (f"SharedDataset({self.name!r}, {self.n_examples} examples of "
                 f"{'x'.join(map(str, self.image_shape))}, storage={self.storage!r}, "
-                f"normalize={self.normalize!r}, {self.encoding.describe()})")
+                f"normalize={self.normalize!r}, dtype={self.dtype!r}, {self.encoding.describe()})")
 
 
 def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name="data",
-                   dataset_mean=None):
+                   dataset_mean=None, dtype=None, borrow=True):
     """Drop-in for the classic tutorials' ``shared_dataset``.
 
     Parameters
@@ -211,12 +206,14 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
     data_xy : (images, labels)
         Images as uint8 pixels or exactly representable floats (see
         :func:`~int8store.quantize`), labels as integers.
-    normalize, storage, divisor, name, dataset_mean
+    normalize, storage, divisor, name, dataset_mean, dtype
         See :class:`SharedDataset`.
+    borrow : bool
+        Accepted for the classic signature; the codes are always a new array.
 
     Returns
     -------
-    x : float32 tensor variable
+    x : float tensor variable
         Symbolic view of the int8 images; ``x.dataset`` is the
         :class:`SharedDataset` behind it.
     y : int32 shared variable
@@ -226,24 +223,31 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
     --------
     >>> import numpy as np
     >>> images = (np.arange(12, dtype=np.float32) / 256).reshape(3, 4)
-    >>> x, y = shared_dataset((images, np.array([0, 1, 2])))
+    >>> x, y = shared_dataset((images, np.array([0, 1, 2])), dtype="float32")
     >>> x.dataset.data.get_value().dtype, y.get_value(borrow=True).shape[0]
     (dtype('int8'), 3)
+    >>> bool((x.get_value() == images).all())
+    True
     """
     images, labels = data_xy
     ds = SharedDataset.from_arrays(images, labels, divisor=divisor, name=name,
                                    normalize=normalize, storage=storage,
-                                   dataset_mean=dataset_mean)
+                                   dataset_mean=dataset_mean, dtype=dtype)
     return ds.x, ds.y
 
 
-class _View(TensorVariable):
-    """The float32 view of a :class:`SharedDataset`'s images.
+class _View(_api.TensorVariable):
+    """The float view of a :class:`SharedDataset`'s images.
 
-    An ordinary Aesara variable, except that indexing it indexes the stored
-    images first and converts only what was selected: the minibatch is sliced
-    from the int8 variable before any cast, and ``"batch"`` normalization
-    centres each minibatch on its own mean.
+    An ordinary Aesara variable with two additions, so that code written for
+    the classic tutorials' float shared variable works on it:
+
+    * indexing it indexes the stored images first and converts only what was
+      selected: the minibatch is sliced from the int8 variable before any
+      cast, and ``"batch"`` normalization centres each minibatch on its own
+      mean;
+    * ``get_value()`` returns the decoded images, the array the classic
+      shared variable held.
     """
 
     @classmethod
@@ -262,15 +266,16 @@ class _View(TensorVariable):
         return self.dataset._float_view(self.dataset.data[key])
 
     def get_value(self, borrow=False):
-        raise Int8StoreError(
-            f"{self.name or 'x'} is a symbolic float32 view of int8 images, not a shared "
-            "variable: count examples with the labels, y.get_value(borrow=True).shape[0], "
-            "or use x.dataset.n_examples"
-        )
+        """The images as the view's values: a new ``(N, features)`` array of
+        the view's dtype (``borrow`` is accepted and changes nothing: there is
+        no float array to lend). Decoding takes a moment and the memory of the
+        floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
+        return self.dataset.decoded()
 
 
-def _evaluate(stage, codes, encoding, normalize, dataset_mean):
-    """Run the per-pixel stage once over ``codes``: the float32 copy of the classic way."""
+def _evaluate(codes, encoding, normalize, dataset_mean, dtype):
+    """Run the per-pixel stage once over ``codes``: the float copy of the classic way."""
     symbolic = at.matrix(dtype="int8")
-    convert = aesara.function([symbolic], stage(symbolic, encoding, normalize, dataset_mean))
-    return np.asarray(convert(codes), dtype=FLOAT)
+    convert = aesara.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
+                                                          dataset_mean, dtype))
+    return np.asarray(convert(codes), dtype=dtype)

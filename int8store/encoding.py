@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import EncodingError
 
-__all__ = ["Encoding", "quantize", "choose_encoding", "encode", "EncodingSurvey",
-           "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "quantize", "choose_encoding", "survey_encoding", "encode",
+           "EncodingSurvey", "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -34,8 +34,9 @@ DEFAULT_DIVISOR = 256
 
 # Float divisors recognised as lossless, in the order they are tried.
 _FLOAT_DIVISORS = (256, 255)
-# Elements converted at a time, to bound the float64 temporaries.
-_CHUNK_ELEMENTS = 1 << 22
+# Elements converted at a time: bounds the temporaries, and a block this size
+# stays in the processor's cache between the passes over it.
+_CHUNK_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +53,10 @@ class Encoding:
         If given, ``value = codebook[code + 128]`` and offset/divisor are unused.
     max_error : float
         Largest absolute error of a lossy quantization; 0 when lossless.
+    precision : {"float32", "float64"}, optional
+        For float sources: the dtype the values were in. ``level / divisor``
+        is computed in it, then widened, so every view holds exactly the
+        source's values; None (integer sources) computes in the view's dtype.
 
     Examples
     --------
@@ -67,6 +72,7 @@ class Encoding:
     divisor: int = DEFAULT_DIVISOR
     codebook: Optional[np.ndarray] = None
     max_error: float = 0.0
+    precision: Optional[str] = None
 
     def __post_init__(self):
         if self.codebook is not None:
@@ -81,6 +87,8 @@ class Encoding:
             )
         elif int(self.divisor) != self.divisor or self.divisor < 1:
             raise EncodingError(f"divisor must be a positive integer, got {self.divisor!r}")
+        if self.precision not in (None, "float32", "float64"):
+            raise EncodingError(f"precision must be float32, float64 or None, got {self.precision!r}")
 
     @property
     def is_codebook(self):
@@ -94,19 +102,36 @@ class Encoding:
         """Integer levels ``codes + offset`` (int16, so 127 + 128 cannot wrap)."""
         return np.asarray(codes, dtype=np.int16) + np.int16(self.offset)
 
-    def decode(self, codes, dtype=np.float32):
-        """The values the codes stand for, as ``dtype`` (numpy, not symbolic)."""
+    def table(self, dtype=np.float32):
+        """The 256 values of codes -128..127, as ``dtype``: what ``"unit"`` gives."""
         if self.is_codebook:
-            return np.asarray(self.codebook, dtype=dtype)[np.asarray(codes, np.int16) + 128]
-        levels = self.levels(codes)
+            return np.asarray(self.codebook, dtype=np.float64).astype(dtype)
+        levels = self.levels(np.arange(-128, 128))
         if np.issubdtype(np.dtype(dtype), np.integer):
             if self.divisor != 1:
                 raise EncodingError(
                     f"cannot decode to {np.dtype(dtype)}: values are levels / {self.divisor}"
                 )
             return levels.astype(dtype)
-        # One correctly rounded division, as the symbolic path does.
-        return levels.astype(dtype) / np.asarray(self.divisor, dtype=dtype)
+        # One correctly rounded division in the source's precision, as the
+        # symbolic path does, then widened.
+        precision = self.precision or np.dtype(dtype)
+        return (levels.astype(precision) / np.asarray(self.divisor, dtype=precision)).astype(dtype)
+
+    def decode(self, codes, dtype=np.float32):
+        """The values the codes stand for, as ``dtype`` (numpy, not symbolic).
+
+        A lookup in :meth:`table`, a chunk at a time: no temporary larger
+        than the result.
+        """
+        codes = np.asarray(codes, dtype=np.int8)
+        table = self.table(dtype)
+        out = np.empty(codes.shape, dtype=table.dtype)
+        flat_codes, flat_out = codes.reshape(-1), out.reshape(-1)
+        for start in range(0, flat_codes.size, _CHUNK_ELEMENTS):
+            index = flat_codes[start:start + _CHUNK_ELEMENTS].view(np.uint8) ^ np.uint8(0x80)
+            flat_out[start:start + index.size] = table[index]
+        return out
 
     def describe(self):
         """One line for summaries, e.g. ``level / 256, level = code + 128``."""
@@ -159,23 +184,38 @@ def quantize(values, divisor=None, lossy=False, name="data"):
 def choose_encoding(arrays, divisor=None, lossy=False, names=None):
     """One :class:`Encoding` that stores every array in ``arrays`` (see :func:`quantize`)."""
     names = names or ["data"] * len(arrays)
+    return survey_encoding(lambda: zip(names, arrays), divisor=divisor, lossy=lossy)
+
+
+def survey_encoding(chunks, divisor=None, lossy=False):
+    """The one encoding for data seen a chunk at a time.
+
+    ``chunks()`` yields ``(name, array)`` pairs, every chunk of every split;
+    it is called again only when no affine encoding fits (to collect the
+    distinct values for a codebook, or the range for a lossy one), so an
+    archive of any size is surveyed in bounded memory.
+    """
     survey = EncodingSurvey(divisor)
-    for array, name in zip(arrays, names):
-        survey.add(array, name)
-    try:
-        return survey.encoding()
-    except EncodingError:
-        if survey.distinct is None:  # too many values: say exactly how many, or go lossy
-            return _lossy_encoding([np.asarray(a) for a in arrays], lossy, ", ".join(survey.names))
-        raise
+    for name, chunk in chunks():
+        survey.add(chunk, name)
+    if survey.needs_distinct_values():
+        for name, chunk in chunks():
+            survey.add_distinct(chunk)
+    if survey.too_many_values and lossy:
+        return _lossy_encoding(chunks, survey)
+    if survey.too_many_values:  # the error says how many: one more pass, on failure only
+        survey.distinct_count = _count_distinct(chunks)
+    return survey.encoding()
 
 
 class EncodingSurvey:
     """Finds one lossless encoding for data seen a chunk at a time.
 
-    Call :meth:`add` with every chunk of every split, then :meth:`encoding`.
-    It keeps only a few numbers and at most 256 distinct values, so an archive
-    of any size can be surveyed in bounded memory.
+    Call :meth:`add` with every chunk of every split; if
+    :meth:`needs_distinct_values`, call :meth:`add_distinct` with every chunk
+    again; then :meth:`encoding`. It keeps a few numbers and at most 256
+    distinct values, and makes no temporary larger than a block of
+    ``_CHUNK_ELEMENTS`` values.
     """
 
     def __init__(self, divisor=None):
@@ -184,7 +224,9 @@ class EncodingSurvey:
         self.all_int8 = True
         self.low = self.high = None
         self.fits = set((divisor,) if divisor else _FLOAT_DIVISORS)
+        self.float_dtypes = set()
         self.distinct = np.empty(0)  # None once there are more than 256
+        self.distinct_count = None  # how many there are, if counted (for the error)
         self.names = []
 
     def add(self, chunk, name="data"):
@@ -199,16 +241,13 @@ class EncodingSurvey:
         self.high = high if self.high is None else max(self.high, high)
         if not np.issubdtype(chunk.dtype, np.integer):
             self.integer = False
+            self.float_dtypes.add(chunk.dtype)
             if not (np.isfinite(low) and np.isfinite(high)):
                 raise EncodingError(f"{name}: contains NaN or infinite values; images must be finite")
             self.fits = {d for d in self.fits if _fits_divisor(chunk, d)}
-        if self.distinct is not None:
-            self.distinct = np.union1d(self.distinct, np.unique(chunk))
-            if self.distinct.size > 256:
-                self.distinct = None
 
-    def encoding(self):
-        """The encoding, or an :class:`EncodingError` saying why there is none."""
+    def _affine(self):
+        """The affine encoding that fits, or None."""
         default = self.divisor or DEFAULT_DIVISOR
         if self.low is None:
             return Encoding(128, default)
@@ -219,29 +258,58 @@ class EncodingSurvey:
                 return Encoding(128, default)
             if -128 <= self.low and self.high <= 127:
                 return Encoding(0, default)
-        else:
-            for candidate in (self.divisor,) if self.divisor else _FLOAT_DIVISORS:
-                if candidate in self.fits:
-                    return Encoding(128, candidate)
-            if self.divisor:
-                raise EncodingError(
-                    f"{', '.join(self.names)}: not every value is k/{self.divisor} "
-                    "for an integer k in 0..255"
-                )
+            return None
+        for candidate in (self.divisor,) if self.divisor else _FLOAT_DIVISORS:
+            if candidate in self.fits:
+                wide = any(d.itemsize > 4 for d in self.float_dtypes)
+                return Encoding(128, candidate, precision="float64" if wide else "float32")
+        return None
+
+    def needs_distinct_values(self):
+        return self._affine() is None and not (self.divisor and not self.integer)
+
+    def add_distinct(self, chunk):
+        if self.distinct is None or not np.asarray(chunk).size:
+            return
+        flat = np.asarray(chunk).reshape(-1)
+        for start in range(0, flat.size, _CHUNK_ELEMENTS):
+            self.distinct = np.union1d(self.distinct, np.unique(flat[start:start + _CHUNK_ELEMENTS]))
+            if self.distinct.size > 256:
+                self.distinct = None
+                return
+
+    @property
+    def too_many_values(self):
+        return self.distinct is None
+
+    def encoding(self):
+        """The encoding, or an :class:`EncodingError` saying why there is none."""
+        affine = self._affine()
+        if affine is not None:
+            return affine
+        names = ", ".join(self.names)
+        if self.divisor and not self.integer:
+            raise EncodingError(
+                f"{names}: not every value is k/{self.divisor} for an integer k in 0..255"
+            )
         if self.distinct is not None:
             padding = np.repeat(self.distinct[-1:], 256 - self.distinct.size)
             return Encoding(codebook=np.concatenate([self.distinct, padding]))
+        count = (f"{self.distinct_count:,}" if self.distinct_count and self.distinct_count <= _COUNT_CAP
+                 else f"more than {_COUNT_CAP if self.distinct_count else 256:,}")
         raise EncodingError(
-            f"{', '.join(self.names)}: cannot be stored losslessly as int8: more than 256 "
-            f"distinct values (at most 256 fit) ranging from {self.low!r} to {self.high!r}, "
-            "and they are not all k/256 or k/255 for integers k in 0..255"
+            f"{names}: cannot be stored losslessly as int8: {count} distinct values "
+            f"(at most 256 fit) ranging from {self.low!r} to {self.high!r}, and they are not "
+            "all k/256 or k/255 for integers k in 0..255. Pass lossy=True (command line: "
+            "--lossy) to quantize to 256 levels and report the largest error."
         )
 
 
 def encode(values, encoding, name="data"):
     """int8 codes of ``values`` under ``encoding``; raises if any value does not fit.
 
-    For a lossy encoding the nearest codebook entry is used.
+    For a lossy encoding the nearest codebook entry is used. Works a block of
+    values at a time: no temporary larger than a block.
     """
     values = _as_numeric(values, name)
     if encoding.is_codebook:
@@ -249,13 +317,15 @@ def encode(values, encoding, name="data"):
     if values.dtype == np.uint8 and encoding.offset == 128:
         # u - 128 in two's complement is u with its top bit flipped: exact, no range to check.
         return (values ^ np.uint8(0x80)).view(np.int8)
+    if values.dtype == np.int8 and encoding.offset == 0:
+        return values
     codes = np.empty(values.shape, dtype=np.int8)
     flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
     low, high = -128 + encoding.offset, 127 + encoding.offset
     for start in range(0, flat_in.size, _CHUNK_ELEMENTS):
         chunk = flat_in[start:start + _CHUNK_ELEMENTS]
         if np.issubdtype(chunk.dtype, np.integer):
-            levels = chunk.astype(np.int64)
+            levels = chunk
         else:
             levels = _exact_levels(chunk, encoding.divisor)
             if levels is None:
@@ -263,12 +333,14 @@ def encode(values, encoding, name="data"):
                     f"{name}: not every value is k/{encoding.divisor} for an integer k "
                     f"in {low}..{high}, so it cannot use this encoding"
                 )
-        if levels.size and (levels.min() < low or levels.max() > high):
+        chunk_low, chunk_high = levels.min(), levels.max()
+        if chunk_low < low or chunk_high > high:
             raise EncodingError(
-                f"{name}: levels range from {levels.min()} to {levels.max()}, outside "
+                f"{name}: levels range from {chunk_low} to {chunk_high}, outside "
                 f"{low}..{high} that int8 codes with offset {encoding.offset} hold"
             )
-        flat_out[start:start + chunk.size] = levels - encoding.offset
+        np.subtract(levels, encoding.offset, out=flat_out[start:start + chunk.size],
+                    casting="unsafe")  # in range: checked just above
     return codes
 
 
@@ -285,12 +357,17 @@ def _as_numeric(values, name):
 
 
 def _exact_levels(chunk, divisor):
-    """Integer levels if every value is exactly ``k / divisor``, else None."""
+    """Integer levels (as floats of the chunk's dtype or float64) if every value
+    is exactly ``k / divisor``, else None."""
+    if divisor & (divisor - 1) == 0 and chunk.dtype.itemsize >= 4:
+        # A power of two: the product is exact in the chunk's own precision.
+        levels = chunk * chunk.dtype.type(divisor)
+        return levels if np.array_equal(np.floor(levels), levels) else None
     levels = np.rint(chunk.astype(np.float64) * divisor)
     # The division the decoder does, in the data's own precision.
     if not np.array_equal((levels / divisor).astype(chunk.dtype), chunk):
         return None
-    return levels.astype(np.int64)
+    return levels
 
 
 def _fits_divisor(values, divisor):
@@ -302,19 +379,32 @@ def _fits_divisor(values, divisor):
     return True
 
 
-def _lossy_encoding(arrays, lossy, names):
-    """256 evenly spaced levels if ``lossy``, else an error with the distinct count."""
-    distinct = np.unique(np.concatenate([np.unique(a) for a in arrays if a.size]))
-    low, high = distinct[0], distinct[-1]
-    if not lossy:
-        raise EncodingError(
-            f"{names}: cannot be stored losslessly as int8: {distinct.size} distinct "
-            f"values (at most 256 fit) ranging from {low!r} to {high!r}, and they are "
-            "not all k/256 or k/255 for integers k in 0..255. "
-            "Pass lossy=True to quantize to 256 levels and report the error."
-        )
-    codebook = np.linspace(float(low), float(high), 256)
-    error = max(float(np.abs(codebook[_nearest(a, codebook)] - a).max()) for a in arrays)
+# Distinct values counted for an error message, at most (bounds its memory).
+_COUNT_CAP = 1 << 20
+
+
+def _count_distinct(chunks):
+    """How many distinct values the chunks hold, or ``_COUNT_CAP + 1`` if more."""
+    seen = np.empty(0)
+    for _, chunk in chunks():
+        flat = np.asarray(chunk).reshape(-1)
+        for start in range(0, flat.size, _CHUNK_ELEMENTS):
+            seen = np.union1d(seen, flat[start:start + _CHUNK_ELEMENTS])
+            if seen.size > _COUNT_CAP:
+                return _COUNT_CAP + 1
+    return int(seen.size)
+
+
+def _lossy_encoding(chunks, survey):
+    """256 evenly spaced levels over the data's range, with the largest error."""
+    codebook = np.linspace(float(survey.low), float(survey.high), 256)
+    error = 0.0
+    for _, chunk in chunks():
+        flat = np.asarray(chunk).reshape(-1)
+        for start in range(0, flat.size, _CHUNK_ELEMENTS):
+            block = flat[start:start + _CHUNK_ELEMENTS]
+            if block.size:
+                error = max(error, float(np.abs(codebook[_nearest(block, codebook)] - block).max()))
     return Encoding(codebook=codebook, max_error=error)
 
 
@@ -327,9 +417,15 @@ def _nearest(values, codebook):
 
 def _encode_by_codebook(values, encoding, name):
     book = np.asarray(encoding.codebook)
-    if not encoding.lossless:
-        return (_nearest(values, book) - 128).astype(np.int8)
-    index = np.clip(np.searchsorted(book, values), 0, 255)
-    if not np.array_equal(book[index], values):
-        raise EncodingError(f"{name}: holds values that are not in the encoding's codebook")
-    return (index - 128).astype(np.int8)
+    codes = np.empty(values.shape, dtype=np.int8)
+    flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
+    for start in range(0, flat_in.size, _CHUNK_ELEMENTS):
+        block = flat_in[start:start + _CHUNK_ELEMENTS]
+        if not encoding.lossless:
+            index = _nearest(block, book)
+        else:
+            index = np.clip(np.searchsorted(book, block), 0, 255)
+            if not np.array_equal(book[index], block):
+                raise EncodingError(f"{name}: holds values that are not in the encoding's codebook")
+        flat_out[start:start + block.size] = index - 128
+    return codes

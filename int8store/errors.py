@@ -17,6 +17,7 @@ __all__ = [
     "StoreFormatError",
     "StoreChecksumError",
     "MissingDependencyError",
+    "MinibatchIndexError",
 ]
 
 
@@ -62,3 +63,7 @@ class StoreChecksumError(StoreFormatError):
 
 class MissingDependencyError(Int8StoreError, ImportError):
     """An optional dependency (JAX) is needed and not installed."""
+
+
+class MinibatchIndexError(ArgumentError, IndexError):
+    """A minibatch index outside the data."""

@@ -1,25 +1,13 @@
 """``load_data()``: the classic tutorials' function, returning int8-backed splits."""
 
-import numpy as np
+from .errors import SourceFormatError
+from .vocabulary import SPLITS
 
-from .dataset import SharedDataset
-from .symbolic import normalization_mean
-from .encoding import choose_encoding, encode
-from .errors import ArgumentError, SourceFormatError
-from .labels import as_int32_labels
-from .sources import read_source, validation_count
-
-__all__ = ["load_data", "load_splits", "SPLITS"]
-
-SPLITS = ("train", "valid", "test")
-
-# Without a validation split, this share of train becomes one: MNIST's 60,000
-# training images split 50,000/10,000 as in the classic mnist.pkl.gz.
-_VALID_SHARE = 6
+__all__ = ["load_data", "load_splits"]
 
 
-def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, cache_dir=None,
-                lossy=False, mode="c"):
+def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
+                cache_dir=None, lossy=False, mode="c", dtype=None, caller=None):
     """The train, valid and test splits of ``dataset`` as :class:`SharedDataset` objects.
 
     Parameters are those of :func:`load_data`.
@@ -29,50 +17,69 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, cach
     dict
         ``{"train": SharedDataset, "valid": ..., "test": ...}``
     """
-    source = read_source(dataset, cache_dir=cache_dir)
-    splits = _with_validation_split(source, valid_size)
-    names = {name: f"{source.origin} ({name})" for name in SPLITS}
-    images = {n: splits[n].images() for n in SPLITS}
-    encoding = source.encoding  # set when the images are already int8 codes (a store)
-    if encoding is None:
-        encoding = choose_encoding([images[n] for n in SPLITS], divisor=source.divisor,
-                                   lossy=lossy, names=[f"{names[n]} images" for n in SPLITS])
-        codes = {n: encode(images[n], encoding, name=f"{names[n]} images") for n in SPLITS}
-    else:
-        codes = images
-    labels = {n: as_int32_labels(splits[n].labels, name=f"{names[n]} labels") for n in SPLITS}
-    # "dataset" normalization uses the training split's statistics everywhere.
-    mean = normalization_mean(codes["train"], encoding) if normalize == "dataset" else None
-    return {
-        n: SharedDataset(codes[n], labels[n], encoding, normalize=normalize, storage=storage,
-                         dataset_mean=mean, image_shape=source.image_shape, name=n, mode=mode)
-        for n in SPLITS
-    }
+    from .dataset import SharedDataset
+    from .plan import plan_splits
+    from .sources import read_source
+    from .sources.locate import caller_file
+    from .symbolic import normalization_mean
+
+    caller = caller or caller_file()
+    plan = plan_splits(read_source(dataset, cache_dir=cache_dir, caller=caller),
+                       valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
+    missing = [n for n in SPLITS if n not in plan.splits]
+    if missing:
+        raise SourceFormatError(
+            f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
+            f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
+        )
+    splits, mean = {}, None
+    for name in SPLITS:
+        # One split at a time, the source's images released once encoded: the
+        # float arrays a reader holds are never all alive beside all the codes.
+        codes, labels = plan.codes(name), plan.labels(name)
+        if normalize == "dataset" and name == "train":
+            mean = normalization_mean(codes, plan.encoding)  # the training split's, for all
+        splits[name] = SharedDataset(codes, labels, plan.encoding, normalize=normalize,
+                                     storage=storage, dataset_mean=mean,
+                                     image_shape=plan.image_shape, name=name, dtype=dtype)
+    if mode != "c":
+        from .backend.device import place
+        place(list(splits.values()), mode)
+    return splits
 
 
-def load_data(dataset, normalize="unit", storage="int8", valid_size=None, cache_dir=None,
-              lossy=False, mode="c"):
+def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
+              cache_dir=None, lossy=False, mode="c", dtype=None):
     """Load a dataset as ``[(train_x, train_y), (valid_x, valid_y), (test_x, test_y)]``.
 
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
-    symbolic float32 view of int8 images held in a shared variable (slicing it
-    slices the int8 data first), each ``y`` an int32 shared variable, so
-    ``y.get_value(borrow=True).shape[0]`` counts the examples.
+    symbolic float view of int8 images held in a shared variable (slicing it
+    slices the int8 data first, so only the minibatch is widened), each ``y``
+    an int32 shared variable. ``x.get_value()`` gives the decoded images, as
+    the classic shared variable held them; count examples with
+    ``y.get_value(borrow=True).shape[0]``, which costs nothing.
 
     Parameters
     ----------
     dataset : str or path
         ``"digits"`` (scikit-learn's 8x8 digits, offline), ``"mnist"`` (the
         cache folder, downloaded if missing), a path to ``mnist.pkl.gz``, a
-        folder with the four MNIST IDX files (gzipped or not), or an ``.npz``.
+        folder with the four MNIST IDX files (gzipped or not), an ``.npz``, an
+        HDF5 file or int8store store, or a folder / ``.zip`` / ``.tar`` of
+        class folders of images. A bare file name not in the working folder
+        is looked for in ``../data/`` beside the calling file, as the classic
+        tutorials did; a missing ``mnist.pkl.gz`` then comes from the cache.
     normalize : {"unit", "batch", "dataset", "none"}
         See :func:`~int8store.dequantize`; ``"unit"`` gives the classic values.
-    storage : {"int8", "float32"}
-        ``"float32"`` is the classic way, kept for comparison.
+    storage : {"int8", "float"}
+        ``"float"`` holds a float copy, the classic way, kept for comparison.
     valid_size : int or float, optional
         If the source has no validation split, how many training examples
-        (or which fraction) become one, taken from the end. Default: a sixth
-        (MNIST's 60,000 → 50,000/10,000, as the classic mnist.pkl.gz).
+        (or which fraction) become one. Default: a sixth (MNIST's 60,000 →
+        50,000/10,000, as the classic mnist.pkl.gz).
+    valid_seed : int, optional
+        Pick those examples by a shuffle with this seed instead of taking
+        the last ones. ``int8store convert`` takes the same two options.
     cache_dir : path, optional
         Where ``"mnist"`` is cached (default ``$INT8STORE_DATA``, else
         ``~/.cache/int8store``).
@@ -82,36 +89,23 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, cache_
         Where the data is held: host memory for Aesara's C backend, or JAX's
         default device (a GPU when JAX sees one), placed once; compile with
         ``aesara.function(..., mode=int8store.function_mode(mode))``.
+    dtype : {"float32", "float64"}, optional
+        The views' dtype; default Aesara's ``floatX``, as the classic shared
+        variables. Both hold exactly the source's values.
 
     Examples
     --------
-    >>> (train_x, train_y), valid, test = load_data("digits")
+    >>> (train_x, train_y), valid, test = load_data("digits", dtype="float32")
     >>> train_y.get_value(borrow=True).shape[0]
     1197
+    >>> train_x.get_value(borrow=True).shape, train_x.dtype
+    ((1197, 64), 'float32')
     >>> train_x.dataset.data.get_value(borrow=True).dtype
     dtype('int8')
     """
+    from .sources.locate import caller_file
+
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
-                         cache_dir=cache_dir, lossy=lossy, mode=mode)
+                         valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
+                         dtype=dtype, caller=caller_file())
     return [(splits[n].x, splits[n].y) for n in SPLITS]
-
-
-def _with_validation_split(source, valid_size):
-    splits = dict(source.splits)
-    if "train" not in splits or "test" not in splits:
-        raise SourceFormatError(
-            f"{source.origin}: has splits {sorted(splits)}; need at least train and test"
-        )
-    if "valid" in splits:
-        if valid_size is not None:
-            raise ArgumentError(
-                f"{source.origin} already has a validation split; valid_size applies only "
-                "to sources without one"
-            )
-        return splits
-    train = splits["train"]
-    count = train.count // _VALID_SHARE if valid_size is None else validation_count(
-        valid_size, train.count)
-    keep = np.arange(train.count) < train.count - count
-    splits["train"], splits["valid"] = train.take("train", keep), train.take("valid", ~keep)
-    return splits

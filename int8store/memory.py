@@ -6,16 +6,20 @@ __all__ = ["memory_table"]
 def memory_table(splits):
     """A printable table of image bytes per split, as int8 and as float32.
 
-    ``splits`` maps split names to :class:`~int8store.SharedDataset` objects.
+    ``splits`` maps split names to :class:`~int8store.SharedDataset` objects,
+    or is what :func:`~int8store.load_data` returns.
 
     Examples
     --------
-    >>> from int8store import load_splits
-    >>> print(memory_table(load_splits("digits")))  # doctest: +ELLIPSIS
+    >>> from int8store import load_data
+    >>> print(memory_table(load_data("digits")))  # doctest: +ELLIPSIS
     split  examples  image  int8 bytes  float32 bytes  int8/float32  held as
     train      1197  8x8        76,608        306,432          0.25  int8
     ...
     """
+    if isinstance(splits, (list, tuple)):
+        from .vocabulary import SPLITS
+        splits = {name: x.dataset for name, (x, _) in zip(SPLITS, splits)}
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
              "held as")]
     totals = [0, 0, 0]

@@ -7,6 +7,8 @@ Layout (format version 1)::
                            writer, command_line, source, created (UTC, ISO 8601),
                            encoding_kind ("affine" | "codebook"),
                            encoding_offset, encoding_divisor (affine),
+                           encoding_precision (affine, float sources: the
+                           dtype level / divisor is computed in),
                            image_shape, axes, splits (their order)
     /encoding/codebook     the 256 values (codebook encodings only)
     /label_names           class names by label (optional)
@@ -135,6 +137,8 @@ class StoreWriter:
             attrs["encoding_kind"] = "affine"
             attrs["encoding_offset"] = self.encoding.offset
             attrs["encoding_divisor"] = self.encoding.divisor
+            if self.encoding.precision:
+                attrs["encoding_precision"] = self.encoding.precision
         if self.label_names is not None:
             import h5py
             names = [str(n) for n in self.label_names]
@@ -250,7 +254,9 @@ class Store:
             self.encoding = Encoding(codebook=f["encoding/codebook"][()],
                                      max_error=float(attrs.get("encoding_max_error", 0.0)))
         else:
-            self.encoding = Encoding(int(attrs["encoding_offset"]), int(attrs["encoding_divisor"]))
+            precision = _text(attrs["encoding_precision"]) if "encoding_precision" in attrs else None
+            self.encoding = Encoding(int(attrs["encoding_offset"]), int(attrs["encoding_divisor"]),
+                                     precision=precision)
         self.label_names = ([_text(n) for n in f["label_names"][()]]
                             if "label_names" in f else None)
         order = [_text(n) for n in attrs["splits"]]

@@ -1,6 +1,6 @@
-"""Symbolic int8 → float32 conversion, built inside the Aesara graph.
+"""Symbolic int8 → float conversion, built inside the Aesara graph.
 
-:func:`dequantize` returns the float32 expression for a tensor of int8 codes,
+:func:`dequantize` returns the float expression for a tensor of int8 codes,
 with one of four normalizations:
 
 ``"unit"``
@@ -12,38 +12,41 @@ with one of four normalizations:
 ``"dataset"``
     ``(x - dataset_mean) / 128`` with a mean computed once (the training split's).
 ``"none"``
-    The raw codes as float32.
+    The raw codes as floats.
 
 ``x`` above is the pixel level ``c + offset``. A codebook encoding has no
 levels: there ``x`` is the looked-up value and 128 becomes half the codebook's
 range, so the result still spans about [-1, 1].
 
-The conversion is split in two stages so that a float32 copy of a dataset (the
+The result's dtype follows Aesara's ``floatX`` unless ``dtype`` is given, as
+the classic tutorials' shared variables did: float32 and float64 views both
+hold exactly the values the source held.
+
+The conversion is split in two stages so that a float copy of a dataset (the
 classic way, kept for comparison) can be made by running the first, per-pixel
 stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
 """
 
 import numpy as np
 
-from .backend import FLOAT, at, float_constant, shared
+from .backend import activate
 from .errors import ArgumentError
+from .vocabulary import NORMALIZATIONS
 
-__all__ = ["dequantize", "NORMALIZATIONS", "normalization_mean"]
-
-NORMALIZATIONS = ("unit", "batch", "dataset", "none")
+__all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
 
 # Half the range of 256 levels: the divisor of the "batch" and "dataset" recipes.
 _HALF_RANGE = 128.0
 
 
-def dequantize(codes, encoding, normalize="unit", dataset_mean=None):
-    """float32 expression for int8 ``codes`` under ``encoding``.
+def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None):
+    """Float expression for int8 ``codes`` under ``encoding``.
 
     Parameters
     ----------
     codes : int8 tensor variable
         A shared variable of codes, or a slice of one. Slice *before* calling
-        this, so only the slice is widened to float32.
+        this, so only the slice is widened.
     encoding : Encoding
         How the codes map to values (from :func:`~int8store.quantize`).
     normalize : {"unit", "batch", "dataset", "none"}
@@ -51,37 +54,48 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None):
     dataset_mean : float, optional
         The mean of ``x`` over the training data; required for ``"dataset"``
         (see :func:`normalization_mean`).
+    dtype : {"float32", "float64"}, optional
+        The result's dtype; default Aesara's ``floatX``.
 
     Returns
     -------
-    float32 tensor variable
+    float tensor variable
 
     Examples
     --------
     >>> import numpy as np
     >>> from int8store import quantize
-    >>> from int8store.backend import aesara, at
+    >>> from int8store.backend import activate
+    >>> aesara, at = activate().aesara, activate().at
     >>> codes, enc = quantize(np.array([[0, 64, 255]], dtype=np.uint8))
     >>> c = at.matrix(dtype="int8")
-    >>> f = aesara.function([c], dequantize(c, enc, "unit"))
+    >>> f = aesara.function([c], dequantize(c, enc, "unit", dtype="float32"))
     >>> f(codes).tolist()
     [[0.0, 0.25, 0.99609375]]
     """
+    dtype = activate().float_dtype(dtype)
     return per_batch_stage(
-        per_pixel_stage(codes, encoding, normalize, dataset_mean), encoding, normalize
+        per_pixel_stage(codes, encoding, normalize, dataset_mean, dtype), encoding, normalize, dtype
     )
 
 
-def per_pixel_stage(codes, encoding, normalize, dataset_mean=None):
+def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None):
     """Everything of the conversion that is done pixel by pixel."""
+    api = activate()
+    dtype = api.float_dtype(dtype)
     _check_normalize(normalize)
     if normalize == "none":
-        return at.cast(codes, FLOAT)
+        return api.at.cast(codes, dtype)
     if normalize == "unit":
         if encoding.is_codebook:
-            return _lookup(codes, encoding.codebook)
-        return _divide_exactly(_levels(codes, encoding), encoding.divisor)
-    base = _lookup(codes, encoding.codebook) if encoding.is_codebook else _levels(codes, encoding)
+            return _lookup(codes, encoding.codebook, dtype)
+        # Computed in the source's precision (float32 for mnist.pkl.gz), then
+        # widened: the view holds exactly the values the source held.
+        precision = encoding.precision or dtype
+        value = _divide_exactly(_levels(codes, encoding, precision), encoding.divisor, precision)
+        return value if precision == dtype else api.at.cast(value, dtype)
+    base = (_lookup(codes, encoding.codebook, dtype) if encoding.is_codebook
+            else _levels(codes, encoding, dtype))
     if normalize == "batch":
         return base
     if dataset_mean is None:
@@ -89,15 +103,18 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None):
             'normalize="dataset" needs dataset_mean: the mean of the training '
             "split, from int8store.symbolic.normalization_mean(codes, encoding)"
         )
-    return (base - float_constant(dataset_mean)) / float_constant(_spread(encoding))
+    return ((base - api.float_constant(dataset_mean, dtype))
+            / api.float_constant(_spread(encoding), dtype))
 
 
-def per_batch_stage(x, encoding, normalize):
+def per_batch_stage(x, encoding, normalize, dtype=None):
     """The part that depends on the whole tensor: centring by its mean."""
+    api = activate()
     _check_normalize(normalize)
     if normalize != "batch":
         return x
-    return (x - at.mean(x)) / float_constant(_spread(encoding))
+    dtype = api.float_dtype(dtype)
+    return (x - api.at.mean(x)) / api.float_constant(_spread(encoding), dtype)
 
 
 def normalization_mean(codes, encoding):
@@ -105,8 +122,9 @@ def normalization_mean(codes, encoding):
 
     Computed exactly from a 256-bin histogram of the codes.
     """
-    counts = np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).astype(np.int16) + 128,
+    counts = np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).view(np.uint8),
                          minlength=256)
+    counts = np.roll(counts, 128)  # bin of code c at c + 128
     if counts.sum() == 0:
         raise ArgumentError("cannot take the mean of an empty set of codes")
     table = (np.asarray(encoding.codebook, dtype=np.float64) if encoding.is_codebook
@@ -114,36 +132,40 @@ def normalization_mean(codes, encoding):
     return float(counts @ table / counts.sum())
 
 
-def _levels(codes, encoding):
+def _levels(codes, encoding, dtype):
     # Exact in float32: levels are integers in -128..255.
-    levels = at.cast(codes, FLOAT)
+    api = activate()
+    levels = api.at.cast(codes, dtype)
     if encoding.offset:
-        levels = levels + float_constant(encoding.offset)
+        levels = levels + api.float_constant(encoding.offset, dtype)
     return levels
 
 
-def _divide_exactly(x, divisor):
-    """``x / divisor`` rounded once, as numpy's float32 division rounds.
+def _divide_exactly(x, divisor, dtype):
+    """``x / divisor`` rounded once, as numpy's division rounds.
 
     Aesara rewrites ``x / constant`` as ``x * (1 / constant)``, which rounds
     differently unless the divisor is a power of two (u/255 would be off by an
     ulp for half the levels). A shared divisor is not a constant, so it keeps
     a true division.
     """
+    api = activate()
     if divisor & (divisor - 1) == 0:
-        return x / float_constant(divisor)
-    if divisor not in _DIVISORS:
-        _DIVISORS[divisor] = shared(np.asarray(divisor, dtype=FLOAT), name=f"divisor_{divisor}")
-    return x / _DIVISORS[divisor]
+        return x / api.float_constant(divisor, dtype)
+    key = (divisor, dtype)
+    if key not in _DIVISORS:
+        _DIVISORS[key] = api.shared(np.asarray(divisor, dtype=dtype), name=f"divisor_{divisor}")
+    return x / _DIVISORS[key]
 
 
-# Read-only shared divisors, one per value (see _divide_exactly).
+# Read-only shared divisors, one per value and dtype (see _divide_exactly).
 _DIVISORS = {}
 
 
-def _lookup(codes, codebook):
-    table = float_constant(np.asarray(codebook, dtype=np.float64).astype(FLOAT))
-    index = at.cast(codes, "int16") + 128
+def _lookup(codes, codebook, dtype):
+    api = activate()
+    table = api.float_constant(np.asarray(codebook, dtype=np.float64).astype(dtype), dtype)
+    index = api.at.cast(codes, "int16") + 128
     return table[index.flatten()].reshape(codes.shape, ndim=codes.ndim)
 
 

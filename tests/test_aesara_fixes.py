@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from int8store import aesara_fixes
-from int8store.backend import aesara, at, conv2d
+from int8store.backend import activate, fixes as aesara_fixes
+
+api = activate()
+aesara, at, conv2d = api.aesara, api.at, api.conv2d
 
 
 def test_the_affected_versions_are_recognised():

@@ -27,7 +27,19 @@ def stored(path):
     return out
 
 
+def with_classic_valid(data):
+    """``data`` with the last sixth of train as valid, as every plan makes it
+    for a source without a validation split."""
+    if "valid" in data or "train" not in data:
+        return data
+    images, labels = data["train"]
+    keep = len(labels) - len(labels) // 6
+    return {"train": (images[:keep], labels[:keep]), "valid": (images[keep:], labels[keep:]),
+            **{n: v for n, v in data.items() if n != "train"}}
+
+
 def assert_round_trip(path, expected):
+    expected = with_classic_valid(expected)
     got = stored(path)
     assert list(got) == list(expected)
     for name, (images, labels) in expected.items():
@@ -124,7 +136,11 @@ def test_colour_images_in_split_folders_and_tar(tmp_path):
     tar_folder(tmp_path / "set", tmp_path / "set.tar.gz")
     convert(tmp_path / "set.tar.gz", tmp_path / "tar.h5")
     got = stored(tmp_path / "tar.h5")
-    for split in expected:  # a tar is read in its own order: compare as sets of examples
+    # A tar is read in its own order (so its last sixth of train differs):
+    # compare as sets of examples, valid taken back into train.
+    valid = got.pop("valid")
+    got["train"] = tuple(np.concatenate([got["train"][i], valid[i]]) for i in (0, 1))
+    for split in expected:
         pairs = lambda imgs, labs: sorted((l, np.asarray(i, np.uint8).tobytes()) for i, l in zip(imgs, labs))
         assert pairs(*got[split]) == pairs(*expected[split])
 
@@ -144,8 +160,8 @@ def test_generic_hdf5_and_a_store_as_source(tmp_path):
 def test_valid_split_carved_by_seeded_shuffle(tmp_path):
     data = fake_mnist(n_train=40, n_test=5)
     folder = write_mnist_idx_folder(tmp_path / "idx", data)
-    convert(folder, tmp_path / "a.h5", valid=10, seed=7)
-    convert(folder, tmp_path / "b.h5", valid=0.25, seed=7)
+    convert(folder, tmp_path / "a.h5", valid_size=10, valid_seed=7)
+    convert(folder, tmp_path / "b.h5", valid_size=0.25, valid_seed=7)
     a, b = stored(tmp_path / "a.h5"), stored(tmp_path / "b.h5")
     assert [len(a[n][1]) for n in ("train", "valid", "test")] == [30, 10, 5]
     for name in a:
@@ -154,13 +170,13 @@ def test_valid_split_carved_by_seeded_shuffle(tmp_path):
     chosen[np.random.default_rng(7).permutation(40)[:10]] = True
     np.testing.assert_array_equal(a["valid"][0], data["train"][0][chosen])
     np.testing.assert_array_equal(a["train"][1], data["train"][1][~chosen])
-    convert(folder, tmp_path / "c.h5", valid=10, seed=8)
+    convert(folder, tmp_path / "c.h5", valid_size=10, valid_seed=8)
     assert not np.array_equal(stored(tmp_path / "c.h5")["valid"][0], a["valid"][0])
 
 
 def test_store_feeds_load_data(tmp_path):
     data = fake_mnist(n_train=24, n_test=6, side=4)
-    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / "s.h5", valid=6)
+    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / "s.h5", valid_size=6)
     splits = load_splits(tmp_path / "s.h5", normalize="dataset")
     assert [splits[n].n_examples for n in ("train", "valid", "test")] == [18, 6, 6]
     assert splits["train"].image_shape == (4, 4)
@@ -174,7 +190,8 @@ def test_store_feeds_load_data(tmp_path):
 
 def test_provenance_and_info(tmp_path, capsys):
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
-    status, out, _ = run_cli(["convert", folder, "-o", tmp_path / "m.h5", "--valid", "2"], capsys)
+    status, out, _ = run_cli(["convert", folder, "-o", tmp_path / "m.h5", "--valid-size", "2"],
+                             capsys)
     assert status == 0
     with h5py.File(tmp_path / "m.h5") as f:
         assert f.attrs["format"] == "int8store" and f.attrs["format_version"] == 1
@@ -276,7 +293,7 @@ def test_existing_output_needs_force(tmp_path, capsys):
     assert status == 2 and f"{out}: already exists; pass --force" in err
     assert out.read_bytes() == b"precious"
     assert run_cli(["convert", folder, "-o", out, "--force"], capsys)[0] == 0
-    assert open_store(out).splits == {"train": 12, "test": 6}
+    assert open_store(out).splits == {"train": 10, "valid": 2, "test": 6}
 
 
 def flip_a_byte_of(path, dataset):
@@ -380,8 +397,10 @@ def test_converting_an_image_folder_takes_bounded_memory(tmp_path):
 def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):
     from int8store import ArgumentError
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=12))
-    with pytest.raises(ArgumentError, match=r"valid=12: expected a count in 1\.\.11 \(of the 12"):
-        convert(folder, tmp_path / "a.h5", valid=12)
-    with pytest.raises(ArgumentError, match=r"valid_size=1\.5: expected a count in 1\.\.11"):
-        load_splits(folder, valid_size=1.5)
+    for bad in (12, 1.5, 1.0, 0, 0.0):
+        with pytest.raises(ArgumentError, match=rf"valid_size={bad}: expected an integer count "
+                                                r"in 1\.\.11 \(of the 12"):
+            convert(folder, tmp_path / "a.h5", valid_size=bad)
+        with pytest.raises(ArgumentError, match=rf"valid_size={bad}: expected an integer count"):
+            load_splits(folder, valid_size=bad)
     assert not (tmp_path / "a.h5").exists()

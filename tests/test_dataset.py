@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from int8store import ArgumentError, Int8StoreError, SharedDataset, shared_dataset
-from int8store.backend import aesara, at
-from int8store.dataset import STORAGES
-from int8store.minibatch import Minibatch
+from int8store import STORAGES, ArgumentError, SharedDataset, shared_dataset
+from int8store.backend import activate
+from int8store.backend.minibatch import Minibatch
 from aesara.tensor.subtensor import Subtensor
+
+aesara, at = activate().aesara, activate().at
 
 
 def images_k256(n=12, width=6, seed=0):
@@ -15,9 +16,9 @@ def images_k256(n=12, width=6, seed=0):
     return rng.integers(0, 256, (n, width)).astype(np.float32) / np.float32(256)
 
 
-def test_shared_dataset_returns_a_float32_view_and_int32_labels():
+def test_shared_dataset_returns_a_float_view_and_int32_labels():
     images = images_k256()
-    x, y = shared_dataset((images, np.arange(12) % 3))
+    x, y = shared_dataset((images, np.arange(12) % 3), dtype="float32")
     assert x.dtype == "float32"
     assert y.get_value(borrow=True).dtype == np.int32
     assert y.get_value(borrow=True).shape[0] == 12
@@ -27,8 +28,8 @@ def test_shared_dataset_returns_a_float32_view_and_int32_labels():
 
 def test_int8_images_take_exactly_a_quarter_of_float32():
     images = images_k256(50, 28 * 28)
-    int8 = SharedDataset.from_arrays(images, np.zeros(50), storage="int8")
-    float32 = SharedDataset.from_arrays(images, np.zeros(50), storage="float32")
+    int8 = SharedDataset.from_arrays(images, np.zeros(50), storage="int8", dtype="float32")
+    float32 = SharedDataset.from_arrays(images, np.zeros(50), storage="float", dtype="float32")
     assert int8.nbytes == int8.int8_nbytes == 50 * 784
     assert float32.nbytes == float32.float32_nbytes == 4 * int8.nbytes
     assert int8.data.get_value(borrow=True).nbytes * 4 == float32.data.get_value(borrow=True).nbytes
@@ -40,7 +41,8 @@ def test_both_storages_give_identical_minibatches(normalize):
     index = at.lscalar()
     results = []
     for storage in STORAGES:
-        ds = SharedDataset.from_arrays(images, np.arange(20), normalize=normalize, storage=storage)
+        ds = SharedDataset.from_arrays(images, np.arange(20), normalize=normalize, storage=storage,
+                                       dtype="float32")
         batch_x, batch_y = ds.minibatch(index, 6)
         results.append(aesara.function([index], [batch_x, batch_y])(2))
     np.testing.assert_array_equal(results[0][0], results[1][0])
@@ -62,6 +64,7 @@ def test_slicing_the_view_like_the_classic_tutorial():
     index = at.lscalar()
     f = aesara.function([index], x[index * 5:(index + 1) * 5])
     np.testing.assert_array_equal(f(1), images[5:10])
+    assert x.dtype == aesara.config.floatX  # as the classic shared variable
 
 
 def compiled_clients(function, variable):
@@ -86,17 +89,25 @@ def test_compiled_training_step_slices_the_int8_images_before_any_cast(normalize
     ds = SharedDataset.from_arrays(images_k256(30, 8), np.arange(30) % 2, normalize=normalize)
     index = at.lscalar()
     batch_x, batch_y = ds.minibatch(index, 10)
-    w = aesara.shared(np.zeros((8, 2), np.float32), name="w")
+    w = aesara.shared(np.zeros((8, 2), aesara.config.floatX), name="w")
     cost = -at.mean(at.log(at.special.softmax(batch_x.dot(w), axis=-1))[at.arange(10), batch_y])
-    train = aesara.function([index], cost, updates=[(w, w - np.float32(0.1) * at.grad(cost, w))])
+    train = aesara.function([index], cost, updates=[(w, w - 0.1 * at.grad(cost, w))])
     train(1)
     assert_sliced_before_cast(train, ds)
 
 
-def test_the_view_is_not_a_shared_variable():
-    x, _ = shared_dataset((images_k256(), np.zeros(12)))
-    with pytest.raises(Int8StoreError, match=r"y.get_value\(borrow=True\).shape\[0\]"):
-        x.get_value(borrow=True)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("normalize", ["unit", "batch", "dataset", "none"])
+def test_get_value_gives_what_the_view_computes(dtype, normalize):
+    images = images_k256()
+    x, _ = shared_dataset((images, np.zeros(12)), normalize=normalize, dtype=dtype)
+    for borrow in (False, True):
+        value = x.get_value(borrow=borrow)
+        assert value.dtype == dtype and value.shape == (12, 6)
+        np.testing.assert_allclose(value, aesara.function([], x)(), rtol=1e-6, atol=1e-6)
+    if normalize == "unit":  # the very values the classic shared variable held
+        np.testing.assert_array_equal(x.get_value(), images.astype(dtype))
+        assert x.get_value(borrow=True).shape[0] == 12  # the classic batch count
 
 
 def test_counts_must_match_and_batch_sizes_must_be_positive():
@@ -108,6 +119,7 @@ def test_counts_must_match_and_batch_sizes_must_be_positive():
         ds.n_batches(0)
     with pytest.raises(ArgumentError, match="storage="):
         SharedDataset.from_arrays(images_k256(), np.zeros(12), storage="float16")
+    assert STORAGES == ("int8", "float")
 
 
 def test_image_shape_is_kept_while_the_images_are_stored_flat():
@@ -132,9 +144,13 @@ def test_the_inspection_catches_a_cast_of_the_whole_set():
 def test_c_mode_needs_no_jax_and_jax_mode_says_how_to_get_it(monkeypatch):
     import sys
 
-    from int8store import MissingDependencyError
+    from int8store import MissingDependencyError, function_mode, place
     monkeypatch.setitem(sys.modules, "jax", None)  # as if JAX were not installed
-    ds = SharedDataset.from_arrays(images_k256(), np.zeros(12), mode="c")
-    assert ds.device == "host"
+    ds = SharedDataset.from_arrays(images_k256(), np.zeros(12))
+    place(ds, "c")
+    assert isinstance(ds.data.get_value(borrow=True), np.ndarray)
     with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
-        SharedDataset.from_arrays(images_k256(), np.zeros(12), mode="jax")
+        place(ds, "jax")
+    monkeypatch.setattr("int8store.backend.modes._JAX_MODE", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
+        function_mode("jax")

@@ -6,16 +6,18 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from int8store import ArgumentError, dequantize, quantize
-from int8store.backend import aesara, at
+from int8store.backend import activate
 from int8store.symbolic import normalization_mean
+
+aesara, at = activate().aesara, activate().at
 
 matrices = hnp.array_shapes(min_dims=2, max_dims=2, max_side=16)
 pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))
 
 
-def compile_dequantize(encoding, normalize="unit", dataset_mean=None):
+def compile_dequantize(encoding, normalize="unit", dataset_mean=None, dtype="float32"):
     codes = at.matrix(dtype="int8")
-    return aesara.function([codes], dequantize(codes, encoding, normalize, dataset_mean))
+    return aesara.function([codes], dequantize(codes, encoding, normalize, dataset_mean, dtype))
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +73,28 @@ def test_dataset_and_none_normalizations():
     np.testing.assert_array_equal(compile_dequantize(enc, "none")(codes), codes.astype(np.float32))
 
 
-def test_float32_whatever_floatx():
-    assert aesara.config.floatX == "float64"  # the default the tests run under
+@pytest.mark.parametrize("normalize, mean", [("unit", None), ("batch", None), ("dataset", 1.5),
+                                             ("none", None)])
+def test_dtype_follows_floatx_unless_given(normalize, mean):
     codes, enc = quantize(np.array([[1, 2]], np.uint8))
-    for normalize, mean in [("unit", None), ("batch", None), ("dataset", 1.5), ("none", None)]:
-        assert dequantize(at.matrix(dtype="int8"), enc, normalize, mean).dtype == "float32"
+    c = at.matrix(dtype="int8")
+    assert dequantize(c, enc, normalize, mean).dtype == aesara.config.floatX
+    for dtype in ("float32", "float64"):
+        assert dequantize(c, enc, normalize, mean, dtype=dtype).dtype == dtype
+    with pytest.raises(ArgumentError, match="float32 or float64"):
+        dequantize(c, enc, normalize, mean, dtype="int16")
+
+
+@given(pixels)
+def test_float64_views_of_float32_sources_hold_the_same_values(levels):
+    # What the classic shared variable held under floatX=float64: the file's
+    # float32 values, widened. For k/255 that is not k/255 computed in float64.
+    for divisor in (256, 255):
+        original = (levels / divisor).astype(np.float32)
+        codes, enc = quantize(original)
+        widened = compile_dequantize(enc, dtype="float64")(codes)
+        np.testing.assert_array_equal(widened, original.astype(np.float64))
+        np.testing.assert_array_equal(enc.decode(codes, np.float64), original.astype(np.float64))
 
 
 def test_bad_normalization_and_missing_mean():

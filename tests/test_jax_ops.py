@@ -8,7 +8,10 @@ import pytest
 pytest.importorskip("jax")
 
 from int8store import function_mode  # noqa: E402
-from int8store.backend import aesara, at, conv2d, pool_2d  # noqa: E402
+from int8store.backend import activate  # noqa: E402
+
+api = activate()
+aesara, at, conv2d, pool_2d = api.aesara, api.at, api.conv2d, api.pool_2d
 
 rng = np.random.default_rng(0)
 

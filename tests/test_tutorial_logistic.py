@@ -1,53 +1,50 @@
-"""The logistic-regression tutorial on digits: int8 against float32, and its CLI."""
+"""The bundled logistic-regression and MLP tutorials on digits: they train,
+slice before the cast, replace their own checkpoint, predict from it."""
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import logistic_sgd
+import mlp
+from conftest import ROOT
 from test_dataset import assert_sliced_before_cast
 
 
-def run(tmp_path, storage, normalize="unit", **kwargs):
-    return logistic_sgd.sgd_optimization_mnist(
-        dataset="digits", storage=storage, normalize=normalize,
-        model_path=tmp_path / f"{storage}-{normalize}.npz", **kwargs)
+def test_the_tutorial_gets_its_data_from_int8store_only():
+    source = (ROOT / "tutorials" / "logistic_sgd.py").read_text()
+    assert "from int8store import load_data" in source
+    assert "def load_data" not in source and "int8store." + "backend" not in source
+    for name in ("logistic_sgd.py", "convolutional_mlp.py"):  # the classic givens, unchanged
+        text = (ROOT / "tutorials" / name).read_text()
+        assert "x: train_set_x[index * batch_size: (index + 1) * batch_size]" in text
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("normalize", ["unit", "batch"])
-def test_int8_and_float32_storage_train_identically(tmp_path, normalize):
-    int8, float32 = run(tmp_path, "int8", normalize), run(tmp_path, "float32", normalize)
-    assert int8["best_validation_loss"] == float32["best_validation_loss"]
-    assert int8["test_score"] == float32["test_score"]
-    assert int8["epochs"] == float32["epochs"]
-    for name in ("W", "b"):
-        np.testing.assert_allclose(int8["params"][name], float32["params"][name], rtol=0, atol=1e-6)
-    # It learned something: digits are far easier than chance (90% error).
-    assert int8["test_score"] < 0.2
-    saved = np.load(tmp_path / f"int8-{normalize}.npz")
-    assert saved["W"].shape == (64, 10)
+def test_training_learns_and_slices_the_int8_images_before_the_cast(tmp_path):
+    result = logistic_sgd.sgd_optimization_mnist(dataset="digits", n_epochs=200,
+                                                 model_path=tmp_path / "m.npz")
+    assert result["test_score"] < 0.2  # digits are far easier than chance (90 % error)
+    train_x = result["datasets"][0][0]
+    assert_sliced_before_cast(result["train_model"], train_x.dataset)
+    with np.load(tmp_path / "m.npz") as saved:
+        assert saved["W"].shape == (64, 10)
 
 
-def test_training_slices_the_int8_images_before_the_cast(tmp_path):
-    result = run(tmp_path, "int8", n_epochs=1)
-    assert_sliced_before_cast(result["train_model"], result["splits"]["train"])
-
-
-def test_cli_prints_errors_and_bytes_and_refuses_to_overwrite(tmp_path, capsys):
+def test_cli_prints_errors_and_bytes_and_replaces_its_checkpoint(tmp_path, capsys):
     model = tmp_path / "model.npz"
     args = ["--dataset", "digits", "--epochs", "5", "--save-model", str(model)]
     assert logistic_sgd.main(args) == 0
     out = capsys.readouterr().out
     assert "best validation error" in out and "test error" in out
     # 1197 training digits of 8x8 pixels: one byte each, against four.
-    assert "training images held as int8: 76,608 bytes (as float32: 306,432 bytes)" in out
-    assert "batch size 600 is larger than the 300 examples" in out
-    before = model.read_bytes()
-    assert logistic_sgd.main(args) == 2
-    assert "already exists; pass --force" in capsys.readouterr().err
-    assert model.read_bytes() == before
-    assert logistic_sgd.main(args + ["--force", "--storage", "float32"]) == 0
-    assert "training images held as float32: 306,432 bytes (as int8: 76,608 bytes)" in capsys.readouterr().out
+    assert "train      1197  8x8        76,608        306,432          0.25  int8" in out
+    assert "batch size 600 is larger than a split of 300 examples: using 300" in out
+    first = model.read_bytes()
+    assert logistic_sgd.main(args[:-2] + ["--epochs", "30", "--save-model", str(model)]) == 0
+    assert model.read_bytes() != first  # replaced, as the classic tutorial did
 
 
 def test_cli_reports_a_bad_dataset_in_one_line(tmp_path, capsys):
@@ -62,10 +59,23 @@ def test_predict_uses_the_saved_model(tmp_path, capsys):
     model = tmp_path / "model.npz"
     assert logistic_sgd.main(["--dataset", "digits", "--epochs", "20", "--save-model", str(model)]) == 0
     predicted = logistic_sgd.predict(model, "digits", count=10)
-    from int8store import load_splits
-    test = load_splits("digits")["test"]
-    images = test.encoding.decode(test.data.get_value()[:10])
+    from int8store import load_data
+    test_x = load_data("digits")[2][0]
     with np.load(model) as saved:
-        expected = np.argmax(images @ saved["W"] + saved["b"], axis=1)
+        expected = np.argmax(test_x.get_value()[:10] @ saved["W"] + saved["b"], axis=1)
     np.testing.assert_array_equal(predicted, expected)
     assert "Predicted values for the first 10 examples in test set:" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_mlp_tutorial_trains_on_digits():
+    result = mlp.test_mlp(dataset="digits", n_epochs=3, batch_size=20, n_hidden=50)
+    assert result["test_score"] < 0.5
+
+
+def test_the_tutorial_runs_as_a_script_from_another_folder(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"),
+                           "--dataset", "digits", "--epochs", "2"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "best validation error" in done.stdout and (tmp_path / "best_model.npz").exists()

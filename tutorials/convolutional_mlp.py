@@ -1,34 +1,24 @@
-"""This tutorial introduces the LeNet5 neural network architecture
-using Aesara: the classic deeplearning.net tutorial (convolutional_mlp.py),
-adapted to keep the images as int8 shared variables.
+"""LeNet5, a convolutional network for images: the classic deeplearning.net
+tutorial (convolutional_mlp.py), on Aesara, with its data held as int8.
 
-LeNet5 is a convolutional neural network, good for classifying images.
-This tutorial shows how to build the architecture, and comes with all
-the hyper-parameters you need to reproduce the paper's MNIST results.
+Two convolution + max-pooling layers with tanh units, a fully connected tanh
+layer, and logistic regression on top. Simplified from LeCun et al. (1998) as
+the classic was: max pooling without trainable gain and bias, every feature
+map of one layer connected to every map of the next, and a logistic
+regression in place of the RBF output layer.
 
+As in logistic_sgd.py, the one change from the classic file is where
+``load_data`` comes from: ``from int8store import load_data`` (through
+logistic_sgd, as the classic imported it). Two additions: the filter sizes
+follow the images' size (the classic 5x5 filters and 2x2 pooling on 28x28,
+smaller filters on scikit-learn's 8x8 digits), and the lines marked
+"int8store's JAX mode" run it on JAX's device. The CPU convolution needs no
+set-up: int8store gives Aesara a BLAS and corrects Aesara 2.9.4's
+CorrMM.make_node when ``load_data`` first runs.
 
-This implementation simplifies the model in the following ways:
-
- - LeNetConvPool doesn't implement location-specific gain and bias parameters
- - LeNetConvPool doesn't implement pooling by average, it implements pooling
-   by max.
- - Digit classification is implemented with a logistic regression rather than
-   an RBF network
- - LeNet5 was not fully-connected convolutions at second layer
-
-What changed from the classic: the data comes from int8store (int8 images,
-each minibatch converted to float32 inside the compiled function), the
-architecture adapts to the dataset's image size (the classic 5x5 filters and
-2x2 pooling on 28x28; smaller filters on scikit-learn's 8x8 digits, still two
-conv/pool layers), and the CPU convolution works out of the box (int8store
-configures a BLAS for Aesara and corrects Aesara 2.9.4's CorrMM.make_node).
-
-References:
-
- - Y. LeCun, L. Bottou, Y. Bengio and P. Haffner:
-   Gradient-Based Learning Applied to Document
-   Recognition, Proceedings of the IEEE, 86(11):2278-2324, November 1998.
-   http://yann.lecun.com/exdb/publis/pdf/lecun-98.pdf
+Reference: Y. LeCun, L. Bottou, Y. Bengio and P. Haffner, Gradient-Based
+Learning Applied to Document Recognition, Proceedings of the IEEE,
+86(11):2278-2324, November 1998.
 
 Run ``python tutorials/convolutional_mlp.py --help`` for the options.
 """
@@ -38,16 +28,22 @@ import os
 import sys
 import timeit
 
+import warnings
+
 import numpy
 
-from int8store import Int8StoreError
-from int8store.atomic import check_can_write
-from int8store import function_mode, keep_on_device
-from int8store.backend import FLOAT, aesara, at, conv2d, float_constant, pool_2d
+import aesara
+import aesara.tensor as T
 
-from logistic_sgd import (LogisticRegression, add_data_arguments, load_data, minibatch_givens,
-                          n_classes, report, save_params)
+with warnings.catch_warnings():  # Aesara 2.9.4 has conv2d and pooling only there
+    warnings.simplefilter('ignore', DeprecationWarning)
+    from aesara.tensor.nnet import conv2d
+    from aesara.tensor.signal.pool import pool_2d
+
+from logistic_sgd import LogisticRegression, load_data
 from mlp import HiddenLayer
+
+import int8store  # int8store's JAX mode only (--mode jax)
 
 
 class LeNetConvPoolLayer(object):
@@ -91,14 +87,14 @@ class LeNetConvPoolLayer(object):
         self.W = aesara.shared(
             numpy.asarray(
                 rng.uniform(low=-W_bound, high=W_bound, size=filter_shape),
-                dtype=FLOAT
+                dtype=aesara.config.floatX
             ),
             borrow=True,
             shape=filter_shape  # static shapes: JAX mode traces the graph
         )
 
         # the bias is a 1D tensor -- one bias per output feature map
-        b_values = numpy.zeros((filter_shape[0],), dtype=FLOAT)
+        b_values = numpy.zeros((filter_shape[0],), dtype=aesara.config.floatX)
         self.b = aesara.shared(value=b_values, borrow=True, shape=b_values.shape)
 
         # convolve input feature maps with filters
@@ -120,7 +116,7 @@ class LeNetConvPoolLayer(object):
         # reshape it to a tensor of shape (1, n_filters, 1, 1). Each bias will
         # thus be broadcasted across mini-batches and feature map
         # width & height
-        self.output = at.tanh(pooled_out + self.b.dimshuffle('x', 0, 'x', 'x'))
+        self.output = T.tanh(pooled_out + self.b.dimshuffle('x', 0, 'x', 'x'))
 
         # store parameters of this layer
         self.params = [self.W, self.b]
@@ -135,7 +131,7 @@ def filter_size(size, largest=5):
     for f in range(min(largest, size), 0, -1):
         if (size - f + 1) % 2 == 0:
             return f
-    raise Int8StoreError(
+    raise ValueError(
         f"images of {size} pixels are too small for a convolution and a 2x2 pooling")
 
 
@@ -153,40 +149,67 @@ def lenet5_geometry(image_shape):
     return channels, layers
 
 
-def as_feature_maps(x, image_shape, batch_size):
-    """The minibatch of flat images as (batch, channels, rows, cols)."""
-    if len(image_shape) == 3:  # stored (rows, cols, channels): move channels first
-        return x.reshape((batch_size,) + tuple(image_shape)).dimshuffle(0, 3, 1, 2)
-    return x.reshape((batch_size, 1) + tuple(image_shape))
+def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
+                    dataset='mnist.pkl.gz',
+                    nkerns=[20, 50], batch_size=500, model_path=None, mode='c'):
+    """ Train LeNet5 by minibatch SGD with early stopping.
 
+    :param learning_rate: SGD step
+    :param n_epochs: maximal number of epochs
+    :param dataset: what ``int8store.load_data`` reads: 'mnist.pkl.gz' (the
+                    classic file), 'digits' (offline), a store, ...
+    :param nkerns: number of kernels of each convolutional layer
+    :param batch_size: examples per minibatch
+    :param model_path: where the best model's parameters are saved (.npz),
+                       replaced at each improvement; None saves nothing
+    :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
 
-def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=None, mode='c'):
-    """The parameters and the compiled train / validate / test functions,
-    compiled for ``mode`` ('c' or 'jax')."""
-    rng = rng or numpy.random.RandomState(23455)
-    compile_mode = function_mode(mode)
-    train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
-    image_shape = train_set.image_shape
+    Returns a dict with the best validation error, its iteration, the test
+    error of the best model, the epochs run and the final parameters.
+    """
+    rng = numpy.random.RandomState(23455)
+
+    datasets = load_data(dataset)
+
+    train_set_x, train_set_y = datasets[0]
+    valid_set_x, valid_set_y = datasets[1]
+    test_set_x, test_set_y = datasets[2]
+
+    # -- int8store's JAX mode (see logistic_sgd.py)
+    if mode == 'jax':
+        int8store.place(datasets, 'jax')
+    compile_mode = int8store.function_mode(mode)
+
+    # number of minibatches, counted from the labels (a batch larger than a
+    # split, as on the 300-example digits splits, is cut to fit)
+    smallest = min(s.get_value(borrow=True).shape[0] for s in (train_set_y, valid_set_y, test_set_y))
+    if batch_size > smallest:
+        print('... batch size %i is larger than a split of %i examples: using %i'
+              % (batch_size, smallest, smallest))
+        batch_size = smallest
+    n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_valid_batches = valid_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_test_batches = test_set_y.get_value(borrow=True).shape[0] // batch_size
+
+    ######################
+    # BUILD ACTUAL MODEL #
+    ######################
+    print('... building the model')
+
+    index = T.lscalar()  # index to a [mini]batch
+    x = T.matrix('x')   # the images, one flattened image per row
+    y = T.ivector('y')  # their labels
+
+    image_shape = train_set_x.dataset.image_shape  # (28, 28) for MNIST
     channels, ((filter0, size0), (filter1, size1)) = lenet5_geometry(image_shape)
 
-    # allocate symbolic variables for the data
-    index = at.lscalar()  # index to a [mini]batch
+    # the minibatch as (batch, channels, rows, columns) feature maps
+    if len(image_shape) == 3:  # colour images are stored (rows, cols, channels)
+        layer0_input = x.reshape((batch_size,) + tuple(image_shape)).dimshuffle(0, 3, 1, 2)
+    else:
+        layer0_input = x.reshape((batch_size, 1) + tuple(image_shape))
 
-    # start-snippet-1
-    # the data is presented as rasterized images, the labels as a 1D vector
-    # of [int] labels (static shapes let JAX mode trace the graph)
-    x = at.TensorType(FLOAT, shape=(batch_size, train_set.n_features))('x')
-    y = at.TensorType('int32', shape=(batch_size,))('y')
-
-    # Reshape matrix of rasterized images of shape (batch_size, 28 * 28)
-    # to a 4D tensor, compatible with our LeNetConvPoolLayer
-    # (28, 28) is the size of MNIST images.
-    layer0_input = as_feature_maps(x, image_shape, batch_size)
-
-    # Construct the first convolutional pooling layer:
-    # filtering reduces the image size to (28-5+1 , 28-5+1) = (24, 24)
-    # maxpooling reduces this further to (24/2, 24/2) = (12, 12)
-    # 4D output tensor is thus of shape (batch_size, nkerns[0], 12, 12)
+    # first convolution + pooling: on MNIST, 28x28 -> 24x24 -> 12x12
     layer0 = LeNetConvPoolLayer(
         rng,
         input=layer0_input,
@@ -195,10 +218,7 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
         poolsize=(2, 2)
     )
 
-    # Construct the second convolutional pooling layer
-    # filtering reduces the image size to (12-5+1, 12-5+1) = (8, 8)
-    # maxpooling reduces this further to (8/2, 8/2) = (4, 4)
-    # 4D output tensor is thus of shape (batch_size, nkerns[1], 4, 4)
+    # second convolution + pooling: on MNIST, 12x12 -> 8x8 -> 4x4
     layer1 = LeNetConvPoolLayer(
         rng,
         input=layer0.output,
@@ -207,56 +227,46 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
         poolsize=(2, 2)
     )
 
-    # the HiddenLayer being fully-connected, it operates on 2D matrices of
-    # shape (batch_size, num_pixels) (i.e matrix of rasterized images).
-    # This will generate a matrix of shape (batch_size, nkerns[1] * 4 * 4),
-    # or (500, 50 * 4 * 4) = (500, 800) with the default values.
-    layer2_input = layer1.output.flatten(2)
-
-    # construct a fully-connected sigmoidal layer
+    # the fully connected layer takes the feature maps flattened:
+    # (batch_size, nkerns[1] * 4 * 4) on MNIST
     layer2 = HiddenLayer(
         rng,
-        input=layer2_input,
+        input=layer1.output.flatten(2),
         n_in=nkerns[1] * size1[0] * size1[1],
         n_out=500,
-        activation=at.tanh
+        activation=T.tanh
     )
 
-    # classify the values of the fully-connected sigmoidal layer
-    layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=n_classes(splits))
+    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
+    layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=n_out)
 
-    # the cost we minimize during training is the NLL of the model
     cost = layer3.negative_log_likelihood(y)
 
-    # create a function to compute the mistakes that are made by the model
     test_model = aesara.function(
         [index],
         layer3.errors(y),
-        givens=minibatch_givens(x, y, test_set, index, batch_size),
+        givens={
+            x: test_set_x[index * batch_size: (index + 1) * batch_size],
+            y: test_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
 
     validate_model = aesara.function(
         [index],
         layer3.errors(y),
-        givens=minibatch_givens(x, y, valid_set, index, batch_size),
+        givens={
+            x: valid_set_x[index * batch_size: (index + 1) * batch_size],
+            y: valid_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
 
-    # create a list of all model parameters to be fit by gradient descent
+    # every parameter, and an SGD step on each
     params = layer3.params + layer2.params + layer1.params + layer0.params
-
-    # create a list of gradients for all model parameters
-    grads = at.grad(cost, params)
-
-    # train_model is a function that updates the model parameters by
-    # SGD Since this model has many parameters, it would be tedious to
-    # manually create an update rule for each model parameter. We thus
-    # create the updates list by automatically looping over all
-    # (params[i], grads[i]) pairs.
-    rate = float_constant(learning_rate)
+    grads = T.grad(cost, params)
     updates = [
-        (param_i, param_i - rate * grad_i)
+        (param_i, param_i - learning_rate * grad_i)
         for param_i, grad_i in zip(params, grads)
     ]
 
@@ -264,84 +274,25 @@ def build_lenet5(splits, batch_size, learning_rate=0.1, nkerns=[20, 50], rng=Non
         [index],
         cost,
         updates=updates,
-        givens=minibatch_givens(x, y, train_set, index, batch_size),
+        givens={
+            x: train_set_x[index * batch_size: (index + 1) * batch_size],
+            y: train_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
-    # end-snippet-1
-    return params, train_model, validate_model, test_model
 
-
-def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
-                    dataset='mnist.pkl.gz',
-                    nkerns=[20, 50], batch_size=500, storage='int8',
-                    normalize='unit', model_path=None, mode='c'):
-    """ Demonstrates lenet on MNIST dataset
-
-    :type learning_rate: float
-    :param learning_rate: learning rate used (factor for the stochastic
-                          gradient)
-
-    :type n_epochs: int
-    :param n_epochs: maximal number of epochs to run the optimizer
-
-    :type dataset: string
-    :param dataset: what int8store.load_data accepts ('digits', 'mnist',
-                 the path of mnist.pkl.gz, ...)
-
-    :type nkerns: list of ints
-    :param nkerns: number of kernels on each layer
-
-    :type storage: string
-    :param storage: 'int8' (this library) or 'float32' (the classic way)
-
-    :type mode: string
-    :param mode: 'c' (Aesara's C backend) or 'jax' (JAX's default device)
-
-    Returns a dict with the best validation error, its iteration, the test
-    error of the best model, the epochs run, the seconds taken, the final
-    parameters, the splits and the compiled training function.
-    """
-
-    rng = numpy.random.RandomState(23455)
-
-    splits, batch_size = load_data(dataset, storage, normalize, batch_size, mode)
-    train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
-
-    # compute number of minibatches for training, validation and testing
-    # (from the labels: the images are a symbolic view)
-    n_train_batches = train_set.y.get_value(borrow=True).shape[0]
-    n_valid_batches = valid_set.y.get_value(borrow=True).shape[0]
-    n_test_batches = test_set.y.get_value(borrow=True).shape[0]
-    n_train_batches //= batch_size
-    n_valid_batches //= batch_size
-    n_test_batches //= batch_size
-
-    ######################
-    # BUILD ACTUAL MODEL #
-    ######################
-    print('... building the model')
-    params, train_model, validate_model, test_model = build_lenet5(
-        splits, batch_size, learning_rate, nkerns, rng, mode)
+    # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        # keep the parameters' updates on the device too, instead of copying
-        # them back to numpy after every step
-        keep_on_device(params, [train_model, validate_model, test_model])
+        int8store.keep_on_device(params, [train_model, validate_model, test_model])
 
     ###############
     # TRAIN MODEL #
     ###############
     print('... training')
-    # early-stopping parameters
-    patience = 10000  # look as this many examples regardless
-    patience_increase = 2  # wait this much longer when a new best is
-                           # found
-    improvement_threshold = 0.995  # a relative improvement of this much is
-                                   # considered significant
+    patience = 10000  # look at this many minibatches regardless
+    patience_increase = 2  # wait this much longer after a new best
+    improvement_threshold = 0.995  # a relative improvement this large counts
     validation_frequency = min(n_train_batches, patience // 2)
-                                  # go through this many
-                                  # minibatche before checking the network
-                                  # on the validation set; in this case we
-                                  # check every epoch
 
     best_validation_loss = numpy.inf
     best_iter = 0
@@ -363,40 +314,30 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
             if (iter + 1) % validation_frequency == 0:
 
-                # compute zero-one loss on validation set
-                validation_losses = [validate_model(i) for i
-                                     in range(n_valid_batches)]
+                validation_losses = [validate_model(i) for i in range(n_valid_batches)]
                 this_validation_loss = numpy.mean(validation_losses)
                 print('epoch %i, minibatch %i/%i, validation error %f %%' %
                       (epoch, minibatch_index + 1, n_train_batches,
                        this_validation_loss * 100.))
 
-                # if we got the best validation score until now
                 if this_validation_loss < best_validation_loss:
 
-                    #improve patience if loss improvement is good enough
-                    if this_validation_loss < best_validation_loss *  \
-                       improvement_threshold:
+                    if this_validation_loss < best_validation_loss * improvement_threshold:
                         patience = max(patience, iter * patience_increase)
 
-                    # save best validation score and iteration number
                     best_validation_loss = this_validation_loss
                     best_iter = iter
 
-                    # test it on the test set
-                    test_losses = [
-                        test_model(i)
-                        for i in range(n_test_batches)
-                    ]
+                    test_losses = [test_model(i) for i in range(n_test_batches)]
                     test_score = numpy.mean(test_losses)
                     print(('     epoch %i, minibatch %i/%i, test error of '
                            'best model %f %%') %
                           (epoch, minibatch_index + 1, n_train_batches,
                            test_score * 100.))
 
-                    # save the best model
+                    # the tutorial's own checkpoint, replaced at each improvement
                     if model_path:
-                        save_params(params, model_path)
+                        numpy.savez(model_path, *[p.get_value() for p in params])
 
             if patience <= iter:
                 done_looping = True
@@ -415,9 +356,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'best_iter': best_iter + 1,
         'test_score': float(test_score),
         'epochs': epoch,
-        'seconds': end_time - start_time,
         'params': [numpy.asarray(p.get_value()) for p in params],
-        'splits': splits,
+        'datasets': datasets,
         'train_model': train_model,
     }
 
@@ -426,25 +366,42 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description='LeNet5 (two conv/pool layers, a tanh hidden layer, logistic '
                     'regression) trained by minibatch SGD on int8-held images.')
-    add_data_arguments(parser, batch_size=500, model_path=None)
+    parser.add_argument('--dataset', default='mnist.pkl.gz',
+                        help="what int8store.load_data reads: 'mnist.pkl.gz' (here, ../data/, "
+                             "the cache, or downloaded), 'digits' (offline), 'mnist', an .npz, "
+                             "an int8store .h5 store, a folder of IDX files or of class folders "
+                             "of images (default: %(default)s)")
     parser.add_argument('--epochs', type=int, default=200,
                         help='maximal number of epochs (default: %(default)s)')
     parser.add_argument('--learning-rate', type=float, default=0.1,
                         help='SGD step (default: %(default)s)')
+    parser.add_argument('--batch-size', type=int, default=500,
+                        help='minibatch size (default: %(default)s)')
     parser.add_argument('--nkerns', type=int, nargs=2, default=[20, 50], metavar='N',
                         help='kernels of the two conv layers (default: 20 50)')
+    parser.add_argument('--mode', choices=('c', 'jax'), default='c',
+                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
+                             "device, a GPU when JAX sees one (default: %(default)s)")
+    parser.add_argument('--save-model', metavar='PATH',
+                        help="where the best model's parameters go (.npz), replaced at each "
+                             "improvement (default: not saved)")
     args = parser.parse_args(argv)
     try:
-        if args.save_model:
-            check_can_write(args.save_model, args.force)
         result = evaluate_lenet5(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
-            nkerns=args.nkerns, batch_size=args.batch_size, storage=args.storage,
-            normalize=args.normalize, model_path=args.save_model, mode=args.mode)
-    except Int8StoreError as error:
+            nkerns=args.nkerns, batch_size=args.batch_size, model_path=args.save_model,
+            mode=args.mode)
+    except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2
-    report(result, result['splits'], args.storage)
+    print()
+    print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
+    print('test error             %f %%' % (result['test_score'] * 100.))
+    print('best iteration         %i' % result['best_iter'])
+    print('epochs                 %i' % result['epochs'])
+    print()
+    print('Images in memory, as int8 against the classic float32:')
+    print(int8store.memory_table(result['datasets']))
     return 0
 
 

@@ -1,40 +1,22 @@
 """
-This tutorial introduces logistic regression using Aesara and stochastic
-gradient descent: the classic deeplearning.net tutorial (logistic_sgd.py),
-adapted to keep the images as int8 shared variables.
+Logistic regression trained by minibatch stochastic gradient descent: the
+classic deeplearning.net tutorial (logistic_sgd.py), on Aesara, with its data
+held as int8.
 
-Logistic regression is a probabilistic, linear classifier. It is parametrized
-by a weight matrix :math:`W` and a bias vector :math:`b`. Classification is
-done by projecting data points onto a set of hyperplanes, the distance to
-which is used to determine a class membership probability.
+The model is a weight matrix W and a bias vector b: the probability of class i
+for an input x is softmax_i(x W + b), and the prediction is the most probable
+class. Training minimises the mean negative log-likelihood of a minibatch,
+with early stopping on the validation error.
 
-Mathematically, this can be written as:
+The one change from the classic file: its ``load_data`` definition is gone,
+replaced by ``from int8store import load_data``. The images then sit in memory
+as int8 (a quarter of float32's bytes) and each minibatch is widened to
+``floatX`` inside the compiled function; everything else below is the classic
+code. The lines marked "int8store's JAX mode" are what ``--mode jax`` adds.
 
-.. math::
-  P(Y=i|x, W,b) &= softmax_i(W x + b) \\
-                &= \\frac {e^{W_i x + b_i}} {\\sum_j e^{W_j x + b_j}}
-
-The output of the model or prediction is then done by taking the argmax of
-the vector whose i'th element is P(Y=i|x).
-
-.. math::
-  y_{pred} = argmax_i P(Y=i|x,W,b)
-
-This tutorial presents a stochastic gradient descent optimization method
-suitable for large datasets.
-
-What changed from the classic: ``load_data`` comes from int8store, so the
-training images sit in memory as int8 (a quarter of the float32 bytes) and
-each minibatch is converted to float32 inside the compiled function; the
-minibatch counts come from the labels. ``--storage float32`` runs the classic
-way for comparison.
-
-References:
-
-    - textbooks: "Pattern Recognition and Machine Learning" -
-                 Christopher M. Bishop, section 4.3.2
-
-Run ``python tutorials/logistic_sgd.py --help`` for the options.
+Run ``python tutorials/logistic_sgd.py --help`` for the options; with no
+options it trains on ``mnist.pkl.gz`` (looked for here, then in ../data/, then
+in int8store's cache, downloaded if missing).
 """
 
 import argparse
@@ -44,326 +26,169 @@ import timeit
 
 import numpy
 
-from int8store import (MODES, NORMALIZATIONS, STORAGES, Int8StoreError, function_mode,
-                       keep_on_device, load_splits)
-from int8store.atomic import atomic_output, check_can_write
-from int8store.backend import FLOAT, aesara, at, float_constant, softmax
-from int8store.memory import memory_table
+import aesara
+import aesara.tensor as T
+
+from int8store import load_data
+
+import int8store  # int8store's JAX mode only (--mode jax)
 
 
 class LogisticRegression(object):
-    """Multi-class Logistic Regression Class
-
-    The logistic regression is fully described by a weight matrix :math:`W`
-    and bias vector :math:`b`. Classification is done by projecting data
-    points onto a set of hyperplanes, the distance to which is used to
-    determine a class membership probability.
-    """
+    """Multi-class logistic regression: ``softmax(input W + b)``."""
 
     def __init__(self, input, n_in, n_out):
-        """Initialize the parameters of the logistic regression
-
-        :type input: aesara.tensor.TensorType
-        :param input: symbolic variable that describes the input of the
-                      architecture (one minibatch)
-
-        :type n_in: int
-        :param n_in: number of input units, the dimension of the space in
-                     which the datapoints lie
-
-        :type n_out: int
-        :param n_out: number of output units, the dimension of the space in
-                      which the labels lie
         """
-        # initialize with 0 the weights W as a matrix of shape (n_in, n_out)
-        # (static shapes, as on every shared variable here: JAX mode traces
-        # the graph and needs them)
+        :param input: symbolic minibatch of inputs, one row per example
+        :param n_in: number of input units (features of an example)
+        :param n_out: number of classes
+        """
+        # W and b start at zero; they have static shapes, which JAX mode needs
+        # to trace the graph (and which change nothing on the C backend)
         self.W = aesara.shared(
-            value=numpy.zeros((n_in, n_out), dtype=FLOAT),
-            name='W',
-            borrow=True,
-            shape=(n_in, n_out)
-        )
-        # initialize the biases b as a vector of n_out 0s
+            value=numpy.zeros((n_in, n_out), dtype=aesara.config.floatX),
+            name='W', borrow=True, shape=(n_in, n_out))
         self.b = aesara.shared(
-            value=numpy.zeros((n_out,), dtype=FLOAT),
-            name='b',
-            borrow=True,
-            shape=(n_out,)
-        )
+            value=numpy.zeros((n_out,), dtype=aesara.config.floatX),
+            name='b', borrow=True, shape=(n_out,))
 
-        # symbolic expression for computing the matrix of class-membership
-        # probabilities
-        # Where:
-        # W is a matrix where column-k represent the separation hyperplane for
-        # class-k
-        # x is a matrix where row-j  represents input training sample-j
-        # b is a vector where element-k represent the free parameter of
-        # hyperplane-k
-        self.p_y_given_x = softmax(at.dot(input, self.W) + self.b, axis=-1)
+        # class-membership probabilities, one row per example
+        self.p_y_given_x = T.special.softmax(T.dot(input, self.W) + self.b, axis=-1)
 
-        # symbolic description of how to compute prediction as class whose
-        # probability is maximal
-        self.y_pred = at.argmax(self.p_y_given_x, axis=1)
+        # the predicted class: the most probable one
+        self.y_pred = T.argmax(self.p_y_given_x, axis=1)
 
-        # parameters of the model
         self.params = [self.W, self.b]
-
-        # keep track of model input
         self.input = input
 
     def negative_log_likelihood(self, y):
-        """Return the mean of the negative log-likelihood of the prediction
-        of this model under a given target distribution.
-
-        .. math::
-
-            \\frac{1}{|\\mathcal{D}|} \\mathcal{L} (\\theta=\\{W,b\\}, \\mathcal{D}) =
-            \\frac{1}{|\\mathcal{D}|} \\sum_{i=0}^{|\\mathcal{D}|}
-                \\log(P(Y=y^{(i)}|x^{(i)}, W,b)) \\\\
-            \\ell (\\theta=\\{W,b\\}, \\mathcal{D})
-
-        :type y: aesara.tensor.TensorType
-        :param y: corresponds to a vector that gives for each example the
-                  correct label
-
-        Note: we use the mean instead of the sum so that
-              the learning rate is less dependent on the batch size
-        """
-        # y.shape[0] is (symbolically) the number of rows in y, i.e.,
-        # number of examples (call it n) in the minibatch
-        # at.arange(y.shape[0]) is a symbolic vector which will contain
-        # [0,1,2,... n-1] at.log(self.p_y_given_x) is a matrix of
-        # Log-Probabilities (call it LP) with one row per example and
-        # one column per class LP[at.arange(y.shape[0]),y] is a vector
-        # v containing [LP[0,y[0]], LP[1,y[1]], LP[2,y[2]], ...,
-        # LP[n-1,y[n-1]]] and at.mean(LP[at.arange(y.shape[0]),y]) is
-        # the mean (across minibatch examples) of the elements in v,
-        # i.e., the mean log-likelihood across the minibatch.
-        return -at.mean(at.log(self.p_y_given_x)[at.arange(y.shape[0]), y])
+        """Mean over the minibatch of -log P(y | x): the log-probability of
+        each example's own label, picked with ``[arange(n), y]``. The mean
+        (not the sum) keeps the learning rate independent of the batch size."""
+        return -T.mean(T.log(self.p_y_given_x)[T.arange(y.shape[0]), y])
 
     def errors(self, y):
-        """Return a float representing the number of errors in the minibatch
-        over the total number of examples of the minibatch ; zero one
-        loss over the size of the minibatch
-
-        :type y: aesara.tensor.TensorType
-        :param y: corresponds to a vector that gives for each example the
-                  correct label
-        """
-
-        # check if y has same dimension of y_pred
+        """The fraction of the minibatch that is misclassified (zero-one loss)."""
         if y.ndim != self.y_pred.ndim:
-            raise TypeError(
-                'y should have the same shape as self.y_pred',
-                ('y', y.type, 'y_pred', self.y_pred.type)
-            )
-        # check if y is of the correct datatype
+            raise TypeError('y should have the same shape as self.y_pred',
+                            ('y', y.type, 'y_pred', self.y_pred.type))
         if y.dtype.startswith('int'):
-            # the at.neq operator returns a vector of 0s and 1s, where 1
-            # represents a mistake in prediction
-            return at.mean(at.neq(self.y_pred, y))
-        else:
-            raise NotImplementedError()
+            return T.mean(T.neq(self.y_pred, y))
+        raise NotImplementedError()
 
 
-def load_data(dataset, storage='int8', normalize='unit', batch_size=600, mode='c'):
-    """Load the dataset's splits (int8 images unless storage='float32'), held
-    where ``mode`` runs (host memory for 'c', JAX's default device for 'jax').
-
-    Returns the ``{"train", "valid", "test"}`` SharedDataset objects and the
-    batch size, made smaller (with a notice) if a split has fewer examples
-    than one batch, so that no split is left without a minibatch.
+def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
+                           dataset='mnist.pkl.gz',
+                           batch_size=600, model_path='best_model.npz', mode='c'):
     """
-    print('... loading data')
-    splits = load_splits(dataset, normalize=normalize, storage=storage, mode=mode)
-    smallest = min(ds.n_examples for ds in splits.values())
+    Train the logistic regression by minibatch SGD with early stopping.
+
+    :param learning_rate: SGD step
+    :param n_epochs: maximal number of epochs
+    :param dataset: what ``int8store.load_data`` reads: 'mnist.pkl.gz' (the
+                    classic file), 'digits' (offline), a store, ...
+    :param batch_size: examples per minibatch
+    :param model_path: where the best model's W and b are saved (.npz),
+                       replaced at each improvement as the classic did
+    :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
+
+    Returns a dict with the best validation error, the test error of the
+    best model, the epochs run and the seconds taken.
+    """
+    datasets = load_data(dataset)
+
+    train_set_x, train_set_y = datasets[0]
+    valid_set_x, valid_set_y = datasets[1]
+    test_set_x, test_set_y = datasets[2]
+
+    # -- int8store's JAX mode: the data goes to JAX's device once, and the
+    # functions below compile for JAX (the classic slices in their givens
+    # become static-size minibatches there).
+    if mode == 'jax':
+        int8store.place(datasets, 'jax')
+    compile_mode = int8store.function_mode(mode)
+
+    # compute number of minibatches for training, validation and testing,
+    # from the labels (train_set_x.get_value(borrow=True).shape[0] gives the
+    # same count, but decodes every image to give it)
+    smallest = min(s.get_value(borrow=True).shape[0] for s in (train_set_y, valid_set_y, test_set_y))
     if batch_size > smallest:
-        name = min(splits, key=lambda n: splits[n].n_examples)
-        print('... batch size %i is larger than the %i examples of the %s split: '
-              'using %i' % (batch_size, smallest, name, smallest))
+        print('... batch size %i is larger than a split of %i examples: using %i'
+              % (batch_size, smallest, smallest))
         batch_size = smallest
-    return splits, batch_size
+    n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_valid_batches = valid_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_test_batches = test_set_y.get_value(borrow=True).shape[0] // batch_size
 
+    ######################
+    # BUILD ACTUAL MODEL #
+    ######################
+    print('... building the model')
 
-def n_classes(splits):
-    """Number of classes: one more than the largest label of any split."""
-    return 1 + max(int(ds.y.get_value(borrow=True).max()) for ds in splits.values())
+    index = T.lscalar()  # index to a [mini]batch
 
+    x = T.matrix('x')  # the minibatch of images, one flattened image per row
+    y = T.ivector('y')  # its labels
 
-def save_params(params, path):
-    """Save the model's parameters to an .npz file, atomically: by name when
-    the names are unique (W, b), else as param0, param1, ... in order."""
-    names = [p.name for p in params]
-    if None in names or len(set(names)) != len(names):
-        names = ['param%i' % i for i in range(len(params))]
-    with atomic_output(path, force=True) as tmp:
-        with open(tmp, 'wb') as f:
-            numpy.savez(f, **{n: p.get_value() for n, p in zip(names, params)})
+    n_in = train_set_x.dataset.n_features  # 28 * 28 for MNIST
+    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
+    classifier = LogisticRegression(input=x, n_in=n_in, n_out=n_out)
 
-
-def report(result, splits, storage, file=None):
-    """Print the end-of-run summary: errors, epochs, time, and image bytes."""
-    file = file or sys.stdout
-    train = splits['train']
-    other = 'float32' if storage == 'int8' else 'int8'
-    held = train.int8_nbytes if storage == 'int8' else train.float32_nbytes
-    would = train.float32_nbytes if storage == 'int8' else train.int8_nbytes
-    print('', file=file)
-    print('best validation error  %f %%' % (result['best_validation_loss'] * 100.), file=file)
-    print('test error             %f %%' % (result['test_score'] * 100.), file=file)
-    print('epochs                 %i' % result['epochs'], file=file)
-    if 'best_iter' in result:
-        print('best iteration         %i' % result['best_iter'], file=file)
-    print('training time          %.1f s' % result['seconds'], file=file)
-    print('training images held as %s: %s bytes (as %s: %s bytes)'
-          % (storage, format(held, ','), other, format(would, ',')), file=file)
-    print('', file=file)
-    print('Images in memory (the C backend keeps them in host memory):', file=file)
-    print(memory_table(splits), file=file)
-
-
-def minibatch_givens(x, y, dataset_split, index, batch_size):
-    """``givens`` putting minibatch ``index`` of a split in place of x and y.
-
-    The minibatch is sliced from the int8 images and only then converted to
-    float32, inside the compiled function.
-    """
-    batch_x, batch_y = dataset_split.minibatch(index, batch_size)
-    return {x: batch_x, y: batch_y}
-
-
-def build_model(splits, batch_size, learning_rate=0.13, mode='c'):
-    """The classifier and its compiled train / validate / test functions,
-    each taking a minibatch index; compiled for ``mode`` ('c' or 'jax')."""
-    train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
-    compile_mode = function_mode(mode)
-
-    # allocate symbolic variables for the data
-    index = at.lscalar()  # index to a [mini]batch
-
-    # generate symbolic variables for input (x and y represent a
-    # minibatch; their static shapes let JAX mode trace the graph)
-    x = at.TensorType(FLOAT, shape=(batch_size, train_set.n_features))('x')  # rasterized images
-    y = at.TensorType('int32', shape=(batch_size,))('y')  # labels, 1D vector of [int] labels
-
-    # construct the logistic regression class
-    # Each MNIST image has size 28*28
-    classifier = LogisticRegression(input=x, n_in=train_set.n_features,
-                                    n_out=n_classes(splits))
-
-    # the cost we minimize during training is the negative log likelihood of
-    # the model in symbolic format
     cost = classifier.negative_log_likelihood(y)
 
-    # compiling an Aesara function that computes the mistakes that are made by
-    # the model on a minibatch
+    # the zero-one loss of the model on minibatch `index` of each split
     test_model = aesara.function(
         inputs=[index],
         outputs=classifier.errors(y),
-        givens=minibatch_givens(x, y, test_set, index, batch_size),
+        givens={
+            x: test_set_x[index * batch_size: (index + 1) * batch_size],
+            y: test_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
 
     validate_model = aesara.function(
         inputs=[index],
         outputs=classifier.errors(y),
-        givens=minibatch_givens(x, y, valid_set, index, batch_size),
+        givens={
+            x: valid_set_x[index * batch_size: (index + 1) * batch_size],
+            y: valid_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
 
-    # compute the gradient of cost with respect to theta = (W,b)
-    g_W = at.grad(cost=cost, wrt=classifier.W)
-    g_b = at.grad(cost=cost, wrt=classifier.b)
+    # gradients of the cost, and the SGD step on each parameter
+    g_W = T.grad(cost=cost, wrt=classifier.W)
+    g_b = T.grad(cost=cost, wrt=classifier.b)
+    updates = [(classifier.W, classifier.W - learning_rate * g_W),
+               (classifier.b, classifier.b - learning_rate * g_b)]
 
-    # specify how to update the parameters of the model as a list of
-    # (variable, update expression) pairs.
-    rate = float_constant(learning_rate)
-    updates = [(classifier.W, classifier.W - rate * g_W),
-               (classifier.b, classifier.b - rate * g_b)]
-
-    # compiling an Aesara function `train_model` that returns the cost, but in
-    # the same time updates the parameter of the model based on the rules
-    # defined in `updates`
+    # one SGD step on minibatch `index` of train; returns its cost
     train_model = aesara.function(
         inputs=[index],
         outputs=cost,
         updates=updates,
-        givens=minibatch_givens(x, y, train_set, index, batch_size),
+        givens={
+            x: train_set_x[index * batch_size: (index + 1) * batch_size],
+            y: train_set_y[index * batch_size: (index + 1) * batch_size]
+        },
         mode=compile_mode
     )
-    return classifier, train_model, validate_model, test_model
 
-
-def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
-                           dataset='mnist.pkl.gz',
-                           batch_size=600, storage='int8', normalize='unit',
-                           model_path='best_model.npz', mode='c'):
-    """
-    Demonstrate stochastic gradient descent optimization of a log-linear
-    model
-
-    This is demonstrated on MNIST.
-
-    :type learning_rate: float
-    :param learning_rate: learning rate used (factor for the stochastic
-                          gradient)
-
-    :type n_epochs: int
-    :param n_epochs: maximal number of epochs to run the optimizer
-
-    :type dataset: string
-    :param dataset: what int8store.load_data accepts ('digits', 'mnist',
-                 the path of mnist.pkl.gz, ...)
-
-    :type storage: string
-    :param storage: 'int8' (this library) or 'float32' (the classic way)
-
-    :type model_path: string or None
-    :param model_path: where the best model's parameters are saved (.npz)
-
-    :type mode: string
-    :param mode: 'c' (Aesara's C backend) or 'jax' (JAX's default device)
-
-    Returns a dict with the best validation error, the test error of the
-    best model, the epochs run, the seconds taken, the final parameters, the
-    splits and the compiled training function.
-    """
-    splits, batch_size = load_data(dataset, storage, normalize, batch_size, mode)
-    train_set, valid_set, test_set = splits['train'], splits['valid'], splits['test']
-
-    # compute number of minibatches for training, validation and testing
-    # (from the labels: the images are a symbolic view)
-    n_train_batches = train_set.y.get_value(borrow=True).shape[0] // batch_size
-    n_valid_batches = valid_set.y.get_value(borrow=True).shape[0] // batch_size
-    n_test_batches = test_set.y.get_value(borrow=True).shape[0] // batch_size
-
-    ######################
-    # BUILD ACTUAL MODEL #
-    ######################
-    print('... building the model')
-    classifier, train_model, validate_model, test_model = build_model(
-        splits, batch_size, learning_rate, mode)
+    # -- int8store's JAX mode: keep the parameters' updates on the device,
+    # rather than copying them to host memory after every step.
     if mode == 'jax':
-        # keep the parameters' updates on the device too, instead of copying
-        # them back to numpy after every step
-        keep_on_device(classifier.params, [train_model, validate_model, test_model])
+        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model])
 
     ###############
     # TRAIN MODEL #
     ###############
     print('... training the model')
-    # early-stopping parameters
-    patience = 5000  # look as this many examples regardless
-    patience_increase = 2  # wait this much longer when a new best is
-                           # found
-    improvement_threshold = 0.995  # a relative improvement of this much is
-                                   # considered significant
+    patience = 5000  # look at this many minibatches regardless
+    patience_increase = 2  # wait this much longer after a new best
+    improvement_threshold = 0.995  # a relative improvement this large counts
     validation_frequency = min(n_train_batches, patience // 2)
-                                  # go through this many
-                                  # minibatche before checking the network
-                                  # on the validation set; in this case we
-                                  # check every epoch
+    # (validate every this many minibatches: here, every epoch)
 
     best_validation_loss = numpy.inf
     test_score = 0.
@@ -376,152 +201,110 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         for minibatch_index in range(n_train_batches):
 
             minibatch_avg_cost = train_model(minibatch_index)
-            # iteration number
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
-                # compute zero-one loss on validation set
-                validation_losses = [validate_model(i)
-                                     for i in range(n_valid_batches)]
+                validation_losses = [validate_model(i) for i in range(n_valid_batches)]
                 this_validation_loss = numpy.mean(validation_losses)
 
-                print(
-                    'epoch %i, minibatch %i/%i, validation error %f %%' %
-                    (
-                        epoch,
-                        minibatch_index + 1,
-                        n_train_batches,
-                        this_validation_loss * 100.
-                    )
-                )
+                print('epoch %i, minibatch %i/%i, validation error %f %%' %
+                      (epoch, minibatch_index + 1, n_train_batches,
+                       this_validation_loss * 100.))
 
-                # if we got the best validation score until now
                 if this_validation_loss < best_validation_loss:
-                    #improve patience if loss improvement is good enough
-                    if this_validation_loss < best_validation_loss *  \
-                       improvement_threshold:
+                    # a significant improvement extends the patience
+                    if this_validation_loss < best_validation_loss * improvement_threshold:
                         patience = max(patience, iter * patience_increase)
 
                     best_validation_loss = this_validation_loss
-                    # test it on the test set
 
-                    test_losses = [test_model(i)
-                                   for i in range(n_test_batches)]
+                    test_losses = [test_model(i) for i in range(n_test_batches)]
                     test_score = numpy.mean(test_losses)
 
-                    print(
-                        (
-                            '     epoch %i, minibatch %i/%i, test error of'
-                            ' best model %f %%'
-                        ) %
-                        (
-                            epoch,
-                            minibatch_index + 1,
-                            n_train_batches,
-                            test_score * 100.
-                        )
-                    )
+                    print('     epoch %i, minibatch %i/%i, test error of best model %f %%' %
+                          (epoch, minibatch_index + 1, n_train_batches, test_score * 100.))
 
-                    # save the best model
+                    # save the best model (the tutorial's own checkpoint:
+                    # replaced each time, as the classic did)
                     if model_path:
-                        save_params(classifier.params, model_path)
+                        numpy.savez(model_path, W=classifier.W.get_value(),
+                                    b=classifier.b.get_value())
 
             if patience <= iter:
                 done_looping = True
                 break
 
     end_time = timeit.default_timer()
-    print(
-        (
-            'Optimization complete with best validation score of %f %%,'
-            'with test performance %f %%'
-        )
-        % (best_validation_loss * 100., test_score * 100.)
-    )
+    print('Optimization complete with best validation score of %f %%, '
+          'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
     print('The code run for %d epochs, with %f epochs/sec' % (
         epoch, 1. * epoch / (end_time - start_time)))
-    print(('The code for file ' +
-           os.path.split(__file__)[1] +
-           ' ran for %.1fs' % ((end_time - start_time))), file=sys.stderr)
-    return {
-        'best_validation_loss': float(best_validation_loss),
-        'test_score': float(test_score),
-        'epochs': epoch,
-        'seconds': end_time - start_time,
-        'params': {p.name: numpy.asarray(p.get_value()) for p in classifier.params},
-        'splits': splits,
-        'train_model': train_model,
-    }
+    print('The code for file ' + os.path.split(__file__)[1] +
+          ' ran for %.1fs' % (end_time - start_time), file=sys.stderr)
+    return {'best_validation_loss': float(best_validation_loss),
+            'test_score': float(test_score), 'epochs': epoch,
+            'seconds': end_time - start_time, 'datasets': datasets,
+            'train_model': train_model}
 
 
 def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
     """
-    An example of how to load a trained model and use it
-    to predict labels.
+    Load the saved model and predict the labels of the first test examples.
     """
     with numpy.load(model_path, allow_pickle=False) as saved:
         W, b = saved['W'], saved['b']
-    splits = load_splits(dataset, storage='int8')
-    x = at.matrix('x', dtype=FLOAT)
-    classifier = LogisticRegression(input=x, n_in=W.shape[0], n_out=W.shape[1])
-    classifier.W.set_value(W)
-    classifier.b.set_value(b)
+    classifier = LogisticRegression(input=T.matrix('x'), n_in=W.shape[0], n_out=W.shape[1])
+    classifier.W.set_value(W.astype(aesara.config.floatX))
+    classifier.b.set_value(b.astype(aesara.config.floatX))
 
     # compile a predictor function
-    predict_model = aesara.function(
-        inputs=[],
-        outputs=classifier.y_pred,
-        givens={x: splits['test'].x[:count]})
+    predict_model = aesara.function(inputs=[classifier.input], outputs=classifier.y_pred)
 
-    predicted_values = predict_model()
-    print("Predicted values for the first %i examples in test set:" % count)
+    datasets = load_data(dataset)
+    test_set_x, test_set_y = datasets[2]
+    test_set_x = test_set_x.get_value()
+
+    predicted_values = predict_model(test_set_x[:count])
+    print('Predicted values for the first %i examples in test set:' % count)
     print(predicted_values)
     return predicted_values
-
-
-def add_data_arguments(parser, batch_size, model_path='best_model.npz'):
-    """The flags both tutorials share."""
-    parser.add_argument('--dataset', default='mnist.pkl.gz',
-                        help="'digits' (offline), 'mnist' (cache, downloaded if missing), "
-                             "a path to mnist.pkl.gz, an .npz, an int8store .h5 store, "
-                             "or a folder of MNIST IDX files or of class folders of images "
-                             "(default: %(default)s)")
-    parser.add_argument('--storage', choices=STORAGES, default='int8',
-                        help='how the images are held: int8 codes, or float32 as the '
-                             'classic tutorials did (default: %(default)s)')
-    parser.add_argument('--normalize', choices=NORMALIZATIONS, default='unit',
-                        help='float32 conversion of the images (default: %(default)s)')
-    parser.add_argument('--mode', choices=MODES, default='c',
-                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
-                             "device, a GPU when JAX sees one (default: %(default)s)")
-    parser.add_argument('--batch-size', type=int, default=batch_size,
-                        help='minibatch size (default: %(default)s)')
-    parser.add_argument('--save-model', default=model_path, metavar='PATH',
-                        help="where the best model's parameters go (default: %(default)s)")
-    parser.add_argument('--force', action='store_true',
-                        help='replace the --save-model file if it exists')
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description='Logistic regression trained by minibatch SGD on int8-held images.')
-    add_data_arguments(parser, batch_size=600)
+    parser.add_argument('--dataset', default='mnist.pkl.gz',
+                        help="what int8store.load_data reads: 'mnist.pkl.gz' (here, ../data/, "
+                             "the cache, or downloaded), 'digits' (offline), 'mnist', an .npz, "
+                             "an int8store .h5 store, a folder of IDX files or of class folders "
+                             "of images (default: %(default)s)")
     parser.add_argument('--epochs', type=int, default=1000,
                         help='maximal number of epochs (default: %(default)s)')
     parser.add_argument('--learning-rate', type=float, default=0.13,
                         help='SGD step (default: %(default)s)')
+    parser.add_argument('--batch-size', type=int, default=600,
+                        help='minibatch size (default: %(default)s)')
+    parser.add_argument('--mode', choices=('c', 'jax'), default='c',
+                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
+                             "device, a GPU when JAX sees one (default: %(default)s)")
+    parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
+                        help="where the best model's parameters go, replaced at each "
+                             "improvement (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        if args.save_model:
-            check_can_write(args.save_model, args.force)
         result = sgd_optimization_mnist(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
-            batch_size=args.batch_size, storage=args.storage, normalize=args.normalize,
-            model_path=args.save_model, mode=args.mode)
-    except Int8StoreError as error:
+            batch_size=args.batch_size, model_path=args.save_model, mode=args.mode)
+    except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2
-    report(result, result['splits'], args.storage)
+    print()
+    print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
+    print('test error             %f %%' % (result['test_score'] * 100.))
+    print('epochs                 %i' % result['epochs'])
+    print()
+    print('Images in memory, as int8 against the classic float32:')
+    print(int8store.memory_table(result['datasets']))
     return 0
 
 

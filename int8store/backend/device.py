@@ -11,7 +11,7 @@ import numpy as np
 
 from .modes import require_jax
 
-__all__ = ["to_device", "to_host", "on_device", "keep_on_device"]
+__all__ = ["to_device", "to_host", "on_device", "keep_on_device", "place"]
 
 
 def on_device(variable):
@@ -34,6 +34,31 @@ def to_host(variable):
     if on_device(variable):
         variable.container.storage[0] = np.asarray(variable.container.storage[0])
     return variable.container.storage[0]
+
+
+def place(data, mode):
+    """Hold data where ``mode`` runs: JAX's default device for ``"jax"`` (placed
+    once, kept there across calls), host memory for ``"c"``.
+
+    ``data`` is a shared variable, a :class:`~int8store.SharedDataset`, the
+    float view of one, or a list of these (e.g. what ``load_data`` returns).
+    Returns ``data``.
+    """
+    from .modes import check_mode
+
+    move = to_device if check_mode(mode) == "jax" else to_host
+    for variable in _shared_variables(data):
+        move(variable)
+    return data
+
+
+def _shared_variables(data):
+    if isinstance(data, (list, tuple)):
+        return [v for item in data for v in _shared_variables(item)]
+    if hasattr(data, "container"):  # a shared variable
+        return [data]
+    dataset = getattr(data, "dataset", data)  # a float view knows its SharedDataset
+    return [dataset.data, dataset.y]
 
 
 class _DeviceContainer:

@@ -3,23 +3,28 @@
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
 to trace; this op's output has the static length ``size`` in every mode. On
 the C backend it is a view (no copy); in JAX mode it is
-``jax.lax.dynamic_slice_in_dim`` (registered in :mod:`int8store.jax_ops`).
+``jax.lax.dynamic_slice_in_dim`` (see :mod:`.jax_ops`).
 
 An index past the end is an error in every mode. JAX's dynamic slice would
 silently clamp the start and train on repeated examples, so int8store's JAX
 mode checks the index on the host before each call (see
-:mod:`int8store.modes`), and the op refuses to be converted for JAX without
-that check.
+:mod:`.modes`), and the op refuses to be converted for JAX without that
+check.
+
+:func:`minibatch_of_slice` recognises the classic tutorials' slice
+``data[index * size:(index + 1) * size]``: int8store's JAX mode turns it into
+this op, so the classic ``givens`` run on JAX unchanged.
 """
 
-from .backend import aesara, at
-from .errors import ArgumentError
+import numpy as np
 
-__all__ = ["Minibatch", "minibatch", "MinibatchIndexError"]
+from ..errors import ArgumentError, MinibatchIndexError
+from . import activate
 
+_api = activate()
+aesara, at = _api.aesara, _api.at
 
-class MinibatchIndexError(ArgumentError, IndexError):
-    """A minibatch index outside the data."""
+__all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice"]
 
 
 def check_index(index, size, rows, name="data"):
@@ -80,3 +85,58 @@ def minibatch(data, index, size):
     """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`)."""
     return Minibatch(size)(data, index)
 
+
+
+def minibatch_of_slice(node):
+    """``Minibatch(size)(data, index)`` for a node ``data[index * size:(index + 1) * size]``
+    (the classic tutorials' slice; ``size`` a constant), else None."""
+    from aesara.tensor.basic import ScalarFromTensor
+    from aesara.tensor.subtensor import Subtensor
+
+    if not isinstance(node.op, Subtensor) or len(node.op.idx_list) != 1:
+        return None
+    whole = node.op.idx_list[0]
+    if not (isinstance(whole, slice) and whole.start is not None and whole.stop is not None
+            and whole.step is None):
+        return None
+    data, start, stop = node.inputs
+    start, stop = (v.owner.inputs[0] if v.owner and isinstance(v.owner.op, ScalarFromTensor)
+                   else None for v in (start, stop))
+    first, size = _times_constant(start)
+    following, stop_size = _times_constant(stop)
+    if size is None or size != stop_size or size < 1 or _plus_one(following) is not first:
+        return None
+    return minibatch(data, first, size)
+
+
+def _times_constant(variable):
+    """``(x, c)`` when ``variable`` is ``x * c`` or ``c * x`` with an integer constant c."""
+    from aesara.graph.basic import Constant
+    from aesara.scalar import Mul
+    from aesara.tensor.elemwise import Elemwise
+
+    owner = variable.owner if variable is not None else None
+    if owner is None or not (isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, Mul)) \
+            or len(owner.inputs) != 2:
+        return None, None
+    for this, other in (owner.inputs, owner.inputs[::-1]):
+        if isinstance(other, Constant) and other.data.ndim == 0 \
+                and np.issubdtype(other.data.dtype, np.integer) and this.ndim == 0:
+            return this, int(other.data)
+    return None, None
+
+
+def _plus_one(variable):
+    """``x`` when ``variable`` is ``x + 1`` or ``1 + x``."""
+    from aesara.graph.basic import Constant
+    from aesara.scalar import Add
+    from aesara.tensor.elemwise import Elemwise
+
+    owner = variable.owner if variable is not None else None
+    if owner is None or not (isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, Add)) \
+            or len(owner.inputs) != 2:
+        return None
+    for this, other in (owner.inputs, owner.inputs[::-1]):
+        if isinstance(other, Constant) and other.data.ndim == 0 and other.data == 1:
+            return this
+    return None

@@ -1,0 +1,145 @@
+"""The drop-in, judged as users have the classic tutorials: clients written in
+their style (tests/clients/), Aesara imported first, floatX float64 and float32,
+``x.get_value()`` for batch counts and predictions, data in ``../data/``
+beside the client. Each runs in a fresh process with its own loader and with
+``from int8store import load_data`` in its place; the figures must agree.
+Also: importing int8store and loading changes nothing outside the package."""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from archives import fake_mnist, python2_pickle, write_mnist_idx_folder
+from conftest import ROOT
+
+CLIENTS = ROOT / "tests" / "clients"
+
+
+def learnable_mnist(n=(400, 100, 100), seed=0):
+    """A small mnist.pkl.gz-shaped dataset: 28x28 float32 images of k/256 with
+    a class-dependent pattern, int64 labels, as the classic file holds them."""
+    rng = np.random.default_rng(seed)
+    prototypes = rng.integers(0, 256, (10, 784))
+    splits = []
+    for count in n:
+        labels = rng.integers(0, 10, count)
+        noise = rng.integers(-60, 61, (count, 784))
+        levels = np.clip(prototypes[labels] + noise, 0, 255)
+        splits.append(((levels / 256).astype(np.float32), labels.astype(np.int64)))
+    return tuple(splits)
+
+
+@pytest.fixture(scope="module")
+def classic_layout(tmp_path_factory):
+    """``code/CLIENT.py`` and ``data/mnist.pkl.gz`` beside it, and a working
+    folder elsewhere, as the classic tutorials were laid out."""
+    root = tmp_path_factory.mktemp("tutorials")
+    (root / "code").mkdir()
+    (root / "data").mkdir()
+    (root / "elsewhere").mkdir()
+    for client in CLIENTS.glob("classic_*.py"):
+        shutil.copy(client, root / "code" / client.name)
+    # A Python 2 protocol-2 pickle, as the deeplearning.net file is.
+    (root / "data" / "mnist.pkl.gz").write_bytes(gzip.compress(python2_pickle(learnable_mnist())))
+    return root
+
+
+def run_client(layout, name, loader, floatx, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AESARA", "INT8STORE"))}
+    env["AESARA_FLAGS"] = f"floatX={floatx}"
+    env["INT8STORE_OFFLINE"] = "1"  # the data must be found where the classic looked
+    done = subprocess.run([sys.executable, str(layout / "code" / name), "--loader", loader, *args],
+                          cwd=layout / "elsewhere", env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("floatx", ["float64", "float32"])
+def test_a_classic_logistic_client_gives_the_classic_figures(classic_layout, floatx):
+    classic = run_client(classic_layout, "classic_logistic.py", "classic", floatx, "--epochs", "3")
+    ours = run_client(classic_layout, "classic_logistic.py", "int8store", floatx, "--epochs", "3")
+    assert ours["floatX"] == classic["floatX"] == floatx
+    assert ours["x_dtype"] == classic["x_dtype"] == floatx  # get_value() as the classic held it
+    assert ours["batches"] == classic["batches"] == [8, 2, 2]
+    # The same figures: the int8 view holds exactly the values the float copy
+    # held. (The compiled graphs differ - a decode before the matrix product -
+    # and the BLAS may round the last bit of a sum differently.)
+    for key in ("valid_errors", "test_error", "predicted"):
+        assert ours[key] == classic[key], key
+    last_bits = {"float64": 1e-12, "float32": 1e-5}[floatx]
+    for key in ("last_costs", "W"):
+        np.testing.assert_allclose(ours[key], classic[key], rtol=last_bits, atol=last_bits)
+    assert ours["valid_errors"][-1] < 0.5  # it learned (chance is 0.9)
+    assert ours["AESARA_FLAGS"] == f"floatX={floatx}"  # the environment as it was
+
+
+@pytest.mark.slow
+def test_a_classic_lenet5_client_under_float64(classic_layout):
+    classic = run_client(classic_layout, "classic_lenet.py", "classic", "float64")
+    ours = run_client(classic_layout, "classic_lenet.py", "int8store", "float64")
+    assert ours["floatX"] == "float64" and "CorrMM" in ours["ops"]
+    assert ours["batches"] == classic["batches"] == [16, 4]
+    np.testing.assert_allclose(ours["costs"], classic["costs"], rtol=1e-12)
+    assert ours["test_error"] == classic["test_error"]
+
+
+def python(code, env_extra=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AESARA")}
+    env.update(env_extra or {})
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()
+
+
+@pytest.mark.parametrize("flags", [None, "floatX=float32"])
+def test_importing_and_loading_leave_the_environment_as_it_was(flags):
+    code = ("import os, sys, int8store\n"
+            "print('aesara' in sys.modules)\n"
+            "int8store.load_data('digits')\n"
+            "print(os.environ.get('AESARA_FLAGS'))\n"
+            "import aesara; print(bool(aesara.config.blas__ldflags))")
+    lines = python(code, {"AESARA_FLAGS": flags} if flags else None)
+    assert lines[-3:] == ["False", str(flags), "True"]
+
+
+def test_aesara_imported_first_still_gets_blas_and_the_corrmm_fix():
+    code = ("import aesara, aesara.tensor as T\n"
+            "print(repr(aesara.config.blas__ldflags))\n"
+            "from int8store import load_data\n"
+            "load_data('digits')\n"
+            "from aesara.tensor.nnet import conv2d\n"
+            "x, w = T.tensor4(), T.tensor4()\n"
+            "f = aesara.function([x, w], conv2d(x, w))\n"
+            "print(sorted({type(n.op).__name__ for n in f.maker.fgraph.toposort()}))\n"
+            "print('scipy_openblas' in aesara.config.blas__ldflags)")
+    lines = python(code)
+    assert lines[-3] == "''"  # Aesara found no BLAS by itself
+    assert "CorrMM" in lines[-2] and lines[-1] == "True"
+
+
+@pytest.mark.parametrize("aesara_first", [True, False])
+def test_a_blas_the_user_chose_wins(aesara_first):
+    code = ("import aesara\n" if aesara_first else "") + (
+        "import int8store\nint8store.load_data('digits')\n"
+        "import aesara\nprint(repr(aesara.config.blas__ldflags))")
+    assert python(code, {"AESARA_FLAGS": "blas__ldflags="})[-1] == "''"
+
+
+def test_convert_info_verify_never_import_aesara(tmp_path):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    out = tmp_path / "s.h5"
+    code = ("import sys\nfrom int8store.cli import main\n"
+            f"assert main(['convert', {str(folder)!r}, '-o', {str(out)!r}]) == 0\n"
+            f"assert main(['info', {str(out)!r}]) == 0\n"
+            f"assert main(['verify', {str(out)!r}]) == 0\n"
+            "print(sorted(m for m in ('aesara', 'jax', 'scipy_openblas32') if m in sys.modules))")
+    assert python(code)[-1] == "[]"
