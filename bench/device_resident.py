@@ -27,35 +27,30 @@ sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
 
 import numpy as np  # noqa: E402
 
-import convolutional_mlp  # noqa: E402
-import logistic_sgd  # noqa: E402
 from synthetic import digit_like_images  # noqa: E402
 
-from int8store import SharedDataset, keep_on_device  # noqa: E402
-
-MODELS = {"logistic regression": (logistic_sgd.build_model, 600, 0.13),
-          "LeNet5": (convolutional_mlp.build_lenet5, 500, 0.1)}
+from int8store import SharedDataset, keep_on_device, place  # noqa: E402
+from models import MODELS, build as build_model  # noqa: E402
 WAYS = ("host-fed float32", "resident float32", "resident int8",
         "resident int8, params to host")
 
 
-def build(builder, splits, batch_size, rate, keep_params=True):
-    params, train, validate, test = builder(splits, batch_size, rate, mode="jax")
-    params = getattr(params, "params", params)  # the logistic classifier, or LeNet's list
+def build(model, splits, batch_size, rate, keep_params=True):
+    params, train = build_model(model, splits, batch_size, rate, mode="jax")
     if keep_params:
-        keep_on_device(params, [train, validate, test])
+        keep_on_device(params, [train])
     return train
 
 
 def resident(images, labels, storage):
-    return {name: SharedDataset.from_arrays(images, labels, storage=storage, name=name, mode="jax")
+    return {name: place(SharedDataset.from_arrays(images, labels, storage=storage, name=name), "jax")
             for name in ("train", "valid", "test")}
 
 
 def host_fed(images, labels, batch_size):
     """Splits one minibatch long, held in host memory, refilled before each step."""
     splits = {name: SharedDataset.from_arrays(images[:batch_size], labels[:batch_size],
-                                              storage="float32", name=name, mode="c")
+                                              storage="float", name=name)
               for name in ("train", "valid", "test")}
     pixels = (images.reshape(len(images), -1).astype(np.float32) / np.float32(256))
     labels32 = labels.astype(np.int32)
@@ -80,17 +75,17 @@ def main(argv=None):
     device = jax.devices()[0]
     images, labels = digit_like_images(args.examples, seed=0)
     rows = []
-    for model, (builder, batch_size, rate) in MODELS.items():
+    for model, (batch_size, rate) in MODELS.items():
         n_batches = args.examples // batch_size
         fed_splits, feed = host_fed(images, labels, batch_size)
         steps, device_bytes = {}, {}
-        fed_train = build(builder, fed_splits, batch_size, rate)
+        fed_train = build(model, fed_splits, batch_size, rate)
         steps[WAYS[0]] = lambda i, f=fed_train: (feed(i % n_batches), f(0))
         device_bytes[WAYS[0]] = 0
-        for way, storage, keep in ((WAYS[1], "float32", True), (WAYS[2], "int8", True),
+        for way, storage, keep in ((WAYS[1], "float", True), (WAYS[2], "int8", True),
                                    (WAYS[3], "int8", False)):
             splits = resident(images, labels, storage)
-            train = build(builder, splits, batch_size, rate, keep_params=keep)
+            train = build(model, splits, batch_size, rate, keep_params=keep)
             steps[way] = lambda i, f=train: f(i % n_batches)
             device_bytes[way] = splits["train"].nbytes
         for step in steps.values():  # compile and warm up

@@ -22,30 +22,25 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODELS = {"logistic regression": ("build_model", 600, 0.13),
-          "LeNet5": ("build_lenet5", 500, 0.1)}
 
 
 def measure(rounds, steps, examples):
     """{model: (float32 s/step, int8 s/step, median ratio)} in this process."""
-    sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
-    import convolutional_mlp
-    import logistic_sgd
+    sys.path.insert(0, str(HERE))
+    from models import MODELS, build
     from synthetic import digit_like_images
 
     from int8store import SharedDataset
-
-    builders = {"build_model": logistic_sgd.build_model,
-                "build_lenet5": convolutional_mlp.build_lenet5}
     images, labels = digit_like_images(examples, seed=0)
     results = {}
-    for model, (builder, batch_size, rate) in MODELS.items():
+    for model, (batch_size, rate) in MODELS.items():
         n_batches = examples // batch_size
         train = {}
         for storage in ("float32", "int8"):
-            splits = {name: SharedDataset.from_arrays(images, labels, storage=storage, name=name)
+            held = "float" if storage == "float32" else storage
+            splits = {name: SharedDataset.from_arrays(images, labels, storage=held, name=name)
                       for name in ("train", "valid", "test")}
-            train[storage] = builders[builder](splits, batch_size, rate)[1]
+            train[storage] = build(model, splits, batch_size, rate)[1]
             for step in range(3):  # warm up
                 train[storage](step % n_batches)
         times = {"float32": [], "int8": []}
@@ -73,6 +68,9 @@ def main(argv=None):
     if args.worker:
         print(json.dumps(measure(args.rounds, args.steps, args.examples)))
         return
+    sys.path.insert(0, str(HERE))
+    from models import MODELS
+
     rows = []
     for threads in args.threads:
         env = dict(os.environ)
@@ -82,7 +80,7 @@ def main(argv=None):
                    "--steps", str(args.steps), "--examples", str(args.examples)]
         output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
         for model, (float32, int8, ratio) in json.loads(output.splitlines()[-1]).items():
-            rows.append((model, MODELS[model][1], threads, float32, int8, ratio))
+            rows.append((model, MODELS[model][0], threads, float32, int8, ratio))
     print(f"CPU, Aesara C backend, {os.cpu_count()} cores; medians of {args.rounds} alternating "
           f"rounds of {args.steps} steps per storage")
     print(f"{'model':20} {'batch':>5} {'BLAS threads':>12} {'float32 ms/step':>16} "

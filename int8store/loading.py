@@ -17,31 +17,38 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     dict
         ``{"train": SharedDataset, "valid": ..., "test": ...}``
     """
-    from .dataset import SharedDataset
-    from .plan import plan_splits
     from .sources import read_source
     from .sources.locate import caller_file
-    from .symbolic import normalization_mean
 
-    caller = caller or caller_file()
-    plan = plan_splits(read_source(dataset, cache_dir=cache_dir, caller=caller),
-                       valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
+    source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
+    # The rest is imported once the source is read: reading is when memory peaks.
+    from .memory import give_back_freed_memory
+    from .plan import plan_splits
+
+    plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
+    del source
+    encoding, image_shape = plan.encoding, plan.image_shape
     missing = [n for n in SPLITS if n not in plan.splits]
     if missing:
         raise SourceFormatError(
             f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
             f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
         )
-    splits, mean = {}, None
-    for name in SPLITS:
-        # One split at a time, the source's images released once encoded: the
-        # float arrays a reader holds are never all alive beside all the codes.
-        codes, labels = plan.codes(name), plan.labels(name)
-        if normalize == "dataset" and name == "train":
-            mean = normalization_mean(codes, plan.encoding)  # the training split's, for all
-        splits[name] = SharedDataset(codes, labels, plan.encoding, normalize=normalize,
-                                     storage=storage, dataset_mean=mean,
-                                     image_shape=plan.image_shape, name=name, dtype=dtype)
+    # One split at a time, the source's images released once encoded: the
+    # float arrays a reader holds are never all alive beside all the codes.
+    held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
+    del plan
+    give_back_freed_memory()
+    # Only now the graphs (and Aesara's set-up): after the peak of reading.
+    from .dataset import SharedDataset
+    from .symbolic import normalization_mean
+
+    # "dataset" normalization uses the training split's statistics everywhere.
+    mean = normalization_mean(held["train"][0], encoding) if normalize == "dataset" else None
+    splits = {name: SharedDataset(codes, labels, encoding, normalize=normalize, storage=storage,
+                                  dataset_mean=mean, image_shape=image_shape, name=name,
+                                  dtype=dtype)
+              for name, (codes, labels) in held.items()}
     if mode != "c":
         from .backend.device import place
         place(list(splits.values()), mode)

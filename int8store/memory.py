@@ -1,6 +1,25 @@
-"""How many bytes a dataset's images take on the device, int8 against float32."""
+"""How many bytes a dataset's images take on the device, int8 against float32,
+and giving the memory of released source arrays back to the system."""
 
-__all__ = ["memory_table"]
+import ctypes
+import ctypes.util
+import sys
+
+__all__ = ["memory_table", "give_back_freed_memory"]
+
+
+def give_back_freed_memory():
+    """Return freed heap memory to the operating system (glibc's ``malloc_trim``;
+    elsewhere nothing). Loading frees large float arrays in an order that can
+    leave their pages in glibc's heap behind the codes allocated meanwhile, so
+    that the process would go on holding memory it no longer uses."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
 
 
 def memory_table(splits):

@@ -8,13 +8,13 @@ A store's splits pass through as they are: already int8 codes, with their
 encoding.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from .encoding import Encoding, encode, survey_encoding
-from .errors import ArgumentError, SourceFormatError
+from .encoding import _FLOAT_DIVISORS, Encoding, encode, survey_encoding
+from .errors import ArgumentError, EncodingError, SourceFormatError
 from .labels import as_int32_labels
 
 __all__ = ["Plan", "plan_splits", "validation_count", "DEFAULT_CHUNK_BYTES", "VALID_SHARE"]
@@ -52,6 +52,7 @@ class Plan:
     origin: str
     label_names: Optional[list] = None
     encoded: bool = False
+    done: dict = field(default_factory=dict)  # codes already made while choosing the encoding
 
     def name_of(self, split):
         return f"{self.origin} ({split})"
@@ -75,9 +76,12 @@ class Plan:
         """All the split's codes in one array, flat ``(N, features)``; the
         source's images of that split are released once encoded."""
         source = self.splits[split]
-        images = source.images()
-        codes = images if self.encoded else encode(
-            images, self.encoding, name=f"{self.name_of(split)} images")
+        if split in self.done:
+            codes = self.done.pop(split)
+        else:
+            images = source.images()
+            codes = images if self.encoded else encode(
+                images, self.encoding, name=f"{self.name_of(split)} images")
         source.release()
         return codes.reshape(len(codes), -1)
 
@@ -172,9 +176,23 @@ def _common_image_shape(splits, source):
 
 
 def _choose_encoding(plan, divisor, lossy, chunk_bytes):
-    """One encoding for every split: at once for 8-bit pixels, else a survey."""
-    if all(s.dtype == np.uint8 for s in plan.splits.values()):
+    """One encoding for every split: at once for 8-bit pixels; for float
+    arrays in memory, by encoding them with each affine candidate in turn
+    (one pass that checks and encodes, the codes kept); else a survey."""
+    splits = plan.splits.values()
+    if all(s.dtype == np.uint8 for s in splits):
         return Encoding(128, divisor or 256)
+    if all(s.in_memory and np.issubdtype(s.dtype, np.floating) for s in splits):
+        precision = "float64" if any(s.dtype.itemsize > 4 for s in splits) else "float32"
+        for candidate in (divisor,) if divisor else _FLOAT_DIVISORS:
+            encoding = Encoding(128, candidate, precision=precision)
+            try:
+                plan.done = {name: encode(split.images(), encoding,
+                                          name=f"{plan.name_of(name)} images")
+                             for name, split in plan.splits.items()}
+                return encoding
+            except EncodingError:
+                plan.done = {}
 
     def chunks():
         for name, split in plan.splits.items():

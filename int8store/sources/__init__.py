@@ -76,6 +76,11 @@ class Split:
     def image_nbytes(self):
         return int(np.prod(self.image_shape, dtype=np.int64)) * self.dtype.itemsize
 
+    @property
+    def in_memory(self):
+        """Whether the images are one array in memory (not streamed from a file)."""
+        return self._array is not None
+
     def _chunks_of_array(self, rows):
         array = self._array
         return (array[i:i + rows] for i in range(0, len(array), rows))
@@ -183,18 +188,24 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
         is not in the working folder is looked for in ``../data/`` beside it,
         as the classic tutorials did (see :mod:`.locate`).
     """
-    from . import digits, hdf5, idx, images, mnist, npz, pickled
+    # Each reader is imported when it is needed: a loader's own imports count
+    # in the memory it takes.
+    from importlib import import_module
+
+    def reader(name):
+        return import_module(f".{name}", __name__)
+
 
     if isinstance(dataset, (list, tuple)):
         paths = [Path(p) for p in dataset]
         if len(paths) == 1:
             return read_source(paths[0], cache_dir, resize, keys)
         _check_exist(paths)
-        return idx.read_idx_files(paths)
+        return reader("idx").read_idx_files(paths)
     if isinstance(dataset, str) and dataset == "digits":
-        return digits.read_digits()
+        return reader("digits").read_digits()
     if isinstance(dataset, str) and dataset == "mnist":
-        return mnist.read_mnist(cache_dir)
+        return reader("mnist").read_mnist(cache_dir)
     from .locate import classic_candidates
 
     candidates = classic_candidates(dataset, caller)
@@ -202,23 +213,23 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     if path is None:
         if Path(dataset).name == "mnist.pkl.gz":
             # The classic tutorials' default argument: then the cache, downloaded if missing.
-            return mnist.read_mnist(cache_dir)
+            return reader("mnist").read_mnist(cache_dir)
         _check_exist(candidates, either=True)
     if path.is_dir():
-        if idx.holds_idx_files(path):
-            return idx.read_idx_folder(path)
-        return images.read_image_folder(path, resize)
+        if reader("idx").holds_idx_files(path):
+            return reader("idx").read_idx_folder(path)
+        return reader("images").read_image_folder(path, resize)
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):
-        return pickled.read_mnist_pickle(path)
+        return reader("pickled").read_mnist_pickle(path)
     if name.endswith(".npz"):
-        return npz.read_npz(path, keys)
+        return reader("npz").read_npz(path, keys)
     if name.endswith((".h5", ".hdf5")):
-        return hdf5.read_hdf5(path, keys)
+        return reader("hdf5").read_hdf5(path, keys)
     if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
-        return images.read_image_archive(path, resize)
-    if idx.looks_like_idx(path):
-        return idx.read_idx_files([path])
+        return reader("images").read_image_archive(path, resize)
+    if reader("idx").looks_like_idx(path):
+        return reader("idx").read_idx_files([path])
     raise SourceFormatError(
         f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, .h5, "
         ".zip/.tar(.gz) of class folders, IDX files, or a folder of IDX files or class folders"

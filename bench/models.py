@@ -1,0 +1,68 @@
+"""The two tutorials' models, built over given splits for the benchmarks: the
+tutorials' own layers (LogisticRegression, HiddenLayer, LeNetConvPoolLayer),
+the minibatch taken with int8store's static-size minibatch op, compiled for
+``mode``. Importing this module sets Aesara's floatX to float32, the classic
+tutorials' published setting, which the benchmarks measure.
+
+    params, train = build("LeNet5", splits, batch_size=500, learning_rate=0.1, mode="c")
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tutorials"))
+
+import numpy  # noqa: E402
+
+import aesara  # noqa: E402
+import aesara.tensor as T  # noqa: E402
+
+aesara.config.floatX = "float32"
+
+import convolutional_mlp  # noqa: E402
+from logistic_sgd import LogisticRegression  # noqa: E402
+from mlp import HiddenLayer  # noqa: E402
+
+from int8store import function_mode  # noqa: E402
+
+__all__ = ["MODELS", "build"]
+
+#: name -> (batch size, learning rate) of the classic tutorials
+MODELS = {"logistic regression": (600, 0.13), "LeNet5": (500, 0.1)}
+
+
+def build(name, splits, batch_size, learning_rate, mode="c"):
+    """``(params, train)``: the model's parameters and its compiled SGD step
+    on minibatch ``index`` of ``splits["train"]`` (SharedDataset objects)."""
+    train = splits["train"]
+    index = T.lscalar()
+    x = T.TensorType(aesara.config.floatX, shape=(batch_size, train.n_features))("x")
+    y = T.TensorType("int32", shape=(batch_size,))("y")
+    n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
+    if name == "logistic regression":
+        top = LogisticRegression(input=x, n_in=train.n_features, n_out=n_out)
+        params = top.params
+    else:
+        params, top = _lenet5(x, train.image_shape, batch_size, n_out)
+    cost = top.negative_log_likelihood(y)
+    updates = [(p, p - learning_rate * g) for p, g in zip(params, T.grad(cost, params))]
+    batch_x, batch_y = train.minibatch(index, batch_size)
+    step = aesara.function([index], cost, updates=updates, givens={x: batch_x, y: batch_y},
+                           mode=function_mode(mode))
+    return params, step
+
+
+def _lenet5(x, image_shape, batch_size, n_out, nkerns=(20, 50)):
+    rng = numpy.random.RandomState(23455)
+    channels, ((filter0, size0), (filter1, size1)) = convolutional_mlp.lenet5_geometry(image_shape)
+    layer0 = convolutional_mlp.LeNetConvPoolLayer(
+        rng, input=x.reshape((batch_size, channels) + tuple(image_shape[:2])),
+        image_shape=(batch_size, channels) + tuple(image_shape[:2]),
+        filter_shape=(nkerns[0], channels) + filter0)
+    layer1 = convolutional_mlp.LeNetConvPoolLayer(
+        rng, input=layer0.output, image_shape=(batch_size, nkerns[0]) + size0,
+        filter_shape=(nkerns[1], nkerns[0]) + filter1)
+    layer2 = HiddenLayer(rng, input=layer1.output.flatten(2),
+                         n_in=nkerns[1] * size1[0] * size1[1], n_out=500, activation=T.tanh)
+    layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=n_out)
+    return layer3.params + layer2.params + layer1.params + layer0.params, layer3
