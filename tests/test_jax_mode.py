@@ -110,8 +110,8 @@ def test_logistic_tutorial_in_jax_mode_matches_c_mode(tmp_path):
     runs = {mode: logistic_sgd.sgd_optimization_mnist(dataset="digits", n_epochs=60, mode=mode,
                                                       model_path=tmp_path / f"{mode}.npz")
             for mode in ("c", "jax")}
-    assert runs["jax"]["best_validation_loss"] == pytest.approx(runs["c"]["best_validation_loss"], abs=1e-12)
-    assert runs["jax"]["test_score"] == pytest.approx(runs["c"]["test_score"], abs=1e-12)
+    assert runs["jax"]["best_validation_loss"] == pytest.approx(runs["c"]["best_validation_loss"], abs=1e-6)
+    assert runs["jax"]["test_score"] == pytest.approx(runs["c"]["test_score"], abs=1e-6)
     with np.load(tmp_path / "jax.npz") as j, np.load(tmp_path / "c.npz") as c:
         for name in ("W", "b"):
             np.testing.assert_allclose(j[name], c[name], rtol=0, atol=1e-4)
@@ -121,9 +121,9 @@ def test_logistic_tutorial_in_jax_mode_matches_c_mode(tmp_path):
 def test_lenet5_tutorial_in_jax_mode_matches_c_mode():
     runs = {mode: convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=12, mode=mode)
             for mode in ("c", "jax")}
-    # the same errors (the means of the batches' errors may differ in the last bit)
-    assert runs["jax"]["best_validation_loss"] == pytest.approx(runs["c"]["best_validation_loss"], abs=1e-12)
-    assert runs["jax"]["test_score"] == pytest.approx(runs["c"]["test_score"], abs=1e-12)
+    # the same errors (their means are float32 in JAX without x64)
+    assert runs["jax"]["best_validation_loss"] == pytest.approx(runs["c"]["best_validation_loss"], abs=1e-6)
+    assert runs["jax"]["test_score"] == pytest.approx(runs["c"]["test_score"], abs=1e-6)
     assert runs["jax"]["best_iter"] == runs["c"]["best_iter"]
     for jax_param, c_param in zip(runs["jax"]["params"], runs["c"]["params"]):
         np.testing.assert_allclose(jax_param, c_param, rtol=0, atol=1e-4)
