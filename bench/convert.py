@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from int8store.converter import convert
+from int8store import convert
 from synthetic import digit_like_images
 
 SPLITS = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", 60000),

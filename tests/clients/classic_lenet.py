@@ -6,10 +6,7 @@ int8store explicitly for the CPU convolution's set-up (a BLAS, Aesara's
 CorrMM fix), which a classic Theano install had and Aesara 2.9.4 lacks.
 Prints its figures as JSON."""
 
-import gzip
 import json
-import os
-import pickle
 import sys
 
 import numpy
@@ -19,23 +16,8 @@ import aesara.tensor as T
 from aesara.tensor.nnet import conv2d
 from aesara.tensor.signal import pool
 
-LOADER = sys.argv[sys.argv.index("--loader") + 1]
-
-
-def classic_load_data(dataset):
-    if os.path.dirname(dataset) == "" and not os.path.isfile(dataset):
-        dataset = os.path.join(os.path.split(__file__)[0], "..", "data", dataset)
-    with gzip.open(dataset, "rb") as f:
-        sets = pickle.load(f, encoding="latin1")  # the test's own file
-
-    def shared_dataset(data_xy):
-        data_x, data_y = data_xy
-        shared_x = aesara.shared(numpy.asarray(data_x, dtype=aesara.config.floatX), borrow=True)
-        shared_y = aesara.shared(numpy.asarray(data_y, dtype=aesara.config.floatX), borrow=True)
-        return shared_x, T.cast(shared_y, "int32")
-
-    return [shared_dataset(s) for s in sets]
-
+# the classic convolutional_mlp.py imported its loader from logistic_sgd.py
+from classic_logistic import LOADER, classic_load_data
 
 if LOADER == "int8store":
     from int8store import load_data

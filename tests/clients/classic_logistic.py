@@ -15,8 +15,13 @@ import numpy
 import aesara
 import aesara.tensor as T
 
-LOADER = sys.argv[sys.argv.index("--loader") + 1]
-EPOCHS = int(sys.argv[sys.argv.index("--epochs") + 1])
+
+
+def option(name, default=None):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+LOADER = option("--loader", "classic")
 
 
 def classic_load_data(dataset):
@@ -85,7 +90,7 @@ def main(batch_size=50, learning_rate=0.13):
                         updates=[(classifier.W, classifier.W - learning_rate * g_W),
                                  (classifier.b, classifier.b - learning_rate * g_b)])
     valid_errors = []
-    for epoch in range(EPOCHS):
+    for epoch in range(int(option("--epochs", 1))):
         costs = [float(train_model(i)) for i in range(n_train_batches)]
         valid_errors.append(float(numpy.mean([validate_model(i) for i in range(n_valid_batches)])))
     test_error = float(numpy.mean([test_model(i) for i in range(n_test_batches)]))

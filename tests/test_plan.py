@@ -1,0 +1,156 @@
+"""One road from a source to its final splits, for load_data and convert alike;
+where a bare file name is looked for; the MNIST cache accepting a repackaged
+copy of the classic file by its arrays."""
+
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+
+from archives import fake_mnist, python2_pickle, write_mnist_idx_folder
+from int8store import (ArgumentError, DatasetNotFoundError, EncodingError, SourceFormatError,
+                       convert, load_splits, open_store, plan_splits)
+from int8store.cli import main
+from int8store.sources import read_source
+from int8store.sources import mnist as mnist_cache
+
+
+def store_pixels(path, split):
+    store = open_store(path)
+    codes, labels = store.read_split(split)
+    return store.encoding.levels(codes).reshape(len(codes), -1), labels
+
+
+def loaded_pixels(splits, split):
+    ds = splits[split]
+    return ds.encoding.levels(ds.data.get_value(borrow=True)), ds.y.get_value(borrow=True)
+
+
+@pytest.mark.parametrize("options", [{}, {"valid_size": 7}, {"valid_size": 0.25},
+                                     {"valid_size": 5, "valid_seed": 3}, {"valid_seed": 11}])
+def test_load_data_and_convert_choose_the_same_validation_examples(tmp_path, options):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30, n_test=6, side=5))
+    out = tmp_path / "s.h5"
+    convert(folder, out, **options)
+    loaded = load_splits(folder, **options)
+    for split in ("train", "valid", "test"):
+        for from_store, from_load in zip(store_pixels(out, split), loaded_pixels(loaded, split)):
+            np.testing.assert_array_equal(from_store, from_load)
+    # and loading the store gives those splits again, as they are
+    again = load_splits(out)
+    for split in ("train", "valid", "test"):
+        np.testing.assert_array_equal(loaded_pixels(again, split)[0], loaded_pixels(loaded, split)[0])
+
+
+def test_the_default_validation_split_is_the_last_sixth_of_train(tmp_path):
+    data = fake_mnist(n_train=36, n_test=6)
+    plan = plan_splits(read_source(write_mnist_idx_folder(tmp_path / "idx", data)))
+    assert list(plan.splits) == ["train", "valid", "test"]
+    np.testing.assert_array_equal(plan.splits["valid"].labels, data["train"][1][30:])
+    np.testing.assert_array_equal(plan.splits["train"].labels, data["train"][1][:30])
+
+
+def test_validation_options_are_refused_for_a_source_that_has_a_validation_split(tmp_path):
+    path = tmp_path / "three.npz"
+    arrays = {f"x_{s}": np.zeros((4, 2, 2), np.uint8) for s in ("train", "valid", "test")}
+    arrays.update({f"y_{s}": np.zeros(4, np.int64) for s in ("train", "valid", "test")})
+    np.savez(path, **arrays)
+    for options in ({"valid_size": 2}, {"valid_seed": 1}):
+        with pytest.raises(ArgumentError, match="already has a validation split"):
+            load_splits(path, **options)
+        with pytest.raises(ArgumentError, match="already has a validation split"):
+            convert(path, tmp_path / "out.h5", **options)
+    assert not (tmp_path / "out.h5").exists()
+
+
+def scan_like(path, seed=0):
+    """Floats with far more than 256 distinct values: not storable exactly."""
+    rng = np.random.default_rng(seed)
+    np.savez(path, x_train=rng.normal(size=(24, 3, 3)), y_train=np.arange(24) % 2,
+             x_test=rng.normal(size=(6, 3, 3)), y_test=np.arange(6) % 2)
+    return path
+
+
+def test_convert_lossy_quantizes_and_reports_the_largest_error(tmp_path, capsys):
+    source = scan_like(tmp_path / "scan.npz")
+    status = main(["convert", str(source), "-o", str(tmp_path / "exact.h5")])
+    err = capsys.readouterr().err
+    assert status == 2 and "cannot be stored losslessly" in err and "--lossy" in err
+    assert "270 distinct values" in err
+    assert not (tmp_path / "exact.h5").exists()
+    assert main(["convert", str(source), "-o", str(tmp_path / "lossy.h5"), "--lossy"]) == 0
+    out = capsys.readouterr().out
+    assert "codebook of 256 values, lossy (max error" in out
+    store = open_store(tmp_path / "lossy.h5")
+    with np.load(source) as arrays:
+        values = np.concatenate([arrays["x_train"].ravel(), arrays["x_test"].ravel()])
+    step = (values.max() - values.min()) / 255  # 256 levels over the range of every split
+    assert 0 < store.encoding.max_error <= step / 2 + 1e-12
+    # load_data takes the same option, and chooses the same encoding
+    splits = load_splits(source, lossy=True)
+    np.testing.assert_array_equal(splits["train"].encoding.codebook, store.encoding.codebook)
+    with pytest.raises(EncodingError, match="lossy=True"):
+        load_splits(source)
+
+
+# -- where a bare file name is looked for ------------------------------------------
+
+def classic_pickle(path, offset=0):
+    data = fake_mnist(n_train=12, n_test=6, side=4, seed=offset)
+    content = tuple(((images.reshape(len(images), -1) / 256).astype(np.float32), labels.astype(np.int64))
+                    for images, labels in (data["train"], data["train"], data["test"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(python2_pickle(content)))
+    return content
+
+
+def test_a_bare_name_is_looked_for_in_the_working_folder_then_in_data_beside_the_caller(
+        tmp_path, monkeypatch):
+    caller = tmp_path / "code" / "tutorial.py"
+    beside = classic_pickle(tmp_path / "data" / "mnist.pkl.gz", offset=1)
+    monkeypatch.chdir(tmp_path)
+    source = read_source("mnist.pkl.gz", caller=caller)
+    assert source.origin == str(tmp_path / "data" / "mnist.pkl.gz")
+    np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
+    here = classic_pickle(tmp_path / "mnist.pkl.gz", offset=2)  # the classic took this first
+    source = read_source("mnist.pkl.gz", caller=caller)
+    assert source.origin == "mnist.pkl.gz"
+    np.testing.assert_array_equal(source.splits["test"].labels, here[2][1])
+
+
+def test_a_missing_file_names_every_place_looked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatasetNotFoundError) as error:
+        read_source("scans.npz", caller=tmp_path / "code" / "tutorial.py")
+    assert f"scans.npz or {tmp_path / 'data' / 'scans.npz'}: no such file" in str(error.value)
+
+
+def test_a_missing_mnist_pickle_falls_back_to_the_cache_offline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INT8STORE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError, match="MNIST is not in the cache folder"):
+        read_source("mnist.pkl.gz", cache_dir=tmp_path / "cache", caller=tmp_path / "x.py")
+
+
+# -- the cache accepts the classic arrays in other pickle bytes ------------------------
+
+def digests(content):
+    return {name: (mnist_cache._digest(x, "<f4"), mnist_cache._digest(y, "<i8"))
+            for name, (x, y) in zip(("train", "valid", "test"), content)}
+
+
+def test_a_repackaged_copy_of_the_classic_arrays_is_accepted_by_content(tmp_path, monkeypatch):
+    folder = tmp_path / "cache" / "mnist"
+    content = classic_pickle(folder / "mnist.pkl.gz")
+    monkeypatch.setattr(mnist_cache, "MNIST_PICKLE_ARRAYS", digests(content))
+    # the same arrays, pickled by Python 3 (other bytes, another md5)
+    with gzip.open(folder / "mnist.pkl.gz", "wb") as f:
+        pickle.dump(content, f, protocol=4)
+    source = mnist_cache.read_mnist(tmp_path / "cache")
+    np.testing.assert_array_equal(source.splits["train"].images(), content[0][0])
+    # other arrays are refused, with what to do
+    other = classic_pickle(folder / "mnist.pkl.gz", offset=5)
+    assert not np.array_equal(other[0][0], content[0][0])
+    with pytest.raises(SourceFormatError, match="split 'train' differs.*delete it to download"):
+        mnist_cache.read_mnist(tmp_path / "cache")
