@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tutorials"))
 
 import numpy  # noqa: E402
 
+from int8store.backend import activate  # noqa: E402
+
+activate()  # before Aesara's own BLAS probe, which would only print warnings here
 import aesara  # noqa: E402
 import aesara.tensor as T  # noqa: E402
 

@@ -1,8 +1,15 @@
-"""Opening files that may be gzipped, with damage reported against the file."""
+"""Opening files that may be gzipped, with damage reported against the file.
+
+Gzip data is decompressed by ISA-L (the ``isal`` package, a dependency), which
+reads MNIST about twice as fast as the standard library's gzip: decompression
+is most of the time of loading mnist.pkl.gz or the IDX files.
+"""
 
 import gzip
 import zlib
 from contextlib import contextmanager
+
+from isal import igzip, isal_zlib
 
 from ..errors import SourceFormatError
 
@@ -11,7 +18,7 @@ __all__ = ["open_maybe_gzipped"]
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # What gzip raises for truncated or corrupt data.
-GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+GZIP_ERRORS = (EOFError, zlib.error, isal_zlib.error, gzip.BadGzipFile)
 
 
 def is_gzipped(path):
@@ -25,7 +32,7 @@ def open_maybe_gzipped(path):
 
     Damaged gzip data raises :class:`SourceFormatError` naming the file.
     """
-    opener = gzip.open if is_gzipped(path) else open
+    opener = igzip.open if is_gzipped(path) else open
     try:
         with opener(path, "rb") as f:
             yield f

@@ -6,6 +6,7 @@ it. Python 2 pickles (the classic file) are read with the latin-1 encoding.
 """
 
 import pickle
+import struct
 
 import numpy as np
 
@@ -84,9 +85,16 @@ def restricted_load(file, origin="pickle"):
 
 
 def read_mnist_pickle(path):
-    """The classic ``((train_x, train_y), (valid_x, valid_y), (test_x, test_y))``."""
-    with open_maybe_gzipped(path) as f:
-        content = restricted_load(f, origin=str(path))
+    """The classic ``((train_x, train_y), (valid_x, valid_y), (test_x, test_y))``.
+
+    The classic file (a Python 2 pickle) is read by :mod:`.py2pickle`, which
+    reads the images straight into their arrays; any other pickle by the
+    restricted unpickler.
+    """
+    content = _read_python2_arrays(path)
+    if content is None:
+        with open_maybe_gzipped(path) as f:
+            content = restricted_load(f, origin=str(path))
     if not (isinstance(content, (tuple, list)) and len(content) == 3
             and all(isinstance(s, (tuple, list)) and len(s) == 2 for s in content)):
         raise SourceFormatError(
@@ -98,6 +106,21 @@ def read_mnist_pickle(path):
     # The classic file holds flat 28x28 images.
     image_shape = (28, 28) if splits["train"].image_shape == (784,) else None
     return SourceData(splits, origin=str(path), image_shape=image_shape)
+
+
+def _read_python2_arrays(path):
+    """The content by :func:`.py2pickle.read_arrays`, or None if it does not apply."""
+    from .py2pickle import Unsupported, read_arrays
+
+    try:
+        with open_maybe_gzipped(path) as f:
+            return read_arrays(f, origin=str(path))
+    except Unsupported:
+        return None
+    except EOFError as error:
+        raise SourceFormatError(str(error)) from error
+    except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays ({error})") from error
 
 
 def _shape_of(content):

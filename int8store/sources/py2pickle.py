@@ -1,0 +1,195 @@
+"""The classic mnist.pkl.gz read without a second copy of its images.
+
+The file is a Python 2 pickle (protocol 2) of numpy arrays, each stored as a
+string of raw bytes. Python's unpickler reads such a string into a buffer,
+then copies it into a new object: twice the images' bytes at once (313.6 MB
+for MNIST's training images). This reader interprets the same opcodes, but
+when a large string turns out to be an array's data it allocates the array
+and reads the data straight into it, a megabyte at a time.
+
+It understands the opcodes that numpy arrays, tuples and lists of protocol 2
+use and rebuilds numpy arrays and dtypes only; anything else raises
+:class:`Unsupported`, and the caller falls back on the restricted unpickler
+(:mod:`.pickled`), which reads every pickle it accepts.
+"""
+
+import struct
+
+import numpy as np
+
+__all__ = ["read_arrays", "Unsupported"]
+
+# Strings at least this long that are an array's data are read into the array.
+_STREAMED = 1 << 20
+_BLOCK = 1 << 20
+
+
+class Unsupported(Exception):
+    """The pickle uses something this reader does not interpret."""
+
+
+class _Pending:
+    """An array under construction: numpy's ``_reconstruct`` result until BUILD."""
+
+    def __init__(self, shape, dtype):
+        self.array = np.ndarray.__new__(np.ndarray, shape, dtype)
+
+
+class _ReadInto:
+    """A large string that was an array's data, already read into ``array``."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def _reconstruct(subtype, shape, dtype):
+    if subtype is not np.ndarray:
+        raise Unsupported(f"an array of type {subtype!r}")
+    return _Pending(shape, _dtype(dtype))
+
+
+def _dtype(spec, align=False, copy=False):
+    dtype = np.dtype(spec, align, copy)
+    if dtype.hasobject:
+        raise Unsupported("an array of Python objects")
+    return dtype
+
+
+_GLOBALS = {("numpy.core.multiarray", "_reconstruct"): _reconstruct,
+            ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
+            ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): _dtype}
+
+
+def read_arrays(file, origin):
+    """The object a protocol-2 pickle of arrays and tuples holds, read from the
+    binary file object ``file`` (which must support ``readinto``)."""
+    stack, marks, memo = [], [], {}
+
+    def read(n):
+        data = file.read(n)
+        if len(data) != n:
+            raise EOFError(f"{origin}: the file is truncated: it ends in the middle of the data")
+        return data
+
+    def string(size):
+        if size >= _STREAMED and _is_array_state(stack, marks):
+            return _ReadInto(_read_array(file, stack[-3], stack[-2], stack[-1], size, origin))
+        return read(size).decode("latin1")
+
+    def pop_mark():
+        items = stack[marks[-1]:]
+        del stack[marks.pop():]
+        return items
+
+    while True:
+        op = read(1)
+        if op == b"\x80":  # PROTO
+            if read(1)[0] > 2:
+                raise Unsupported("a pickle protocol above 2")
+        elif op == b"c":  # GLOBAL
+            module, name = file.readline().decode("ascii").strip(), file.readline().decode("ascii").strip()
+            if (module, name) not in _GLOBALS:
+                raise Unsupported(f"{module}.{name}")
+            stack.append(_GLOBALS[(module, name)])
+        elif op in (b"q", b"r"):  # BINPUT, LONG_BINPUT
+            memo[read(1)[0] if op == b"q" else struct.unpack("<I", read(4))[0]] = stack[-1]
+        elif op in (b"h", b"j"):  # BINGET, LONG_BINGET
+            stack.append(memo[read(1)[0] if op == b"h" else struct.unpack("<I", read(4))[0]])
+        elif op == b"(":  # MARK
+            marks.append(len(stack))
+        elif op == b"t":  # TUPLE
+            stack.append(tuple(pop_mark()))
+        elif op == b")":  # EMPTY_TUPLE
+            stack.append(())
+        elif op in (b"\x85", b"\x86", b"\x87"):  # TUPLE1..3
+            n = op[0] - 0x84
+            items = tuple(stack[-n:])
+            del stack[-n:]
+            stack.append(items)
+        elif op == b"]":  # EMPTY_LIST
+            stack.append([])
+        elif op == b"e":  # APPENDS
+            items = pop_mark()
+            stack[-1].extend(items)
+        elif op == b"a":  # APPEND
+            item = stack.pop()
+            stack[-1].append(item)
+        elif op == b"J":  # BININT
+            stack.append(struct.unpack("<i", read(4))[0])
+        elif op == b"K":  # BININT1
+            stack.append(read(1)[0])
+        elif op == b"M":  # BININT2
+            stack.append(struct.unpack("<H", read(2))[0])
+        elif op == b"N":  # NONE
+            stack.append(None)
+        elif op in (b"\x88", b"\x89"):  # NEWTRUE, NEWFALSE
+            stack.append(op == b"\x88")
+        elif op == b"U":  # SHORT_BINSTRING
+            stack.append(string(read(1)[0]))
+        elif op == b"T":  # BINSTRING
+            size = struct.unpack("<i", read(4))[0]
+            if size < 0:
+                raise Unsupported("a string of negative length")
+            stack.append(string(size))
+        elif op == b"R":  # REDUCE
+            args = stack.pop()
+            function = stack.pop()
+            if function not in _GLOBALS.values() or not isinstance(args, tuple):
+                raise Unsupported(f"a call of {function!r}")
+            stack.append(function(*args))
+        elif op == b"b":  # BUILD
+            state = stack.pop()
+            _build(stack[-1], state)
+        elif op == b".":  # STOP
+            return _resolved(stack.pop())
+        else:
+            raise Unsupported(f"the opcode {op!r}")
+
+
+def _is_array_state(stack, marks):
+    """Whether the stack holds ``MARK version shape dtype fortran`` of an array."""
+    return (bool(marks) and len(stack) - marks[-1] == 4 and marks[-1] >= 1
+            and isinstance(stack[marks[-1] - 1], _Pending) and isinstance(stack[-2], np.dtype)
+            and isinstance(stack[-3], tuple) and isinstance(stack[-1], bool))
+
+
+def _read_array(file, shape, dtype, fortran, size, origin):
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise Unsupported(f"an array shape {shape!r}")
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size != expected:
+        raise Unsupported(f"{size} bytes of data for an array of shape {shape} and {dtype}")
+    array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    flat = memoryview(array.reshape(-1, order="A")).cast("B")
+    for start in range(0, size, _BLOCK):
+        got = file.readinto(flat[start:start + _BLOCK])
+        while got and got < len(flat[start:start + _BLOCK]):  # a short read is not the end
+            more = file.readinto(flat[start + got:start + _BLOCK])
+            if not more:
+                break
+            got += more
+        if got != len(flat[start:start + _BLOCK]):
+            raise EOFError(f"{origin}: the file is truncated: it ends in the middle of the data")
+    return array
+
+
+def _build(obj, state):
+    if isinstance(obj, _Pending):
+        if isinstance(state, tuple) and state and isinstance(state[-1], _ReadInto):
+            obj.array = state[-1].array
+        else:
+            obj.array.__setstate__(state)
+    elif isinstance(obj, np.dtype):
+        obj.__setstate__(state)
+    else:
+        raise Unsupported(f"the state of {type(obj).__name__}")
+
+
+def _resolved(value):
+    if isinstance(value, _Pending):
+        return value.array
+    if isinstance(value, (tuple, list)):
+        return type(value)(_resolved(v) for v in value)
+    if isinstance(value, _ReadInto):
+        raise Unsupported("array data outside an array")
+    return value
