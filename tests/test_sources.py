@@ -142,6 +142,39 @@ def test_python2_pickle_is_read_as_latin1(tmp_path):
     assert splits["train"].image_shape == (28, 28)
 
 
+@pytest.mark.parametrize("streamed", [1 << 20, 16])
+def test_the_classic_pickle_is_read_straight_into_its_arrays(tmp_path, monkeypatch, streamed):
+    from int8store.sources import py2pickle
+    from int8store.sources.pickled import read_mnist_pickle, restricted_load
+
+    monkeypatch.setattr(py2pickle, "_STREAMED", streamed)  # 16: every array's data streams
+    monkeypatch.setattr(py2pickle, "_BLOCK", 7)  # blocks that split every value
+    content = fake_mnist_pickle_content(n=(9, 4, 5), width=12)
+    raw = python2_pickle(content)
+    with io.BytesIO(raw) as f:
+        reference = restricted_load(f)
+    with io.BytesIO(raw) as f:
+        fast = py2pickle.read_arrays(f, "test")
+    for (x, y), (fx, fy) in zip(reference, fast):
+        assert fx.dtype == x.dtype and fy.dtype == y.dtype
+        np.testing.assert_array_equal(fx, x)
+        np.testing.assert_array_equal(fy, y)
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(raw)[:-30])
+    with pytest.raises(SourceFormatError, match="truncated") as error:
+        read_mnist_pickle(path)
+    assert str(path) in str(error.value)
+
+
+def test_other_pickles_fall_back_on_the_restricted_unpickler(monkeypatch):
+    from int8store.sources import py2pickle
+
+    for protocol in (2, 4):  # Python 3 writes other opcodes and globals
+        with io.BytesIO(pickle.dumps(fake_mnist_pickle_content(), protocol=protocol)) as f:
+            with pytest.raises(py2pickle.Unsupported):
+                py2pickle.read_arrays(f, "test")
+
+
 class _RunsACommand:
     def __init__(self, marker):
         self.marker = marker
