@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job, offline: set up .venv, train the logistic-regression tutorial on
 # scikit-learn's bundled digits with int8 images, and print its errors and
-# memory table. Extra arguments go to the tutorial (e.g. --storage float32).
+# memory table. Extra arguments go to the tutorial (e.g. --epochs 50, --mode jax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python tutorials/logistic_sgd.py --dataset digits --force "$@"
+.venv/bin/python tutorials/logistic_sgd.py --dataset digits "$@"
