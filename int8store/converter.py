@@ -57,9 +57,8 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
     with StoreWriter(output, plan.encoding, plan.image_shape, label_names=plan.label_names,
                      source=plan.origin, command_line=command_line, force=force) as writer, \
             tqdm(total=total, unit="img", desc="converting", disable=None, leave=False) as bar:
-        for name in plan.splits:
-            out = writer.add_split(name, labels[name])
-            for codes in plan.code_chunks(name, chunk_bytes):
-                out.append(codes)
-                bar.update(len(codes))
+        outputs = {name: writer.add_split(name, labels[name]) for name in plan.splits}
+        for name, codes in plan.code_chunks(chunk_bytes):
+            outputs[name].append(codes)
+            bar.update(len(codes))
     return writer.path

@@ -53,6 +53,7 @@ class Plan:
     label_names: Optional[list] = None
     encoded: bool = False
     done: dict = field(default_factory=dict)  # codes already made while choosing the encoding
+    carved: Optional[tuple] = None  # (the source's train Split, mask of its validation examples)
 
     def name_of(self, split):
         return f"{self.origin} ({split})"
@@ -65,12 +66,29 @@ class Plan:
         """The split's labels as int32, checked."""
         return as_int32_labels(self.splits[split].labels, name=f"{self.name_of(split)} labels")
 
-    def code_chunks(self, split, chunk_bytes=DEFAULT_CHUNK_BYTES):
-        """The split's int8 codes, shaped ``(n,) + image_shape``, a chunk at a time."""
-        for chunk in self.splits[split].chunks(self.rows(split, chunk_bytes)):
-            codes = chunk if self.encoded else encode(
-                chunk, self.encoding, name=f"{self.name_of(split)} images")
-            yield codes.reshape((len(codes),) + self.image_shape)
+    def code_chunks(self, chunk_bytes=DEFAULT_CHUNK_BYTES):
+        """``(split, codes)`` for every split, the codes shaped ``(n,) +
+        image_shape``, a chunk at a time, each split's in order. A carved
+        validation split comes out of the same pass over the source's train
+        as train itself: the source is read once."""
+        for name, split in self.splits.items():
+            if self.carved is None or name not in ("train", "valid"):
+                for chunk in split.chunks(self.rows(name, chunk_bytes)):
+                    yield name, self._encoded(chunk, name)
+            elif name == "train":
+                source, chosen = self.carved
+                start = 0
+                for chunk in source.chunks(max(1, chunk_bytes // max(1, source.image_nbytes))):
+                    picked = chosen[start:start + len(chunk)]
+                    start += len(chunk)
+                    codes = self._encoded(chunk, "train")
+                    yield "train", codes[~picked]
+                    yield "valid", codes[picked]
+
+    def _encoded(self, chunk, split):
+        codes = chunk if self.encoded else encode(
+            chunk, self.encoding, name=f"{self.name_of(split)} images")
+        return codes.reshape((len(codes),) + self.image_shape)
 
     def codes(self, split):
         """All the split's codes in one array, flat ``(N, features)``; the
@@ -106,10 +124,10 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     chunk_bytes : int
         Image bytes surveyed at a time.
     """
-    splits = _with_validation_split(source.splits, valid_size, valid_seed, source.origin)
+    splits, carved = _with_validation_split(source.splits, valid_size, valid_seed, source.origin)
     image_shape = _common_image_shape(splits, source)
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
-                encoded=source.encoding is not None)
+                encoded=source.encoding is not None, carved=carved)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
     return plan
@@ -143,7 +161,7 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
                 f"{origin}: already has a validation split; valid_size and valid_seed "
                 "(--valid-size, --valid-seed) apply only to sources without one"
             )
-        return {name: splits[name] for name in _ordered(splits)}
+        return {name: splits[name] for name in _ordered(splits)}, None
     train = splits["train"]
     count = (train.count // VALID_SHARE if valid_size is None
              else validation_count(valid_size, train.count))
@@ -154,7 +172,7 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
     else:
         chosen[np.random.default_rng(valid_seed).permutation(train.count)[:count]] = True
     splits["train"], splits["valid"] = train.take("train", ~chosen), train.take("valid", chosen)
-    return {name: splits[name] for name in _ordered(splits)}
+    return {name: splits[name] for name in _ordered(splits)}, (train, chosen)
 
 
 def _ordered(splits):
