@@ -1,6 +1,7 @@
 """Conversion speed: `int8store convert` on a 70,000 x 28 x 28 IDX set against
 the time to merely decompress and read the same files, measured alternately
-in one run (target: conversion <= 1.5 x the read time).
+in one run (target: conversion <= 1.5 x the read time), with the standard
+library's gzip as a second reference.
 
     python bench/convert.py [--repeats 3] [--keep DIR]
 """
@@ -35,13 +36,14 @@ def make_source(folder):
     return sorted(folder.iterdir())
 
 
-def read_only(files):
-    """Decompress every file (with ISA-L's gzip, as int8store does) and view its
-    data as an array: the floor for any converter."""
+def read_only(files, opener=None):
+    """Decompress every file (with ISA-L's gzip, as int8store does, unless
+    another ``opener`` is given) and view its data as an array: the floor for
+    any converter."""
     from isal import igzip
 
     for path in files:
-        with igzip.open(path, "rb") as f:
+        with (opener or igzip.open)(path, "rb") as f:
             data = f.read()
         ndim = data[3]
         np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
@@ -63,16 +65,19 @@ def main(argv=None):
     try:
         files = make_source(folder)
         output = folder / "converted.h5"
-        reads, converts = [], []
-        for _ in range(args.repeats):  # alternate, so drift affects both alike
+        reads, stdlib_reads, converts = [], [], []
+        for _ in range(args.repeats):  # alternate, so drift affects all alike
             reads.append(timed(lambda: read_only(files)))
+            stdlib_reads.append(timed(lambda: read_only(files, gzip.open)))
             converts.append(timed(lambda: convert(files, output, force=True, command_line="bench")))
         source_bytes = sum(p.stat().st_size for p in files)
         print(f"source: 70,000 images of 28x28 in 4 gzipped IDX files, {source_bytes:,} bytes; "
               f"store: {output.stat().st_size:,} bytes")
         print(f"best of {args.repeats} runs, alternating:")
         print(f"{'step':42} {'seconds':>8} {'ratio':>6}")
-        print(f"{'decompress and read the IDX files':42} {min(reads):8.3f} {1:6.2f}")
+        print(f"{'decompress (ISA-L) and read the IDX files':42} {min(reads):8.3f} {1:6.2f}")
+        print(f"{'decompress (stdlib gzip) and read them':42} {min(stdlib_reads):8.3f} "
+              f"{min(stdlib_reads) / min(reads):6.2f}")
         print(f"{'int8store convert (IDX -> checked store)':42} {min(converts):8.3f} "
               f"{min(converts) / min(reads):6.2f}")
     finally:
