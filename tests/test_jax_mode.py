@@ -57,6 +57,20 @@ def test_the_classic_slices_become_static_minibatches_and_match_c_mode():
     np.testing.assert_allclose(costs["jax"], costs["c"], rtol=1e-5)
 
 
+def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
+    data = place(shared(np.arange(40, dtype=np.int8).reshape(10, 4), name="rows"), "jax")
+    index = at.lscalar()
+    begin = index * 5
+    f = aesara.function([index], data[begin:begin + 5] * 1, mode=function_mode("jax"))
+    assert "Minibatch" in {type(n.op).__name__ for n in f.maker.fgraph.toposort()}
+    np.testing.assert_array_equal(f(1), np.arange(20, 40).reshape(5, 4))
+    from int8store.backend.minibatch import minibatch_of_slice
+
+    part = data[begin:begin + 3]  # not a whole minibatch: left to Aesara (and refused by JAX)
+    assert minibatch_of_slice(part.owner) is None
+    assert minibatch_of_slice(data[begin:begin + 5].owner) is not None
+
+
 def test_parameters_kept_on_the_device_stay_there():
     datasets = place(load_data("digits"), "jax")
     step, W = classic_step(datasets, 300, "jax")

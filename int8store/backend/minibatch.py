@@ -89,7 +89,8 @@ def minibatch(data, index, size):
 
 def minibatch_of_slice(node):
     """``Minibatch(size)(data, index)`` for a node ``data[index * size:(index + 1) * size]``
-    (the classic tutorials' slice; ``size`` a constant), else None."""
+    (the classic tutorials' slice; ``size`` a constant) or ``data[begin:begin + size]``
+    with ``begin = index * size`` (the deep-network tutorials'), else None."""
     from aesara.tensor.basic import ScalarFromTensor
     from aesara.tensor.subtensor import Subtensor
 
@@ -103,10 +104,14 @@ def minibatch_of_slice(node):
     start, stop = (v.owner.inputs[0] if v.owner and isinstance(v.owner.op, ScalarFromTensor)
                    else None for v in (start, stop))
     first, size = _times_constant(start)
-    following, stop_size = _times_constant(stop)
-    if size is None or size != stop_size or size < 1 or _plus_one(following) is not first:
+    if size is None or size < 1:
         return None
-    return minibatch(data, first, size)
+    following, stop_size = _times_constant(stop)
+    if stop_size == size and _plus_constant(following) == (first, 1):
+        return minibatch(data, first, size)  # index * n : (index + 1) * n
+    if _plus_constant(stop) == (start, size):
+        return minibatch(data, first, size)  # begin = index * n; begin : begin + n (SdA, DBN)
+    return None
 
 
 def _times_constant(variable):
@@ -126,8 +131,8 @@ def _times_constant(variable):
     return None, None
 
 
-def _plus_one(variable):
-    """``x`` when ``variable`` is ``x + 1`` or ``1 + x``."""
+def _plus_constant(variable):
+    """``(x, c)`` when ``variable`` is ``x + c`` or ``c + x`` with an integer constant c."""
     from aesara.graph.basic import Constant
     from aesara.scalar import Add
     from aesara.tensor.elemwise import Elemwise
@@ -137,6 +142,7 @@ def _plus_one(variable):
             or len(owner.inputs) != 2:
         return None
     for this, other in (owner.inputs, owner.inputs[::-1]):
-        if isinstance(other, Constant) and other.data.ndim == 0 and other.data == 1:
-            return this
+        if isinstance(other, Constant) and other.data.ndim == 0 \
+                and np.issubdtype(other.data.dtype, np.integer):
+            return this, int(other.data)
     return None
