@@ -319,3 +319,33 @@ def test_unknown_path_and_kind(tmp_path):
     odd.write_text("1,2\n")
     with pytest.raises(SourceFormatError, match="unknown kind of file"):
         load_data(odd)
+
+
+def test_reading_the_classic_pickle_holds_its_images_once_and_loading_keeps_only_codes(tmp_path):
+    import tracemalloc
+
+    from int8store.sources.pickled import read_mnist_pickle
+
+    rng = np.random.default_rng(0)
+    content = tuple(((rng.integers(0, 256, (n, 784)) / 256).astype(np.float32),
+                     rng.integers(0, 10, n).astype(np.int64)) for n in (4800, 1200, 1200))
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(python2_pickle(content), compresslevel=1))
+    images = sum(x.nbytes for x, _ in content)
+    del content
+    from int8store.backend import activate
+    activate()  # Aesara's set-up is not the data's
+    tracemalloc.start()
+    source = read_mnist_pickle(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    del source
+    tracemalloc.reset_peak()
+    splits = load_splits(path)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    # Python's unpickler holds each array's bytes twice while reading it (2x);
+    # here the images once, plus a decompression block or two.
+    assert peak < 1.5 * images, (peak, images)
+    # After loading: the int8 codes (a quarter of the float32 bytes) and little else.
+    codes = sum(ds.nbytes for ds in splits.values())
+    assert codes * 4 == images and held < codes + images // 8, (held, codes)
