@@ -1,7 +1,7 @@
 """``load_data()``: the classic tutorials' function, returning int8-backed splits."""
 
-from .errors import SourceFormatError
-from .vocabulary import SPLITS
+from .errors import ArgumentError, SourceFormatError
+from .vocabulary import NORMALIZATIONS, SPLITS, STORAGES
 
 __all__ = ["load_data", "load_splits"]
 
@@ -17,9 +17,13 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     dict
         ``{"train": SharedDataset, "valid": ..., "test": ...}``
     """
+    from .backend.modes import check_mode
     from .sources import read_source
     from .sources.locate import caller_file
 
+    _check_choice("normalize", normalize, NORMALIZATIONS)
+    _check_choice("storage", storage, STORAGES)
+    check_mode(mode)  # before the reading, which may take a while
     source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
     # The rest is imported once the source is read: reading is when memory peaks.
     from .memory import give_back_freed_memory
@@ -34,8 +38,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
             f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
         )
-    # One split at a time, the source's images released once encoded: the
-    # float arrays a reader holds are never all alive beside all the codes.
+    # Each split's source images are released as its codes are taken.
     held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     del plan
     give_back_freed_memory()
@@ -116,3 +119,8 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
                          dtype=dtype, caller=caller_file())
     return [(splits[n].x, splits[n].y) for n in SPLITS]
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ArgumentError(f"{name}={value!r} is not one of {', '.join(choices)}")

@@ -172,7 +172,10 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
     else:
         chosen[np.random.default_rng(valid_seed).permutation(train.count)[:count]] = True
     splits["train"], splits["valid"] = train.take("train", ~chosen), train.take("valid", chosen)
-    return {name: splits[name] for name in _ordered(splits)}, (train, chosen)
+    # A streamed train is read once for both (Plan.code_chunks); one in memory
+    # was just split into two arrays, and its own can go.
+    carved = None if train.in_memory else (train, chosen)
+    return {name: splits[name] for name in _ordered(splits)}, carved
 
 
 def _ordered(splits):

@@ -154,3 +154,14 @@ def test_c_mode_needs_no_jax_and_jax_mode_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr("int8store.backend.modes._JAX_MODE", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
         function_mode("jax")
+
+
+def test_load_data_refuses_a_bad_option_before_reading_anything(tmp_path):
+    from int8store import load_data
+
+    missing = tmp_path / "never-read.npz"  # would raise DatasetNotFoundError if it were read
+    for options, message in (({"normalize": "z-score"}, "normalize='z-score' is not one of unit"),
+                             ({"storage": "float16"}, "storage='float16' is not one of int8, float"),
+                             ({"mode": "cuda"}, "mode='cuda' is not one of c, jax")):
+        with pytest.raises(ArgumentError, match=message):
+            load_data(missing, **options)
