@@ -72,8 +72,13 @@ class Plan:
         validation split comes out of the same pass over the source's train
         as train itself: the source is read once."""
         for name, split in self.splits.items():
-            if self.carved is None or name not in ("train", "valid"):
-                for chunk in split.chunks(self.rows(name, chunk_bytes)):
+            rows = self.rows(name, chunk_bytes)
+            if name in self.done:  # encoded while the encoding was chosen
+                codes = self.done.pop(name)
+                for start in range(0, len(codes), rows):
+                    yield name, codes[start:start + rows].reshape((-1,) + self.image_shape)
+            elif self.carved is None or name not in ("train", "valid"):
+                for chunk in split.chunks(rows):
                     yield name, self._encoded(chunk, name)
             elif name == "train":
                 source, chosen = self.carved
