@@ -25,8 +25,8 @@ import numpy as np
 
 from .errors import EncodingError
 
-__all__ = ["Encoding", "quantize", "choose_encoding", "survey_encoding", "encode",
-           "EncodingSurvey", "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "quantize", "choose_encoding", "survey_encoding", "float_candidates",
+           "encode", "EncodingSurvey", "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -259,11 +259,8 @@ class EncodingSurvey:
             if -128 <= self.low and self.high <= 127:
                 return Encoding(0, default)
             return None
-        for candidate in (self.divisor,) if self.divisor else _FLOAT_DIVISORS:
-            if candidate in self.fits:
-                wide = any(d.itemsize > 4 for d in self.float_dtypes)
-                return Encoding(128, candidate, precision="float64" if wide else "float32")
-        return None
+        return next((e for e in float_candidates(self.divisor, self.float_dtypes)
+                     if e.divisor in self.fits), None)
 
     def needs_distinct_values(self):
         return self._affine() is None and not (self.divisor and not self.integer)
@@ -303,6 +300,14 @@ class EncodingSurvey:
             "all k/256 or k/255 for integers k in 0..255. Pass lossy=True (command line: "
             "--lossy) to quantize to 256 levels and report the largest error."
         )
+
+
+def float_candidates(divisor, dtypes):
+    """The affine encodings float data of ``dtypes`` may fit, in the order they
+    are tried: ``divisor`` if given, else k/256 then k/255; computed in the
+    data's precision."""
+    precision = "float64" if any(np.dtype(d).itemsize > 4 for d in dtypes) else "float32"
+    return [Encoding(128, d, precision=precision) for d in ((divisor,) if divisor else _FLOAT_DIVISORS)]
 
 
 def encode(values, encoding, name="data"):
@@ -397,12 +402,9 @@ def _as_numeric(values, name):
 
 
 def _exact_levels(chunk, divisor):
-    """Integer levels (as floats of the chunk's dtype or float64) if every value
-    is exactly ``k / divisor``, else None."""
-    if divisor & (divisor - 1) == 0 and chunk.dtype.itemsize >= 4:
-        # A power of two: the product is exact in the chunk's own precision.
-        levels = chunk * chunk.dtype.type(divisor)
-        return levels if np.array_equal(np.floor(levels), levels) else None
+    """Integer levels (as float64) if every value is exactly ``k / divisor``,
+    else None. (Powers of two in range take the faster road first:
+    :func:`_encode_scaled_exactly`.)"""
     levels = np.rint(chunk.astype(np.float64) * divisor)
     # The division the decoder does, in the data's own precision.
     if not np.array_equal((levels / divisor).astype(chunk.dtype), chunk):

@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from .encoding import _FLOAT_DIVISORS, Encoding, encode, survey_encoding
+from .encoding import Encoding, encode, float_candidates, survey_encoding
 from .errors import ArgumentError, EncodingError, SourceFormatError
 from .labels import as_int32_labels
 
@@ -209,9 +209,7 @@ def _choose_encoding(plan, divisor, lossy, chunk_bytes):
     if all(s.dtype == np.uint8 for s in splits):
         return Encoding(128, divisor or 256)
     if all(s.in_memory and np.issubdtype(s.dtype, np.floating) for s in splits):
-        precision = "float64" if any(s.dtype.itemsize > 4 for s in splits) else "float32"
-        for candidate in (divisor,) if divisor else _FLOAT_DIVISORS:
-            encoding = Encoding(128, candidate, precision=precision)
+        for encoding in float_candidates(divisor, [s.dtype for s in splits]):
             try:
                 plan.done = {name: encode(split.images(), encoding,
                                           name=f"{plan.name_of(name)} images")
