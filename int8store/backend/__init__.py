@@ -32,16 +32,15 @@ _api = None
 
 
 def set_up():
-    """Steps 1 and 2 above, once; returns the ``aesara`` module."""
+    """Steps 1 and 2 above, once."""
     global _set_up
     with _lock:
-        from . import blas, fixes
-
-        aesara = blas.import_aesara_with_blas() if not _set_up else __import__("aesara")
         if not _set_up:
-            fixes.apply_all(aesara)
+            from . import blas, fixes
+
+            blas.import_aesara_with_blas()
+            fixes.apply_all()
             _set_up = True
-    return aesara
 
 
 def activate():

@@ -84,6 +84,6 @@ def fix_corrmm_make_node():
     return True
 
 
-def apply_all(aesara=None):
+def apply_all():
     """Apply every correction the installed Aesara needs (idempotent)."""
     fix_corrmm_make_node()
