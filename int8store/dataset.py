@@ -14,7 +14,7 @@ from .encoding import quantize
 from .errors import ArgumentError
 from .labels import as_int32_labels
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
-from .vocabulary import STORAGES
+from .vocabulary import STORAGES, check_choice
 
 _api = activate()
 aesara, at, shared = _api.aesara, _api.at, _api.shared
@@ -87,8 +87,7 @@ class SharedDataset:
                 f"{name}: {codes.shape[0]} images but {labels.shape[0]} labels; "
                 "every image needs exactly one label"
             )
-        if storage not in STORAGES:
-            raise ArgumentError(f"storage={storage!r} is not one of {', '.join(STORAGES)}")
+        check_choice("storage", storage, STORAGES)
         self.name = name
         self.encoding = encoding
         self.normalize = normalize

@@ -1,7 +1,7 @@
 """``load_data()``: the classic tutorials' function, returning int8-backed splits."""
 
-from .errors import ArgumentError, SourceFormatError
-from .vocabulary import NORMALIZATIONS, SPLITS, STORAGES
+from .errors import SourceFormatError
+from .vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice
 
 __all__ = ["load_data", "load_splits"]
 
@@ -21,8 +21,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     from .sources import read_source
     from .sources.locate import caller_file
 
-    _check_choice("normalize", normalize, NORMALIZATIONS)
-    _check_choice("storage", storage, STORAGES)
+    check_choice("normalize", normalize, NORMALIZATIONS)
+    check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
     source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
     # The rest is imported once the source is read: reading is when memory peaks.
@@ -119,8 +119,3 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
                          dtype=dtype, caller=caller_file())
     return [(splits[n].x, splits[n].y) for n in SPLITS]
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ArgumentError(f"{name}={value!r} is not one of {', '.join(choices)}")

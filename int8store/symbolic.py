@@ -31,7 +31,7 @@ import numpy as np
 
 from .backend import activate
 from .errors import ArgumentError
-from .vocabulary import NORMALIZATIONS
+from .vocabulary import NORMALIZATIONS, check_choice
 
 __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
 
@@ -178,7 +178,4 @@ def _spread(encoding):
 
 
 def _check_normalize(normalize):
-    if normalize not in NORMALIZATIONS:
-        raise ArgumentError(
-            f"normalize={normalize!r} is not one of {', '.join(NORMALIZATIONS)}"
-        )
+    check_choice("normalize", normalize, NORMALIZATIONS)
