@@ -23,6 +23,8 @@ from .errors import (
     MinibatchIndexError,
     MissingDependencyError,
     OutputExistsError,
+    OutputError,
+    SizeLimitError,
     SourceFormatError,
     StoreChecksumError,
     StoreFormatError,
@@ -69,6 +71,8 @@ __all__ = list(_LAZY) + [
     "DatasetNotFoundError",
     "DownloadError",
     "OutputExistsError",
+    "OutputError",
+    "SizeLimitError",
     "MissingDependencyError",
     "MinibatchIndexError",
 ]

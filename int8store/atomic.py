@@ -1,30 +1,87 @@
 """Atomic output files: written beside the target under a temporary name and
-renamed into place only when complete, so a failure leaves nothing behind."""
+published only when complete, so a failure or an interrupt leaves nothing
+behind and an existing file is never replaced by half of one.
 
+* Publishing without ``force`` hard-links the finished file to the target,
+  which fails if the target exists: a file that appeared meanwhile (another
+  conversion to the same path) is never replaced. With ``force`` the file
+  is renamed over the target, atomically.
+* Temporary files are named ``.TARGET.HOST.PID.RANDOM.int8store-tmp``; the
+  next run on the same target removes those of processes that no longer
+  exist on this host (a run killed by SIGKILL or a power cut cannot clean up).
+* Nothing is published once an interrupt was received (see
+  :mod:`int8store.interrupts`), even one swallowed on its way up (Python
+  drops exceptions raised in weakref callbacks and ``__del__``).
+"""
+
+import errno
 import os
+import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import OutputExistsError
+from .errors import OutputError, OutputExistsError
+from .interrupts import raise_if_interrupted
 
-__all__ = ["atomic_output", "check_can_write"]
+__all__ = ["atomic_output", "check_can_write", "remove_stale_temporaries", "TEMPORARY_SUFFIX"]
+
+TEMPORARY_SUFFIX = ".int8store-tmp"
 
 
 def check_can_write(path, force=False):
-    """Raise :class:`OutputExistsError` if ``path`` exists and ``force`` is false."""
+    """Raise :class:`OutputExistsError` if ``path`` exists and ``force`` is false,
+    :class:`OutputError` if it is a folder."""
     path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; give the path of the file to write")
     if path.exists() and not force:
         raise OutputExistsError(f"{path}: already exists; pass --force (force=True) to replace it")
     return path
 
 
+def _host():
+    return socket.gethostname().replace(".", "_") or "host"
+
+
+def remove_stale_temporaries(path):
+    """Remove temporary files left for ``path`` by processes of this host that
+    are gone; returns their paths."""
+    path = Path(path)
+    removed = []
+    for candidate in path.parent.glob(f".{glob_escape(path.name)}.*{TEMPORARY_SUFFIX}"):
+        fields = candidate.name[len(path.name) + 2:-len(TEMPORARY_SUFFIX)].split(".")
+        if len(fields) == 3 and fields[0] == _host() and fields[1].isdigit() \
+                and not _alive(int(fields[1])):
+            try:
+                candidate.unlink()
+                removed.append(candidate)
+            except FileNotFoundError:
+                pass  # another run removed it first
+    return removed
+
+
+def glob_escape(name):
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextmanager
 def atomic_output(path, force=False):
-    """Yield a temporary path beside ``path``; rename it to ``path`` on success.
+    """Yield a temporary path beside ``path``; publish it as ``path`` on success.
 
-    On any exception (KeyboardInterrupt included) the temporary file is
-    removed and ``path`` is left as it was.
+    On any exception (KeyboardInterrupt included), or if an interrupt was
+    received while the block ran, the temporary file is removed and ``path``
+    is left as it was.
 
     Examples
     --------
@@ -36,13 +93,44 @@ def atomic_output(path, force=False):
     'done'
     """
     path = check_can_write(path, force)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.{_host()}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot write here ({error.strerror or error})") from error
     os.close(handle)
     temporary = Path(temporary)
     try:
         yield temporary
-        os.replace(temporary, path)
+        raise_if_interrupted()
+        _publish(temporary, path, force)
     finally:
-        if temporary.exists():
+        try:
             temporary.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _publish(temporary, path, force):
+    try:
+        if force:
+            os.replace(temporary, path)
+            return
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            raise OutputExistsError(
+                f"{path}: appeared while this file was being written (another run?); "
+                "it was left as it is: pass --force (force=True) to replace it") from None
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            # A file system without hard links: check, then rename (not atomic).
+            check_can_write(path)
+            os.rename(temporary, path)
+    except OSError as error:
+        if isinstance(error, OutputExistsError):
+            raise
+        raise OutputError(f"{path}: cannot publish the finished file ({error.strerror or error})") from error

@@ -92,7 +92,9 @@ def main(argv=None):
         else:
             from .store import open_store
             checked = open_store(args.file, verify=False).verify()
-            print(f"{args.file}: OK, all {len(checked)} datasets match their checksums")
+            datasets = [name for name in checked if "/" in name]
+            print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
+                  "datasets match their checksums (every byte of the file was checked)")
     except Int8StoreError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -123,7 +125,7 @@ def describe(path):
     rows = [("split", "examples", "int8 bytes", "float32 bytes", "code mean")]
     for name, count in store.splits.items():
         rows.append((name, f"{count:,}", f"{count * pixels:,}", f"{4 * count * pixels:,}",
-                     f"{store.code_means[name]:.4f}"))
+                     "-" if store.code_means[name] is None else f"{store.code_means[name]:.4f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
               for r in rows]

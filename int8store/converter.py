@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from .plan import DEFAULT_CHUNK_BYTES, plan_splits
 from .sources import read_source
-from .store import StoreWriter
+from .store_writer import StoreWriter
 
 __all__ = ["convert"]
 
@@ -54,11 +54,10 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes)
     labels = {name: plan.labels(name) for name in plan.splits}
     total = sum(s.count for s in plan.splits.values())
-    with StoreWriter(output, plan.encoding, plan.image_shape, label_names=plan.label_names,
+    with StoreWriter(output, plan.encoding, plan.image_shape, labels, label_names=plan.label_names,
                      source=plan.origin, command_line=command_line, force=force) as writer, \
             tqdm(total=total, unit="img", desc="converting", disable=None, leave=False) as bar:
-        outputs = {name: writer.add_split(name, labels[name]) for name in plan.splits}
         for name, codes in plan.code_chunks(chunk_bytes):
-            outputs[name].append(codes)
+            writer.append(name, codes)
             bar.update(len(codes))
     return writer.path

@@ -14,6 +14,8 @@ __all__ = [
     "DatasetNotFoundError",
     "DownloadError",
     "OutputExistsError",
+    "OutputError",
+    "SizeLimitError",
     "StoreFormatError",
     "StoreChecksumError",
     "MissingDependencyError",
@@ -51,6 +53,15 @@ class DownloadError(Int8StoreError, OSError):
 
 class OutputExistsError(Int8StoreError, FileExistsError):
     """An output file exists and replacing it was not asked for."""
+
+
+class OutputError(Int8StoreError, OSError):
+    """An output cannot be written: unwritable folder, full disk, a folder in the way."""
+
+
+class SizeLimitError(SourceFormatError):
+    """A size announced by a file is beyond what the file can hold or what the
+    memory ceiling allows (see :mod:`int8store.limits`)."""
 
 
 class StoreFormatError(SourceFormatError):

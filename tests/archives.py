@@ -144,3 +144,23 @@ def tar_folder(folder, archive_path):
             if path.is_file():
                 archive.add(path, path.relative_to(folder).as_posix())
     return archive_path
+
+
+def flip_bit(path, offset, bit):
+    """Flip one bit of a file in place."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ (1 << bit)]))
+
+
+def rewrite_manifest(path, edit):
+    """Apply ``edit`` to a store's manifest and write it back with a matching
+    checksum (as a forger, or a buggy tool, would)."""
+    from int8store.manifest import pack, read_manifest
+
+    manifest = read_manifest(path)
+    edit(manifest)
+    with open(path, "r+b") as f:
+        f.write(pack(manifest, manifest["userblock_size"]))

@@ -54,9 +54,7 @@ def read_store(path, verify=True):
     """A store's splits as int8 codes with their encoding (checksums checked)."""
     from ..store import open_store
 
-    store = open_store(path, verify=False)
-    if verify:
-        store.verify(splits=False)  # the splits are checked as they are read
+    store = open_store(path, verify=False)  # the splits are checked as they are read
     splits = {}
     for name in store.splits:
         codes, labels = store.read_split(name, verify=verify)

@@ -1,0 +1,298 @@
+"""Writing an int8store file (the format is described in :mod:`int8store.store`).
+
+The HDF5 part is written with a user block reserved for the manifest; each
+chunk of codes is written whole (``write_direct_chunk``) and hashed on the
+way. Once HDF5 has closed the file, the data ranges are looked up, the rest
+of the file (HDF5's metadata) is hashed, and the manifest is written into
+the user block; then the file is published atomically
+(:mod:`int8store.atomic`). A failure at any point leaves no output.
+"""
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .atomic import atomic_output
+from .errors import Int8StoreError, OutputError, StoreFormatError
+from .interrupts import interrupts_remembered, raise_if_interrupted
+from .manifest import data_ranges, hash_outside, pack, userblock_size_for
+from .store import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+
+__all__ = ["StoreWriter", "CHUNK_BYTES"]
+
+#: Bytes of codes per stored chunk (one checksum each).
+CHUNK_BYTES = 1 << 20
+# Manifest bytes per chunk entry, at most: [offset,size,"sha256"], with margin.
+_ENTRY_BYTES = 2 * 21 + 64 + 8
+
+
+class StoreWriter:
+    """Writes a store atomically: use as a context manager.
+
+    Parameters
+    ----------
+    path : path
+        The file to write; an existing one is replaced only with ``force``.
+    encoding : Encoding
+    image_shape : tuple
+    labels : dict
+        ``{split name: labels}`` in the order the splits are to be stored;
+        each split's codes are then given to :meth:`append`, in order.
+    label_names, source, command_line
+        Recorded in the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from int8store import quantize, open_store
+    >>> codes, enc = quantize(np.arange(12, dtype=np.uint8).reshape(3, 2, 2))
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.h5"
+    >>> with StoreWriter(path, enc, (2, 2), {"train": [0, 1, 0]}, source="example") as writer:
+    ...     writer.append("train", codes)
+    >>> open_store(path).splits
+    {'train': 3}
+    """
+
+    def __init__(self, path, encoding, image_shape, labels, label_names=None, source="",
+                 command_line=None, force=False):
+        self.path = path
+        self.encoding = encoding
+        self.image_shape = tuple(int(n) for n in image_shape)
+        self.labels = {str(name): _checked_labels(values, name) for name, values in labels.items()}
+        self.label_names = None if label_names is None else [str(n) for n in label_names]
+        self.source = str(source)
+        self.command_line = command_line if command_line is not None else shlex.join(sys.argv)
+        self.force = force
+        self.row_bytes = max(1, int(np.prod(self.image_shape, dtype=np.int64)))
+        self.chunk_rows = max(1, CHUNK_BYTES // self.row_bytes)
+
+    def __enter__(self):
+        self._interrupts = interrupts_remembered()
+        self._interrupts.__enter__()
+        self._output = atomic_output(self.path, self.force)
+        try:
+            self._temporary = self._output.__enter__()
+            self.userblock_size = userblock_size_for(len(json.dumps(self._manifest(0, ""))) + 256
+                                                     + _ENTRY_BYTES * self._chunk_count())
+            self._open()
+        except BaseException:
+            self._leave(*sys.exc_info())
+            raise
+        return self
+
+    def _chunk_count(self):
+        return sum(-(-len(v) // self.chunk_rows) + 1 for v in self.labels.values())
+
+    def _open(self):
+        import h5py
+
+        try:
+            self._file = h5py.File(self._temporary, "w", userblock_size=self.userblock_size,
+                                   libver=("v110", "latest"))
+            self._write_header()
+            self._splits = {name: _SplitWriter(self._file, name, labels, self.image_shape, self.chunk_rows)
+                            for name, labels in self.labels.items()}
+        except OSError as error:
+            raise _write_error(self.path, error) from error
+
+    def append(self, name, codes):
+        """Append int8 codes to split ``name`` (splits in the order of ``labels``)."""
+        try:
+            self._splits[name].append(codes)
+        except KeyError:
+            raise StoreFormatError(f"{self.path}: no split {name!r} was declared") from None
+        except OSError as error:
+            raise _write_error(self.path, error) from error
+
+    def __exit__(self, kind, error, trace):
+        if kind is None:
+            try:
+                self._finish()
+            except BaseException:
+                self._leave(*sys.exc_info())
+                raise
+        return self._leave(kind, error, trace)
+
+    def _leave(self, kind, error, trace):
+        try:
+            file = getattr(self, "_file", None)
+            if file is not None and file.id.valid:
+                file.close()
+        except Exception:  # the original failure matters more than a failed close
+            pass
+        try:
+            # Publishes the temporary file, or removes it after a failure.
+            return self._output.__exit__(kind, error, trace) if hasattr(self, "_output") else False
+        finally:
+            self._interrupts.__exit__(kind, error, trace)
+
+    def _finish(self):
+        try:
+            entries = [split.finish() for split in self._splits.values()]
+            self._file.attrs["splits"] = list(self._splits)
+            self._file.close()
+            raise_if_interrupted()
+            self._write_manifest(entries)
+        except OSError as error:
+            raise _write_error(self.path, error) from error
+
+    def _write_header(self):
+        attrs = self._file.attrs
+        manifest = self._manifest(0, "")
+        for key in ("format", "format_version", "requires_int8store", "writer", "command_line",
+                    "source", "created"):
+            attrs[key] = manifest[key]
+        attrs["image_shape"] = np.array(self.image_shape, dtype=np.int64)
+        attrs["axes"] = list(axes_for(self.image_shape))
+        encoding = self.encoding
+        if encoding.is_codebook:
+            attrs["encoding_kind"] = "codebook"
+            if not encoding.lossless:
+                attrs["encoding_max_error"] = encoding.max_error
+            self._file.create_dataset("encoding/codebook", data=np.asarray(encoding.codebook))
+        else:
+            attrs["encoding_kind"] = "affine"
+            attrs["encoding_offset"] = encoding.offset
+            attrs["encoding_divisor"] = encoding.divisor
+            if encoding.precision:
+                attrs["encoding_precision"] = encoding.precision
+        if self.label_names is not None:
+            import h5py
+            self._file.create_dataset("label_names", data=self.label_names, dtype=h5py.string_dtype())
+
+    def _manifest(self, file_size, metadata_sha256, splits=()):
+        encoding = self.encoding
+        if encoding.is_codebook:
+            book = np.asarray(encoding.codebook)
+            spec = {"kind": "codebook", "codebook": book.tolist(), "dtype": book.dtype.str,
+                    "max_error": float(encoding.max_error)}
+        else:
+            spec = {"kind": "affine", "offset": int(encoding.offset),
+                    "divisor": int(encoding.divisor), "precision": encoding.precision}
+        if not getattr(self, "_created", None):
+            self._created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return {
+            "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+            "requires_int8store": FIRST_READER[FORMAT_VERSION],
+            "writer": f"int8store {_version()}", "command_line": self.command_line,
+            "source": self.source, "created": self._created,
+            "encoding": spec, "image_shape": list(self.image_shape),
+            "axes": list(axes_for(self.image_shape)), "label_names": self.label_names,
+            "splits": list(splits), "userblock_size": getattr(self, "userblock_size", 0),
+            "file_size": file_size, "metadata_sha256": metadata_sha256,
+        }
+
+    def _write_manifest(self, entries):
+        """Look up where HDF5 put each chunk, hash everything else, write the manifest."""
+        import h5py
+
+        with h5py.File(self._temporary, "r") as f:
+            for entry in entries:
+                x, y = f[entry["name"]]["x"], f[entry["name"]]["y"]
+                for index, chunk in enumerate(entry["x"]["chunks"]):
+                    corner = (index * entry["x"]["chunk_rows"],) + (0,) * len(self.image_shape)
+                    info = x.id.get_chunk_info_by_coord(corner)
+                    if info.size != chunk[1] or info.filter_mask:
+                        raise StoreFormatError(f"{self.path}: HDF5 stored a chunk of "
+                                               f"{info.size} bytes for {chunk[1]}: a bug in int8store")
+                    chunk[0] = int(info.byte_offset)
+                if entry["count"]:
+                    entry["y"] = [[int(y.id.get_offset()), int(y.id.get_storage_size()),
+                                   entry["y"][0][2]]]
+        size = os.path.getsize(self._temporary)
+        manifest = self._manifest(size, "", entries)
+        with open(self._temporary, "r+b") as f:
+            self._check_first_chunks(f, entries)
+            manifest["metadata_sha256"] = hash_outside(f, self.userblock_size, size,
+                                                       data_ranges(manifest, self.path))
+            f.seek(0)
+            f.write(pack(manifest, self.userblock_size))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _check_first_chunks(self, f, entries):
+        # The byte offsets HDF5 reports are taken to count from the file's
+        # start; one chunk per split read back confirms it.
+        for entry in entries:
+            for offset, nbytes, digest in entry["x"]["chunks"][:1] + entry["y"]:
+                f.seek(offset)
+                if hashlib.sha256(f.read(nbytes)).hexdigest() != digest:
+                    raise StoreFormatError(f"{self.path}: data not found where HDF5 says it "
+                                           "is: a bug in int8store")
+
+
+class _SplitWriter:
+    def __init__(self, h5file, name, labels, image_shape, chunk_rows):
+        self.name = name
+        self.count = len(labels)
+        self.image_shape = image_shape
+        self.rows = max(1, min(chunk_rows, self.count))
+        group = h5file.create_group(name)
+        self.x = group.create_dataset("x", shape=(self.count,) + image_shape, dtype=np.int8,
+                                      chunks=(self.rows,) + image_shape if self.count else None)
+        labels = labels.astype("<i4")
+        group.create_dataset("y", data=labels)
+        self.labels_entry = [[0, labels.nbytes, hashlib.sha256(labels).hexdigest()]] if self.count else []
+        self.group = group
+        self.buffer = None  # one chunk, from the first append to finish()
+        self.filled = 0  # rows in the buffer
+        self.written = 0  # rows in the file
+        self.chunks = []
+        self.total = 0
+
+    def append(self, codes):
+        codes = np.asarray(codes)
+        if codes.dtype != np.int8 or codes.shape[1:] != self.image_shape:
+            raise StoreFormatError(f"split {self.name!r}: expected int8 codes of shape "
+                                   f"(N, {self.image_shape}), got {codes.dtype} {codes.shape}")
+        if self.written + self.filled + len(codes) > self.count:
+            raise StoreFormatError(f"split {self.name!r}: more than its {self.count} images written")
+        self.total += int(codes.sum(dtype=np.int64))
+        if self.buffer is None and len(codes):
+            self.buffer = np.empty((self.rows,) + self.image_shape, dtype=np.int8)
+        while len(codes):
+            taken = min(len(codes), self.rows - self.filled)
+            self.buffer[self.filled:self.filled + taken] = codes[:taken]
+            self.filled += taken
+            codes = codes[taken:]
+            if self.filled == self.rows:
+                self._write_chunk()
+
+    def _write_chunk(self):
+        # The last chunk is written whole, zero-padded: every stored byte is hashed.
+        self.buffer[self.filled:] = 0
+        self.x.id.write_direct_chunk((self.written,) + (0,) * len(self.image_shape), self.buffer)
+        self.chunks.append([0, self.buffer.nbytes, hashlib.sha256(self.buffer).hexdigest()])
+        self.written += self.filled
+        self.filled = 0
+
+    def finish(self):
+        if self.filled:
+            self._write_chunk()
+        if self.written != self.count:
+            raise StoreFormatError(
+                f"split {self.name!r}: {self.written} images written for {self.count} labels")
+        self.buffer = None
+        code_mean = self.total / (self.count * int(np.prod(self.image_shape))) if self.count else None
+        self.group.attrs["count"] = self.count
+        self.group.attrs["code_mean"] = np.nan if code_mean is None else code_mean
+        return {"name": self.name, "count": self.count, "code_mean": code_mean,
+                "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry}
+
+
+def _checked_labels(labels, name):
+    from .labels import as_int32_labels
+
+    return as_int32_labels(labels, name=f"split {name!r}")
+
+
+def _write_error(path, error):
+    if isinstance(error, Int8StoreError):
+        return error
+    reason = error.strerror or str(error) or type(error).__name__
+    return OutputError(f"{path}: cannot write the store ({reason})")
