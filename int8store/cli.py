@@ -1,11 +1,15 @@
 """The ``int8store`` command: convert archives, describe and verify stores.
 
     int8store convert SRC... -o OUT.h5 [--valid-size N] [--valid-seed S] [--lossy]
-                      [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--force]
+                      [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--max-memory SIZE] [--force]
     int8store info FILE
     int8store verify FILE
+    int8store manifest FILE
 
-Domain errors print one line on stderr and exit with status 2.
+Domain errors (bad or hostile input, a full disk, an unwritable folder, a
+ceiling reached) print one line on stderr and exit with status 2; an
+interrupt (Ctrl-C, SIGTERM) exits with 128 + the signal's number, leaving
+no output. A traceback means a bug in int8store.
 """
 
 import argparse
@@ -67,11 +71,18 @@ def _parser():
     convert.add_argument("--resize", type=_size, metavar="HxW", help="resize image files to H rows, W columns")
     convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="the arrays of a split in an .npz or HDF5 source (repeatable)")
+    convert.add_argument("--max-memory", metavar="SIZE",
+                         help="most memory the source may ask for at once (a label array, a "
+                              "pickled array, one image), e.g. 2GiB (default: half the physical "
+                              "memory); every size a file announces is also checked against the file")
     convert.add_argument("--force", action="store_true", help="replace OUT.h5 if it exists")
     info = commands.add_parser("info", help="describe an int8store file")
     info.add_argument("file")
     verify = commands.add_parser("verify", help="check every checksum of an int8store file")
     verify.add_argument("file")
+    manifest = commands.add_parser(
+        "manifest", help="print a store's manifest (JSON): a signature of it covers the whole file")
+    manifest.add_argument("file")
     return parser
 
 
@@ -79,29 +90,62 @@ def main(argv=None):
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    from .interrupts import Interrupted
+
     try:
-        if args.command == "convert":
-            from .converter import convert
-            path = convert(args.sources, args.output, valid_size=args.valid_size,
-                           valid_seed=args.valid_seed, lossy=args.lossy, resize=args.resize,
-                           keys=dict(args.keys) if args.keys else None, force=args.force,
-                           command_line=shlex.join(["int8store"] + argv))
-            print(describe(path))
-        elif args.command == "info":
-            print(describe(args.file))
-        else:
-            from .store import open_store
-            checked = open_store(args.file, verify=False).verify()
-            datasets = [name for name in checked if "/" in name]
-            print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
-                  "datasets match their checksums (every byte of the file was checked)")
+        _run(args, argv)
     except Int8StoreError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(str(error))
+    except Interrupted as interrupt:
+        _say(f"{interrupt}: nothing was written")
+        return 128 + interrupt.signal
     except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
+        _say("interrupted: nothing was written")
         return 130
+    except MemoryError:
+        return _fail("out of memory: the data does not fit; pass a lower --max-memory to be "
+                     "told which file asks for too much, or use a machine with more memory")
+    except RecursionError:
+        return _fail("the input is nested too deeply to be read")
+    except OSError as error:  # a file that cannot be read or written: the system says why
+        where = f"{error.filename}: " if error.filename else ""
+        return _fail(f"{where}{error.strerror or error}")
     return 0
+
+
+def _run(args, argv):
+    if args.command == "convert":
+        from .converter import convert
+        path = convert(args.sources, args.output, valid_size=args.valid_size,
+                       valid_seed=args.valid_seed, lossy=args.lossy, resize=args.resize,
+                       keys=dict(args.keys) if args.keys else None, force=args.force,
+                       command_line=shlex.join(["int8store"] + argv),
+                       max_memory=args.max_memory, report=print)
+        print(describe(path))
+    elif args.command == "info":
+        print(describe(args.file))
+    elif args.command == "manifest":
+        import json
+        from .store import open_store
+        print(json.dumps(open_store(args.file, verify=False).manifest, indent=1, sort_keys=True))
+    else:
+        from .store import open_store
+        checked = open_store(args.file, verify=False).verify()
+        datasets = [name for name in checked if "/" in name]
+        print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
+              "datasets match their checksums (every byte of the file was checked)")
+
+
+def _fail(message):
+    _say(f"error: {message}")
+    return 2
+
+
+def _say(line):
+    """One line on stderr, whatever the bytes of the file names in it."""
+    line = " ".join(line.split("\n"))
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    print(line.encode(encoding, "backslashreplace").decode(encoding), file=sys.stderr)
 
 
 def describe(path):

@@ -7,6 +7,9 @@ only once complete.
 
 from tqdm import tqdm
 
+from .atomic import check_can_write
+from .interrupts import interrupts_remembered
+from .limits import memory_ceiling
 from .plan import DEFAULT_CHUNK_BYTES, plan_splits
 from .sources import read_source
 from .store_writer import StoreWriter
@@ -15,7 +18,8 @@ __all__ = ["convert"]
 
 
 def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resize=None,
-            keys=None, force=False, command_line=None, chunk_bytes=DEFAULT_CHUNK_BYTES):
+            keys=None, force=False, command_line=None, chunk_bytes=DEFAULT_CHUNK_BYTES,
+            max_memory=None, report=None):
     """Convert ``sources`` into the int8store file ``output``.
 
     The splits, their encoding and image shape are settled by the same step
@@ -45,13 +49,29 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
         Recorded in the file (default: this process's command line).
     chunk_bytes : int
         Image bytes processed at a time: the memory the conversion needs.
+    max_memory : int or str, optional
+        Ceiling on what the source may ask to hold in memory at once (a label
+        array, a pickled array, one image), e.g. ``"2GiB"``; default half the
+        physical memory (see :mod:`int8store.limits`).
+    report : callable, optional
+        Called with a line of text saying how the validation split was made.
 
     Returns
     -------
     Path of the written file.
     """
+    with memory_ceiling(max_memory), interrupts_remembered():
+        return _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force,
+                        command_line, chunk_bytes, report)
+
+
+def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
+             chunk_bytes, report):
+    check_can_write(output, force)  # before the reading, which may take long
     plan = plan_splits(read_source(sources, resize=resize, keys=keys), valid_size=valid_size,
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes)
+    if report is not None:
+        report(f"validation split: {plan.validation}")
     labels = {name: plan.labels(name) for name in plan.splits}
     total = sum(s.count for s in plan.splits.values())
     with StoreWriter(output, plan.encoding, plan.image_shape, labels, label_names=plan.label_names,

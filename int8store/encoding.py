@@ -208,6 +208,10 @@ def survey_encoding(chunks, divisor=None, lossy=False):
     return survey.encoding()
 
 
+# Integers up to this magnitude are exact in float64.
+_FLOAT64_EXACT = 2 ** 53
+
+
 class EncodingSurvey:
     """Finds one lossless encoding for data seen a chunk at a time.
 
@@ -290,6 +294,12 @@ class EncodingSurvey:
                 f"{names}: not every value is k/{self.divisor} for an integer k in 0..255"
             )
         if self.distinct is not None:
+            if self.integer and self.distinct.size and \
+                    max(abs(int(self.distinct[0])), abs(int(self.distinct[-1]))) > _FLOAT64_EXACT:
+                raise EncodingError(
+                    f"{names}: holds integers beyond ±2**53 (from {self.low!r} to {self.high!r}): "
+                    "float64, the widest view, cannot tell such neighbours apart, so they "
+                    "cannot be stored losslessly; rescale them first")
             padding = np.repeat(self.distinct[-1:], 256 - self.distinct.size)
             return Encoding(codebook=np.concatenate([self.distinct, padding]))
         count = (f"{self.distinct_count:,}" if self.distinct_count and self.distinct_count <= _COUNT_CAP

@@ -7,7 +7,7 @@ __all__ = ["load_data", "load_splits"]
 
 
 def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
-                cache_dir=None, lossy=False, mode="c", dtype=None, caller=None):
+                cache_dir=None, lossy=False, mode="c", dtype=None, caller=None, max_memory=None):
     """The train, valid and test splits of ``dataset`` as :class:`SharedDataset` objects.
 
     Parameters are those of :func:`load_data`.
@@ -24,22 +24,25 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     check_choice("normalize", normalize, NORMALIZATIONS)
     check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
-    source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
-    # The rest is imported once the source is read: reading is when memory peaks.
-    from .memory import give_back_freed_memory
-    from .plan import plan_splits
+    from .limits import memory_ceiling
 
-    plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
-    del source
-    encoding, image_shape = plan.encoding, plan.image_shape
-    missing = [n for n in SPLITS if n not in plan.splits]
-    if missing:
-        raise SourceFormatError(
-            f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
-            f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
-        )
-    # Each split's source images are released as its codes are taken.
-    held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
+    with memory_ceiling(max_memory):
+        source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
+        # The rest is imported once the source is read: reading is when memory peaks.
+        from .memory import give_back_freed_memory
+        from .plan import plan_splits
+
+        plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
+        del source
+        encoding, image_shape = plan.encoding, plan.image_shape
+        missing = [n for n in SPLITS if n not in plan.splits]
+        if missing:
+            raise SourceFormatError(
+                f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
+                f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
+            )
+        # Each split's source images are released as its codes are taken.
+        held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     del plan
     give_back_freed_memory()
     # Only now the graphs (and Aesara's set-up): after the peak of reading.
@@ -59,7 +62,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
 
 
 def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
-              cache_dir=None, lossy=False, mode="c", dtype=None):
+              cache_dir=None, lossy=False, mode="c", dtype=None, max_memory=None):
     """Load a dataset as ``[(train_x, train_y), (valid_x, valid_y), (test_x, test_y)]``.
 
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
@@ -102,6 +105,10 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     dtype : {"float32", "float64"}, optional
         The views' dtype; default Aesara's ``floatX``, as the classic shared
         variables. Both hold exactly the source's values.
+    max_memory : int or str, optional
+        Ceiling on what the source's headers may ask to allocate at once,
+        e.g. ``"4GiB"``; default half the physical memory (see
+        :mod:`int8store.limits`). Sizes are also checked against the file.
 
     Examples
     --------
@@ -117,5 +124,5 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
 
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
-                         dtype=dtype, caller=caller_file())
+                         dtype=dtype, caller=caller_file(), max_memory=max_memory)
     return [(splits[n].x, splits[n].y) for n in SPLITS]

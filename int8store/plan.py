@@ -54,6 +54,7 @@ class Plan:
     encoded: bool = False
     done: dict = field(default_factory=dict)  # codes already made while choosing the encoding
     carved: Optional[tuple] = None  # (the source's train Split, mask of its validation examples)
+    validation: str = ""  # how the validation split was made, in words
 
     def name_of(self, split):
         return f"{self.origin} ({split})"
@@ -129,10 +130,11 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     chunk_bytes : int
         Image bytes surveyed at a time.
     """
-    splits, carved = _with_validation_split(source.splits, valid_size, valid_seed, source.origin)
+    splits, carved, validation = _with_validation_split(source.splits, valid_size, valid_seed,
+                                                        source.origin)
     image_shape = _common_image_shape(splits, source)
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
-                encoded=source.encoding is not None, carved=carved)
+                encoded=source.encoding is not None, carved=carved, validation=validation)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
     return plan
@@ -166,7 +168,7 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
                 f"{origin}: already has a validation split; valid_size and valid_seed "
                 "(--valid-size, --valid-seed) apply only to sources without one"
             )
-        return {name: splits[name] for name in _ordered(splits)}, None
+        return {name: splits[name] for name in _ordered(splits)}, None, "the source's own"
     train = splits["train"]
     count = (train.count // VALID_SHARE if valid_size is None
              else validation_count(valid_size, train.count))
@@ -180,7 +182,15 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
     # A streamed train is read once for both (Plan.code_chunks); one in memory
     # was just split into two arrays, and its own can go.
     carved = None if train.in_memory else (train, chosen)
-    return {name: splits[name] for name in _ordered(splits)}, carved
+    if valid_size is None:
+        asked = "a sixth, the default"
+    elif isinstance(valid_size, (float, np.floating)):
+        asked = f"valid_size={valid_size!r}, read as a fraction"
+    else:
+        asked = f"valid_size={valid_size!r}, read as a count"
+    picked = f"picked by a shuffle seeded with {valid_seed}" if valid_seed is not None else "the last ones"
+    validation = f"{count} of the {train.count} training examples ({asked}), {picked}"
+    return {name: splits[name] for name in _ordered(splits)}, carved, validation
 
 
 def _ordered(splits):

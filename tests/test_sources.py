@@ -154,7 +154,7 @@ def test_the_classic_pickle_is_read_straight_into_its_arrays(tmp_path, monkeypat
     with io.BytesIO(raw) as f:
         reference = restricted_load(f)
     with io.BytesIO(raw) as f:
-        fast = py2pickle.read_arrays(f, "test")
+        fast = py2pickle.read_arrays(f, "test", len(raw), compressed=False)
     for (x, y), (fx, fy) in zip(reference, fast):
         assert fx.dtype == x.dtype and fy.dtype == y.dtype
         np.testing.assert_array_equal(fx, x)
@@ -172,7 +172,7 @@ def test_other_pickles_fall_back_on_the_restricted_unpickler(monkeypatch):
     for protocol in (2, 4):  # Python 3 writes other opcodes and globals
         with io.BytesIO(pickle.dumps(fake_mnist_pickle_content(), protocol=protocol)) as f:
             with pytest.raises(py2pickle.Unsupported):
-                py2pickle.read_arrays(f, "test")
+                py2pickle.read_arrays(f, "test", 1 << 20, compressed=False)
 
 
 class _RunsACommand:

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetNotFoundError, SourceFormatError
+from ..limits import check_in_file, check_memory
 from . import SourceData, Split
-from ._files import open_maybe_gzipped
+from ._files import is_gzipped, open_maybe_gzipped
 
 __all__ = ["IdxFile", "parse_idx", "read_idx", "read_idx_folder", "read_idx_files",
            "holds_idx_files", "looks_like_idx", "MNIST_IDX_NAMES"]
@@ -85,6 +86,13 @@ class IdxFile:
             self.shape = _parse_dims(dims, ndim, self.path, 4 + len(dims))
         self.header_size = 4 + 4 * ndim
         self.dtype = self.stored_dtype.newbyteorder("=")
+        # What the header announces must be in the file, before anything is allocated.
+        stored = self.path.stat().st_size
+        if is_gzipped(self.path):
+            check_in_file(self.data_size, stored, f"its header (shape {tuple(self.shape)})",
+                          self.path, compressed=True)
+        elif stored - self.header_size != self.data_size:
+            raise _size_error(self.path, self.shape, self.data_size, stored - self.header_size)
 
     @property
     def data_size(self):
@@ -112,7 +120,8 @@ class IdxFile:
 
     def read(self):
         """The whole array."""
-        if not self.shape[0]:
+        check_memory(self.data_size, f"its array of shape {tuple(self.shape)}", self.path)
+        if self.shape and not self.shape[0]:
             return np.zeros(self.shape, dtype=self.dtype)
         return np.concatenate(list(self.chunks(max(1, self.shape[0]))))
 

@@ -21,24 +21,38 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SourceFormatError
+from ..errors import SizeLimitError, SourceFormatError
+from ..limits import check_in_file, check_memory
 from . import SourceData, Split
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "IMAGE_SUFFIXES"]
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp",
                   ".pgm", ".ppm", ".pbm", ".pnm"}
+#: The only formats Pillow may decode, whatever a file's name or content says:
+#: raster formats with decoders in Pillow itself. Pillow would otherwise try
+#: every format it knows, EPS included, which hands the file to Ghostscript.
+RASTER_FORMATS = ("PNG", "JPEG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
+# Folders nested deeper than this are refused (the layouts need three levels
+# below a few wrapping folders).
+_MAX_DEPTH = 32
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 _GRAY, _COLOUR = "L", "RGB"
 
 
 def decode_image(data, origin, resize=None):
-    """uint8 pixels of an encoded image: (rows, cols) grey or (rows, cols, 3) colour."""
+    """uint8 pixels of an encoded image: (rows, cols) grey or (rows, cols, 3) colour.
+
+    Only :data:`RASTER_FORMATS` are decoded, and an image larger than
+    Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) or
+    the memory ceiling is refused before its pixels are decoded.
+    """
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(io.BytesIO(data), formats=RASTER_FORMATS) as image:
+            _check_size(image, origin)
             image.load()
             image = _as_8bit(image, origin)
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
@@ -48,6 +62,18 @@ def decode_image(data, origin, resize=None):
         rows, cols = resize
         image = image.resize((cols, rows), Image.Resampling.BICUBIC)
     return np.asarray(image, dtype=np.uint8)
+
+
+def _check_size(image, origin):
+    from PIL import Image
+
+    pixels = image.width * image.height
+    if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
+        raise SizeLimitError(
+            f"{origin}: is {image.width}x{image.height} ({pixels:,} pixels), beyond Pillow's "
+            f"decompression-bomb limit of {Image.MAX_IMAGE_PIXELS:,} pixels")
+    check_memory(pixels * max(1, len(image.getbands())) * 4, f"a {image.width}x{image.height} image",
+                 origin)
 
 
 def _as_8bit(image, origin):
@@ -94,20 +120,54 @@ def _folder_tree(folder):
     # Plain strings, not Path objects: pathlib interns every part of every
     # name, and the interned-string table of a big folder costs memory.
     names = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel = os.path.relpath(root, folder).replace(os.sep, "/")
-        names += [f if rel == "." else f"{rel}/{f}" for f in sorted(files)]
-    return _Tree(str(folder), names, lambda name: (Path(folder) / name).read_bytes(),
-                 separator="/")
+    pending = [("", 0)]  # (relative folder, depth): a stack, not recursion
+    while pending:
+        rel, depth = pending.pop()
+        if depth > _MAX_DEPTH:
+            raise SourceFormatError(f"{folder}/{rel}: folders nested more than {_MAX_DEPTH} "
+                                    "deep; expected CLASS/IMAGE or SPLIT/CLASS/IMAGE")
+        try:
+            entries = sorted(os.scandir(os.path.join(folder, rel)), key=lambda e: e.name)
+        except OSError as error:
+            raise SourceFormatError(f"{folder}/{rel}: cannot list ({error.strerror})") from error
+        subfolders = []
+        for entry in entries:
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir():
+                if not entry.name.startswith("."):
+                    subfolders.append((name, depth + 1))
+            else:
+                names.append(name)
+        pending += reversed(subfolders)
+    names.sort()
+
+    def read(name):
+        path = Path(folder) / name
+        try:
+            check_memory(path.stat().st_size, "the file", path)
+            return path.read_bytes()
+        except OSError as error:
+            raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
+
+    return _Tree(str(folder), names, read, separator="/")
 
 
 def _zip_tree(path):
     try:
         archive = zipfile.ZipFile(path)
-        names = [i.filename for i in archive.infolist() if not i.is_dir()]
+        members = [i for i in archive.infolist() if not i.is_dir()]
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
+    for info in members:
+        where = f"{path}:{info.filename}"
+        _check_member_name(info.filename, where)
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:
+            raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
+                                    "files only (store a copy of the image instead)")
+        check_memory(info.file_size, "the member", where)
+        check_in_file(info.file_size, info.compress_size, "the member", where,
+                      compressed=info.compress_type != zipfile.ZIP_STORED)
+    names = [i.filename for i in members]
 
     def read(name):
         try:
@@ -121,9 +181,25 @@ def _zip_tree(path):
 def _tar_tree(path):
     try:
         with tarfile.open(path) as archive:
-            names = [m.name for m in archive.getmembers() if m.isfile()]
-    except (tarfile.TarError, OSError, EOFError) as error:
+            members = archive.getmembers()
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
+    total = 0
+    for member in members:
+        where = f"{path}:{member.name}"
+        _check_member_name(member.name, where)
+        if member.issym() or member.islnk():
+            raise SourceFormatError(
+                f"{where}: is a {'symbolic' if member.issym() else 'hard'} link to "
+                f"{member.linkname}; int8store reads regular files only (archive copies instead)")
+        if member.issparse():
+            raise SourceFormatError(f"{where}: is a sparse file; int8store reads regular files only")
+        if member.isfile():
+            check_memory(member.size, "the member", where)
+            total += member.size
+    check_in_file(total, Path(path).stat().st_size, "its members", path,
+                  compressed=_is_compressed(path))
+    names = [m.name for m in members if m.isfile()]
 
     def in_order(wanted):
         # One streaming pass in the archive's own order: seeking back in a
@@ -137,6 +213,20 @@ def _tar_tree(path):
             raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
 
     return _Tree(str(path), names, None, in_order)
+
+
+def _is_compressed(path):
+    """Whether a tar archive is gzip, bzip2 or xz compressed (by its magic bytes)."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00"))
+
+
+def _check_member_name(name, where):
+    parts = name.split("/")
+    if name.startswith("/") or ".." in parts or "\\" in name:
+        raise SourceFormatError(f"{where}: a member named with an absolute path or '..'; "
+                                "an archive of class folders names its files CLASS/IMAGE")
 
 
 def read_image_folder(folder, resize=None):

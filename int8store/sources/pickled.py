@@ -5,14 +5,16 @@ numpy arrays, dtypes, tuples and lists, and refuses any other global, naming
 it. Python 2 pickles (the classic file) are read with the latin-1 encoding.
 """
 
+import os
 import pickle
 import struct
 
 import numpy as np
 
-from ..errors import SourceFormatError, UnsafePickleError
+from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
+from ..limits import check_in_file, check_memory
 from . import SourceData, Split
-from ._files import open_maybe_gzipped
+from ._files import is_gzipped, open_maybe_gzipped
 
 __all__ = ["restricted_load", "read_mnist_pickle"]
 
@@ -20,9 +22,14 @@ _SPLITS = ("train", "valid", "test")
 
 
 def _reconstruct(subtype, shape, dtype):
+    # numpy pickles every array as _reconstruct(ndarray, (0,), b"b"), then sets
+    # its shape and data: an empty start means an array never given data stays
+    # empty, instead of holding whatever memory it was allocated.
     if subtype is not np.ndarray:
         raise pickle.UnpicklingError(f"only plain numpy arrays may be rebuilt, not {subtype!r}")
-    return np.ndarray.__new__(np.ndarray, shape, _dtype(dtype))
+    if shape != (0,):
+        raise pickle.UnpicklingError(f"an array is rebuilt with shape {shape!r}, not numpy's (0,)")
+    return np.ndarray.__new__(np.ndarray, (0,), _dtype(dtype))
 
 
 def _dtype(spec, align=False, copy=False):
@@ -76,12 +83,45 @@ def restricted_load(file, origin="pickle"):
         return _RestrictedUnpickler(file, encoding="latin1").load()
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{origin}: {error}") from None
+    except SourceFormatError:
+        raise
     except EOFError as error:
         raise SourceFormatError(
             f"{origin}: the file is truncated: it ends in the middle of the data"
         ) from error
     except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError) as error:
         raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays ({error})") from error
+    except MemoryError as error:
+        raise SizeLimitError(f"{origin}: the pickle announces more data than fits in memory") from error
+
+
+class _Bounded:
+    """A file object refusing reads beyond what the file can hold (see
+    :mod:`int8store.limits`): the unpickler allocates what a length field
+    announces before reading it."""
+
+    def __init__(self, file, path):
+        self._file, self._path = file, path
+        self._stored, self._compressed = os.path.getsize(path), is_gzipped(path)
+        self._asked = 0
+
+    def _ask(self, n):
+        self._asked += max(0, n)
+        check_in_file(self._asked, self._stored, "the pickle", self._path, self._compressed)
+        check_memory(self._asked, "the pickle's data", self._path)
+
+    def read(self, n=-1):
+        if n is None or n < 0:
+            return self._file.read()
+        self._ask(n)
+        return self._file.read(n)
+
+    def readinto(self, buffer):
+        self._ask(len(memoryview(buffer)))
+        return self._file.readinto(buffer)
+
+    def readline(self, limit=-1):
+        return self._file.readline(limit)
 
 
 def read_mnist_pickle(path):
@@ -94,13 +134,20 @@ def read_mnist_pickle(path):
     content = _read_python2_arrays(path)
     if content is None:
         with open_maybe_gzipped(path) as f:
-            content = restricted_load(f, origin=str(path))
+            content = restricted_load(_Bounded(f, path), origin=str(path))
     if not (isinstance(content, (tuple, list)) and len(content) == 3
             and all(isinstance(s, (tuple, list)) and len(s) == 2 for s in content)):
         raise SourceFormatError(
             f"{path}: expected three (images, labels) pairs (train, valid, test), "
             f"got {_shape_of(content)}"
         )
+    for name, pair in zip(_SPLITS, content):
+        for role, array in zip(("images", "labels"), pair):
+            # A list would be made into an array here: a few bytes of pickle can
+            # repeat one array a million times.
+            if not isinstance(array, np.ndarray):
+                raise SourceFormatError(f"{path}: the {name} {role} are a "
+                                        f"{type(array).__name__}, expected a numpy array")
     splits = {name: Split.from_arrays(name, images, labels, str(path))
               for name, (images, labels) in zip(_SPLITS, content)}
     # The classic file holds flat 28x28 images.
@@ -114,9 +161,11 @@ def _read_python2_arrays(path):
 
     try:
         with open_maybe_gzipped(path) as f:
-            return read_arrays(f, origin=str(path))
+            return read_arrays(f, str(path), os.path.getsize(path), is_gzipped(path))
     except Unsupported:
         return None
+    except SourceFormatError:
+        raise
     except EOFError as error:
         raise SourceFormatError(str(error)) from error
     except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError) as error:

@@ -17,6 +17,8 @@ import struct
 
 import numpy as np
 
+from ..limits import check_in_file, check_memory
+
 __all__ = ["read_arrays", "Unsupported"]
 
 # Strings at least this long that are an array's data are read into the array.
@@ -29,10 +31,13 @@ class Unsupported(Exception):
 
 
 class _Pending:
-    """An array under construction: numpy's ``_reconstruct`` result until BUILD."""
+    """An array under construction: numpy's ``_reconstruct`` result until BUILD
+    gives it its shape and data (an array never built is refused, not handed
+    over with whatever memory it was given)."""
 
-    def __init__(self, shape, dtype):
-        self.array = np.ndarray.__new__(np.ndarray, shape, dtype)
+    def __init__(self, dtype):
+        self.array = np.empty(0, dtype)
+        self.built = False
 
 
 class _ReadInto:
@@ -43,9 +48,10 @@ class _ReadInto:
 
 
 def _reconstruct(subtype, shape, dtype):
-    if subtype is not np.ndarray:
-        raise Unsupported(f"an array of type {subtype!r}")
-    return _Pending(shape, _dtype(dtype))
+    # numpy pickles every array as _reconstruct(ndarray, (0,), b"b") then BUILD.
+    if subtype is not np.ndarray or shape != (0,):
+        raise Unsupported(f"an array of type {subtype!r} and shape {shape!r}")
+    return _Pending(_dtype(dtype))
 
 
 def _dtype(spec, align=False, copy=False):
@@ -60,10 +66,20 @@ _GLOBALS = {("numpy.core.multiarray", "_reconstruct"): _reconstruct,
             ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): _dtype}
 
 
-def read_arrays(file, origin):
+def read_arrays(file, origin, stored_bytes, compressed):
     """The object a protocol-2 pickle of arrays and tuples holds, read from the
-    binary file object ``file`` (which must support ``readinto``)."""
+    binary file object ``file`` (which must support ``readinto``).
+
+    Every string's announced length is checked, before it is allocated,
+    against what ``stored_bytes`` of file (``compressed`` or not) can hold
+    and against the memory ceiling (:mod:`int8store.limits`)."""
     stack, marks, memo = [], [], {}
+    announced = [0]
+
+    def announce(size):
+        announced[0] += size
+        check_in_file(announced[0], stored_bytes, "the pickle", origin, compressed)
+        check_memory(announced[0], "the pickle's arrays", origin)
 
     def read(n):
         data = file.read(n)
@@ -72,6 +88,7 @@ def read_arrays(file, origin):
         return data
 
     def string(size):
+        announce(size)
         if size >= _STREAMED and _is_array_state(stack, marks):
             return _ReadInto(_read_array(file, stack[-3], stack[-2], stack[-1], size, origin))
         return read(size).decode("latin1")
@@ -179,6 +196,7 @@ def _build(obj, state):
             obj.array = state[-1].array
         else:
             obj.array.__setstate__(state)
+        obj.built = True
     elif isinstance(obj, np.dtype):
         obj.__setstate__(state)
     else:
@@ -187,6 +205,8 @@ def _build(obj, state):
 
 def _resolved(value):
     if isinstance(value, _Pending):
+        if not value.built:
+            raise Unsupported("an array without its data")
         return value.array
     if isinstance(value, (tuple, list)):
         return type(value)(_resolved(v) for v in value)

@@ -1,0 +1,111 @@
+"""Ceilings on the sizes a file announces, checked before anything is allocated.
+
+Headers announce sizes: an IDX file's dimensions, a pickle's array shapes, an
+``.npz`` member's shape, an archive member's length, an HDF5 dataset's shape
+and chunks. A damaged or hostile file can announce terabytes in a few bytes,
+so every announced size is checked first:
+
+* **against the file**: data stored as it is must be in the file; compressed
+  data cannot come to more than :data:`MAX_COMPRESSION_RATIO` times its
+  compressed size. That is deflate's own limit (zlib's documentation: 1032:1
+  at best), and deflate is what gzip, zip, PNG and HDF5's gzip filter use;
+  formats that could compress further (bzip2, xz) are held to it too.
+* **against the memory ceiling**, for whatever must be in memory at once (a
+  label array, a pickled array, one image, one HDF5 chunk): ``max_memory``
+  (``--max-memory`` on the command line), by default half the machine's
+  physical memory.
+
+Streamed data (images read a chunk at a time) is held to the first check
+only: its memory is bounded by the chunk size.
+"""
+
+import os
+import re
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from .errors import ArgumentError, SizeLimitError
+
+__all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
+           "check_in_file", "check_memory", "describe_bytes"]
+
+#: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
+MAX_COMPRESSION_RATIO = 1032
+
+_ceiling = ContextVar("int8store_max_memory", default=None)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000 ** 2, "mb": 1000 ** 2,
+          "mib": 1024 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3,
+          "t": 1000 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4}
+
+
+def default_max_memory():
+    """Half the physical memory (8 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def max_memory():
+    """The memory ceiling in force (see :func:`memory_ceiling`)."""
+    return _ceiling.get() or default_max_memory()
+
+
+@contextmanager
+def memory_ceiling(nbytes=None):
+    """Within the block, the memory ceiling is ``nbytes`` (a number or a size
+    such as ``"2GiB"``; None keeps the one in force)."""
+    token = _ceiling.set(parse_size(nbytes) if nbytes is not None else _ceiling.get())
+    try:
+        yield
+    finally:
+        _ceiling.reset(token)
+
+
+def parse_size(size, what="max_memory"):
+    """Bytes in ``size``: an int, or text such as ``1GiB``, ``512MB``, ``2e9``.
+
+    >>> parse_size("1GiB"), parse_size("512 MB"), parse_size(4096)
+    (1073741824, 512000000, 4096)
+    """
+    if isinstance(size, int) and not isinstance(size, bool):
+        number = size
+    else:
+        match = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([a-z]*)\s*", str(size).lower())
+        if not match or match.group(2) not in _UNITS:
+            raise ArgumentError(f"{what}={size!r}: expected a size such as 4GiB, 512MB or a "
+                                "number of bytes")
+        number = int(float(match.group(1)) * _UNITS[match.group(2)])
+    if number < 1:
+        raise ArgumentError(f"{what}={size!r}: expected a positive size")
+    return number
+
+
+def describe_bytes(nbytes):
+    """``1.5 GiB``, ``12.0 MiB``, ``512 bytes``."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def check_in_file(announced, stored, what, origin, compressed=False):
+    """Raise :class:`SizeLimitError` if ``announced`` bytes cannot come out of
+    ``stored`` bytes of file (as they are, or ``compressed``)."""
+    limit = stored * MAX_COMPRESSION_RATIO if compressed else stored
+    if announced > limit:
+        how = (f"{stored:,} compressed bytes, which decompress to at most {limit:,}"
+               if compressed else f"{stored:,} bytes")
+        raise SizeLimitError(
+            f"{origin}: {what} announces {announced:,} bytes but the file holds {how}: "
+            "it is damaged or not what it claims to be")
+
+
+def check_memory(announced, what, origin):
+    """Raise :class:`SizeLimitError` if ``announced`` bytes exceed the memory ceiling."""
+    ceiling = max_memory()
+    if announced > ceiling:
+        raise SizeLimitError(
+            f"{origin}: {what} needs {describe_bytes(announced)} in memory at once, more than "
+            f"the ceiling of {describe_bytes(ceiling)} (max_memory=, command line "
+            "--max-memory; by default half the physical memory)")
