@@ -15,6 +15,7 @@ skipped; any other non-image file is an error, as is an unreadable image.
 import io
 import os
 import tarfile
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -51,12 +52,19 @@ def decode_image(data, origin, resize=None):
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data), formats=RASTER_FORMATS) as image:
+        with warnings.catch_warnings():
+            # Pillow warns between its limit and twice it; _check_size refuses instead.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=RASTER_FORMATS)
+        with image:
             _check_size(image, origin)
             image.load()
             image = _as_8bit(image, origin)
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
-            Image.DecompressionBombError) as error:
+    except SourceFormatError:
+        raise
+    except Image.DecompressionBombError as error:
+        raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit ({error})") from error
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
         raise SourceFormatError(f"{origin}: cannot read this image ({error})") from error
     if resize is not None:
         rows, cols = resize
@@ -275,6 +283,13 @@ def _read_tree(tree, resize):
                 f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
             )
     classes = sorted({c for _, c, _ in entries})
+    for name in classes:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SourceFormatError(
+                f"{tree.where(name)}: the class folder's name is not valid UTF-8, and class "
+                "names are stored as text; rename the folder") from None
     label_of = {c: i for i, c in enumerate(classes)}
     if tree.in_order is None:
         entries.sort(key=lambda e: (e[0], e[1], e[2]))

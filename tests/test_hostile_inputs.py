@@ -1,0 +1,343 @@
+"""Hostile and broken inputs: nothing runs, nothing leaks, nothing explodes,
+nothing is lost.
+
+Every case is run through ``int8store convert`` and asserts the promise:
+exit status 2, one line on stderr naming the file, no output file, no
+temporary file, and memory bounded far below what the file announces.
+"""
+
+import gzip
+import io
+import os
+import pickle
+import struct
+import tarfile
+import tracemalloc
+import zipfile
+import zlib
+
+import h5py
+import numpy as np
+import pytest
+
+from archives import (fake_mnist, idx_bytes, python2_array_pickle, python2_pickle,
+                      write_image_folder, write_mnist_idx_folder, zip_folder)
+from int8store import EncodingError, load_splits
+from int8store.cli import main
+
+BOUND = 64 << 20  # traced memory allowed for any refusal below
+
+
+def refused(tmp_path, capsys, sources, *fragments, extra=()):
+    """Convert ``sources``; assert the clean refusal and return the error line."""
+    out = tmp_path / "out" / "store.h5"
+    out.parent.mkdir(exist_ok=True)
+    tracemalloc.start()
+    try:
+        status = main(["convert", *map(str, sources), "-o", str(out), *extra])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment in err, err
+    assert sorted(p.name for p in out.parent.iterdir()) == []  # no output, no temporary file
+    assert peak < BOUND, peak
+    return err
+
+
+# -- IDX --------------------------------------------------------------------------
+
+def idx_header(type_code, dims):
+    return bytes([0, 0, type_code, len(dims)]) + struct.pack(f">{len(dims)}I", *dims)
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_an_idx_header_announcing_four_billion_labels(tmp_path, capsys, gzipped):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(), gzipped=False)
+    labels = folder / "train-labels-idx1-ubyte"
+    data = idx_header(0x08, [2 ** 32 - 1]) + bytes(12)
+    labels.write_bytes(gzip.compress(data) if gzipped else data)
+    err = refused(tmp_path, capsys, [folder], str(labels))
+    assert "4294967295" in err.replace(",", "")
+
+
+def test_an_idx_image_header_announcing_more_than_the_gzip_can_hold(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(), gzipped=True)
+    images = folder / "train-images-idx3-ubyte.gz"
+    images.write_bytes(gzip.compress(idx_header(0x08, [3_000_000, 784, 784]) + bytes(100)))
+    refused(tmp_path, capsys, [folder], str(images), "decompress to at most")
+
+
+# -- pickles ----------------------------------------------------------------------
+
+def test_a_pickle_declaring_millions_of_images_in_a_few_bytes(tmp_path, capsys):
+    # A Python 2 array pickle whose data string announces 2,000,000 x 784 bytes.
+    small = python2_array_pickle(np.zeros((2, 784), np.uint8))
+    forged = small.replace(struct.pack("<i", 2 * 784), struct.pack("<i", 2_000_000 * 784), 1)
+    labels = python2_array_pickle(np.zeros(2, np.int64))
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(b"\x80\x02((" + forged + labels + b"t(" + small + labels
+                                   + b"t(" + small + labels + b"tt."))
+    refused(tmp_path, capsys, [path], str(path), "the pickle")
+
+
+def test_a_pickled_list_repeating_one_array_is_refused(tmp_path, capsys):
+    row = np.zeros(784, np.float32)
+    images = [row] * 100  # unpickles as 100 references: a bomb if made into an array
+    path = tmp_path / "mnist.pkl.gz"
+    labels = np.zeros(100, np.int64)
+    path.write_bytes(gzip.compress(pickle.dumps(((images, labels),) * 3, protocol=4)))
+    refused(tmp_path, capsys, [path], str(path), "the train images are a list, expected a numpy array")
+
+
+def test_a_pickled_array_without_data_is_refused(tmp_path, capsys):
+    # _reconstruct without BUILD: an array that never receives its data.
+    empty = (b"cnumpy.core.multiarray\n_reconstruct\nq\x01cnumpy\nndarray\nq\x02K\x00\x85U\x01b\x87R")
+    labels = python2_array_pickle(np.zeros(3, np.int64))
+    pair = b"(" + empty + labels + b"t"
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(b"\x80\x02(" + pair * 3 + b"t."))
+    refused(tmp_path, capsys, [path], str(path))
+
+
+def test_a_pickle_asking_for_a_huge_byte_string(tmp_path, capsys):
+    # BINBYTES8 announcing 2**40 bytes, then nothing.
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(b"\x80\x04\x8e" + struct.pack("<Q", 2 ** 40)))
+    refused(tmp_path, capsys, [path], str(path))
+
+
+def test_a_pickle_that_runs_code_is_refused(tmp_path, capsys):
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("touch pwned",))
+
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(pickle.dumps(Payload(), protocol=2)))
+    refused(tmp_path, capsys, [path], str(path), "not allowed")
+    assert not (tmp_path / "pwned").exists() and not os.path.exists("pwned")
+
+
+# -- npz --------------------------------------------------------------------------
+
+def test_an_npz_header_announcing_more_than_the_member_holds(tmp_path, capsys):
+    path = tmp_path / "d.npz"
+    np.savez(path, x_train=np.zeros((4, 3, 3), np.uint8), y_train=np.zeros(4, np.uint8))
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    members["x_train.npy"] = members["x_train.npy"].replace(b"(4, 3, 3)", b"(4000000, 3, 3)")
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    refused(tmp_path, capsys, [path], f"{path}:x_train.npy", "announces shape (4000000, 3, 3)")
+
+
+def test_an_npz_of_python_objects_is_refused(tmp_path, capsys):
+    path = tmp_path / "d.npz"
+    np.savez(path, x_train=np.array([[1, "a"]], dtype=object), y_train=np.zeros(1, np.uint8))
+    refused(tmp_path, capsys, [path], "Python objects")
+
+
+# -- archives of images -----------------------------------------------------------
+
+def image_folder(tmp_path, count=4):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((count, 3, 3), np.uint8), [i % 2 for i in range(count)],
+                       ["cat", "dog"])
+    return root
+
+
+def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
+    root = image_folder(tmp_path)
+    for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+        path = tmp_path / f"links{kind}.tar"
+        with tarfile.open(path, "w") as archive:
+            for file in sorted(root.rglob("*.png")):
+                archive.add(file, file.relative_to(root).as_posix())
+            link = tarfile.TarInfo("cat/extra.png")
+            link.type, link.linkname = kind, "cat/00000.png"
+            archive.addfile(link)
+        refused(tmp_path, capsys, [path], f"{path}:cat/extra.png", "link to cat/00000.png")
+
+
+def test_zip_symlinks_and_escaping_names_are_refused(tmp_path, capsys):
+    root = image_folder(tmp_path)
+    path = zip_folder(root, tmp_path / "a.zip")
+    with zipfile.ZipFile(path, "a") as archive:
+        info = zipfile.ZipInfo("cat/link.png")
+        info.external_attr = (0o120777 << 16)
+        archive.writestr(info, "/etc/passwd")
+    refused(tmp_path, capsys, [path], f"{path}:cat/link.png", "symbolic link")
+    path = zip_folder(root, tmp_path / "b.zip")
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("../cat/evil.png", b"x")
+    refused(tmp_path, capsys, [path], f"{path}:../cat/evil.png", "absolute path or '..'")
+
+
+def test_a_member_beyond_the_memory_ceiling_is_refused_before_reading(tmp_path, capsys):
+    root = image_folder(tmp_path)
+    (root / "cat" / "big.png").write_bytes(bytes(3 << 20))  # zeros: compress 1000:1
+    for path in (zip_folder(root, tmp_path / "a.zip"), tmp_path / "a.tar.gz"):
+        if path.suffix == ".gz":
+            with tarfile.open(path, "w:gz") as archive:
+                archive.add(root, ".")
+        refused(tmp_path, capsys, [path], "cat/big.png", "ceiling of 1.0 MiB",
+                extra=["--max-memory", "1MiB"])
+
+
+def png_header_only(width, height):
+    """A PNG whose header announces ``width`` x ``height`` grey pixels, with no pixels."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))
+
+
+def test_a_decompression_bomb_png_is_refused_before_decoding(tmp_path, capsys):
+    root = image_folder(tmp_path)
+    bomb = root / "cat" / "bomb.png"
+    bomb.write_bytes(png_header_only(100_000, 100_000))
+    refused(tmp_path, capsys, [root], str(bomb), "decompression-bomb limit")
+
+
+def test_a_postscript_file_named_png_is_never_decoded(tmp_path, capsys, monkeypatch):
+    from PIL import EpsImagePlugin
+
+    def ghostscript(*args, **kwargs):
+        raise AssertionError("Ghostscript was reached")
+
+    monkeypatch.setattr(EpsImagePlugin, "Ghostscript", ghostscript)
+    root = image_folder(tmp_path)
+    fake = root / "cat" / "fake.png"
+    fake.write_bytes(b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 3 3\nshowpage\n")
+    refused(tmp_path, capsys, [root], str(fake), "cannot read this image")
+
+
+def test_folders_nested_too_deep_are_one_error(tmp_path, capsys):
+    deep = tmp_path / "deep"
+    folder = deep
+    for level in range(40):
+        folder = folder / f"d{level}"
+    folder.mkdir(parents=True)
+    (folder / "x.png").write_bytes(b"")
+    refused(tmp_path, capsys, [deep], "nested more than 32")
+
+
+def test_a_folder_name_that_is_not_utf8_is_printed_not_a_traceback(tmp_path, capsys):
+    root = image_folder(tmp_path)
+    odd = os.fsencode(root) + b"/\xff\xfe"
+    os.mkdir(odd)
+    with open(odd + b"/x.png", "wb") as f:
+        f.write(b"not an image")
+    refused(tmp_path, capsys, [root], "\\udcff")
+
+
+# -- HDF5 sources -----------------------------------------------------------------
+
+def test_hdf5_external_storage_is_refused(tmp_path, capsys):
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(bytes(range(256)) * 4)
+    path = tmp_path / "ext.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x_train", shape=(4, 16, 16), dtype=np.uint8, external=[(str(secret), 0, 1024)])
+        f["y_train"] = np.zeros(4, np.uint8)
+    refused(tmp_path, capsys, [path], f"{path}:x_train", "external files")
+
+
+def test_hdf5_external_links_and_virtual_datasets_are_refused(tmp_path, capsys):
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = np.zeros((4, 3, 3), np.uint8)
+    path = tmp_path / "link.h5"
+    with h5py.File(path, "w") as f:
+        f["x_train"] = h5py.ExternalLink(str(other), "x")
+        f["y_train"] = np.zeros(4, np.uint8)
+    refused(tmp_path, capsys, [path], str(path), "external link")
+    path = tmp_path / "vds.h5"
+    layout = h5py.VirtualLayout(shape=(4, 3, 3), dtype=np.uint8)
+    layout[:] = h5py.VirtualSource(str(other), "x", shape=(4, 3, 3))
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("x_train", layout)
+        f["y_train"] = np.zeros(4, np.uint8)
+    refused(tmp_path, capsys, [path], f"{path}:x_train", "virtual dataset")
+
+
+def test_hdf5_huge_chunks_and_unwritten_datasets_are_refused(tmp_path, capsys):
+    path = tmp_path / "chunk.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x_train", shape=(2, 20000, 20000), dtype=np.uint8,
+                         chunks=(1, 20000, 20000), compression="gzip")
+        f["y_train"] = np.zeros(2, np.uint8)
+    refused(tmp_path, capsys, [path], f"{path}:x_train", "rechunk")
+    path = tmp_path / "empty.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x_train", shape=(100000, 100, 100), dtype=np.uint8, chunks=(10, 100, 100))
+        f["y_train"] = np.zeros(100000, np.uint8)
+    refused(tmp_path, capsys, [path], f"{path}:x_train", "announces 1,000,000,000 bytes")
+
+
+# -- data that would change silently ---------------------------------------------
+
+def test_integers_beyond_float64s_exact_range_are_refused(tmp_path):
+    big = np.array([2 ** 60, 2 ** 60 + 1] * 6, dtype=np.int64).reshape(12, 1)
+    with pytest.raises(EncodingError, match=r"beyond ±2\*\*53"):
+        load_splits(save_npz(tmp_path, big))
+
+
+def save_npz(tmp_path, images):
+    path = tmp_path / "big.npz"
+    labels = np.zeros(len(images), np.uint8)
+    np.savez(path, x_train=images, y_train=labels, x_test=images, y_test=labels)
+    return path
+
+
+def test_negative_labels_are_refused(tmp_path, capsys):
+    path = tmp_path / "neg.npz"
+    images = np.zeros((12, 2, 2), np.uint8)
+    np.savez(path, x_train=images, y_train=np.array([0, 1, -1] * 4), x_test=images,
+             y_test=np.zeros(12, np.int8))
+    refused(tmp_path, capsys, [path], "3 are negative")
+
+
+def test_valid_size_says_how_it_was_read(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=20))
+    for given, said in (("0.1", "2 of the 20 training examples (valid_size=0.1, read as a fraction)"),
+                        ("3", "3 of the 20 training examples (valid_size=3, read as a count)")):
+        out = tmp_path / f"{given}.h5"
+        assert main(["convert", str(folder), "-o", str(out), "--valid-size", given]) == 0
+        assert said in capsys.readouterr().out
+    refused(tmp_path, capsys, [folder], "valid_size=1.0", extra=["--valid-size", "1.0"])
+
+
+# -- outputs ----------------------------------------------------------------------
+
+def test_outputs_that_cannot_be_written_are_one_line(tmp_path, capsys):
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    (tmp_path / "a_file").write_text("x")
+    for out, fragment in ((tmp_path / "a_file" / "m.h5", "cannot write here"),
+                          (tmp_path, "is a folder")):
+        status = main(["convert", str(folder), "-o", str(out)])
+        err = capsys.readouterr().err
+        assert status == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    """The file-size limit (RLIMIT_FSIZE) makes writes fail as a full disk does."""
+    import subprocess
+    import sys
+
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=3000, side=28))
+    out = tmp_path / "out" / "m.h5"
+    out.parent.mkdir()
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20)); "
+              "from int8store.cli import main; sys.exit(main(sys.argv[1:]))")
+    run = subprocess.run([sys.executable, "-c", script, "convert", str(folder), "-o", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert str(out) in run.stderr and "cannot write" in run.stderr
+    assert list(out.parent.iterdir()) == []
