@@ -24,9 +24,16 @@ from pathlib import Path
 from .errors import OutputError, OutputExistsError
 from .interrupts import raise_if_interrupted
 
-__all__ = ["atomic_output", "check_can_write", "remove_stale_temporaries", "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "check_can_write", "remove_stale_temporaries", "was_published",
+           "TEMPORARY_SUFFIX"]
 
 TEMPORARY_SUFFIX = ".int8store-tmp"
+_published = set()  # targets published by this process (an interrupt may come just after)
+
+
+def was_published(path):
+    """Whether this process published ``path`` (complete) with :func:`atomic_output`."""
+    return os.path.abspath(path) in _published
 
 
 def check_can_write(path, force=False):
@@ -106,6 +113,7 @@ def atomic_output(path, force=False):
         yield temporary
         raise_if_interrupted()
         _publish(temporary, path, force)
+        _published.add(os.path.abspath(path))
     finally:
         try:
             temporary.unlink()

@@ -14,6 +14,7 @@ no output. A traceback means a bug in int8store.
 
 import argparse
 import shlex
+import signal
 import sys
 
 from .errors import Int8StoreError
@@ -90,18 +91,19 @@ def main(argv=None):
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    from .interrupts import Interrupted
+    from .interrupts import interrupts_remembered
 
     try:
-        _run(args, argv)
+        # Installed around the whole command, imports included: an interrupt
+        # caught and re-wrapped on its way up (as class creation does) still
+        # ends here as an interrupt, not as a traceback.
+        with interrupts_remembered():
+            _run(args, argv)
     except Int8StoreError as error:
         return _fail(str(error))
-    except Interrupted as interrupt:
-        _say(f"{interrupt}: nothing was written")
-        return 128 + interrupt.signal
-    except KeyboardInterrupt:
-        _say("interrupted: nothing was written")
-        return 130
+    except KeyboardInterrupt as interrupt:
+        _say(f"{interrupt or 'interrupted'}: {_what_was_written(args)}")
+        return 128 + getattr(interrupt, "signal", signal.SIGINT)
     except MemoryError:
         return _fail("out of memory: the data does not fit; pass a lower --max-memory to be "
                      "told which file asks for too much, or use a machine with more memory")
@@ -134,6 +136,15 @@ def _run(args, argv):
         datasets = [name for name in checked if "/" in name]
         print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
               "datasets match their checksums (every byte of the file was checked)")
+
+
+def _what_was_written(args):
+    from .atomic import was_published
+
+    output = getattr(args, "output", None)
+    if output and was_published(output):
+        return f"{output} had already been written, complete"
+    return "nothing was written"
 
 
 def _fail(message):

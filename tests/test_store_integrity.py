@@ -1,0 +1,191 @@
+"""A store that cannot lie, and outputs that are never half-written.
+
+* every edit of what gives the data its meaning is caught (attributes, split
+  list, shapes, swapped groups) and a bit flip anywhere never loads changed
+  data nor hangs (bench/bitflips.py, sampled here);
+* a conversion interrupted at any moment by SIGINT or SIGTERM leaves either
+  no output or a complete, verified one, never a temporary file, and an
+  existing output intact;
+* a file that appears at the target while converting is never replaced;
+  temporary files of killed runs are removed by the next run.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from archives import fake_mnist, rewrite_manifest, write_image_folder, write_mnist_idx_folder
+from int8store import OutputExistsError, StoreChecksumError, StoreFormatError, load_splits, open_store
+from int8store.atomic import TEMPORARY_SUFFIX, remove_stale_temporaries
+from int8store.cli import main
+from int8store.converter import convert
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "m.h5"
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30)), path)
+    return path
+
+
+def swap_groups(f):
+    f.move("train", "tmp")
+    f.move("test", "train")
+    f.move("tmp", "test")
+
+
+def shorter_labels(f):
+    del f["test/y"]
+    f["test/y"] = np.zeros(3, np.int32)
+
+
+EDITS = {
+    "encoding_divisor": lambda f: f.attrs.__setitem__("encoding_divisor", 255),
+    "encoding_offset": lambda f: f.attrs.__setitem__("encoding_offset", 0),
+    "splits": lambda f: f.attrs.__setitem__("splits", ["train", "test"]),
+    "image_shape": lambda f: f.attrs.__setitem__("image_shape", np.array([2, 8])),
+    "swapped groups": swap_groups,
+    "labels of another length": shorter_labels,
+    "count": lambda f: f["train"].attrs.__setitem__("count", 7),
+    "format_version": lambda f: f.attrs.__setitem__("format_version", 1),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_every_edit_of_the_meaning_is_caught(store, capsys, edit):
+    with h5py.File(store, "r+") as f:
+        EDITS[edit](f)
+    # An edit that changes the file's length is caught by the size, others by the
+    # checksum of the HDF5 metadata.
+    with pytest.raises(StoreChecksumError, match="(HDF5 metadata .* does not match its checksum"
+                                                 "|truncated, extended or damaged)"):
+        load_splits(store)
+    for command in ("info", "verify"):
+        assert main([command, str(store)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(store) in err
+
+
+def test_a_truncated_or_extended_store_is_named_so(store):
+    data = store.read_bytes()
+    for damaged in (data[:-100], data + b"\0"):
+        store.write_bytes(damaged)
+        with pytest.raises(StoreChecksumError, match="truncated, extended or damaged"):
+            open_store(store, verify=False)
+
+
+def test_a_manifest_layout_that_does_not_fit_the_counts_is_refused(store):
+    rewrite_manifest(store, lambda m: m["splits"][0].update(count=29))
+    with pytest.raises(StoreFormatError, match="layout of split 'train' does not match"):
+        open_store(store)
+
+
+def test_a_damaged_magic_is_not_read_as_a_plain_hdf5_file(store):
+    with open(store, "r+b") as f:
+        f.write(b"INT8STORE")
+    with pytest.raises(StoreChecksumError, match="manifest is missing or damaged"):
+        load_splits(store)
+
+
+def test_single_bit_flips_never_change_data_silently_nor_hang():
+    """bench/bitflips.py on every 11th metadata byte (all 8 bits) and 300 data bits."""
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bitflips.py"), "--stride", "11",
+                          "--data-bits", "300", "--limit", "20", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    for region in ("metadata", "data"):
+        counts = result["counts"][region]
+        assert counts["changed"] == counts["crash"] == counts["hang"] == 0, result
+        assert counts["error"] > 0
+    assert sum(result["counts"]["data"].values()) == 300
+    assert sum(result["counts"]["metadata"].values()) == 8 * len(range(0, result["metadata_bytes"], 11))
+
+
+# -- publishing -------------------------------------------------------------------
+
+def test_a_file_that_appears_while_converting_is_never_replaced(tmp_path, monkeypatch, capsys):
+    from int8store import store_writer
+
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    out = tmp_path / "m.h5"
+    original = store_writer.StoreWriter._write_manifest
+
+    def another_run_finishes_first(self, entries):
+        original(self, entries)
+        out.write_bytes(b"the other run's store")
+
+    monkeypatch.setattr(store_writer.StoreWriter, "_write_manifest", another_run_finishes_first)
+    assert main(["convert", str(folder), "-o", str(out)]) == 2
+    assert "appeared while this file was being written" in capsys.readouterr().err
+    assert out.read_bytes() == b"the other run's store"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    with pytest.raises(OutputExistsError):
+        convert(folder, out)
+    monkeypatch.undo()
+    convert(folder, out, force=True)
+    assert open_store(out).splits == {"train": 10, "valid": 2, "test": 6}
+
+
+def test_temporaries_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
+    from int8store.atomic import _host
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout.strip()
+    out = tmp_path / "m.h5"
+    dead = tmp_path / f".m.h5.{_host()}.{finished}.abc{TEMPORARY_SUFFIX}"
+    live = tmp_path / f".m.h5.{_host()}.{os.getpid()}.def{TEMPORARY_SUFFIX}"
+    elsewhere = tmp_path / f".m.h5.otherhost.{finished}.ghi{TEMPORARY_SUFFIX}"
+    for path in (dead, live, elsewhere):
+        path.write_bytes(b"partial")
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), out)
+    assert not dead.exists() and live.exists() and elsewhere.exists()
+    assert remove_stale_temporaries(out) == []
+
+
+# -- interrupts -------------------------------------------------------------------
+
+CONVERT = "import sys; from int8store.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.slow
+def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "imgs"
+    write_image_folder(folder, rng.integers(0, 256, (4800, 28, 28), dtype=np.uint8),
+                       rng.integers(0, 10, 4800))
+    out = tmp_path / "out" / "m.h5"
+    out.parent.mkdir()
+    command = [sys.executable, "-c", CONVERT, "convert", str(folder), "-o", str(out), "--force"]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    duration = time.perf_counter() - start
+    previous = out.read_bytes()
+    outcomes = {"interrupted": 0, "finished": 0}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        for fraction in np.linspace(0.1, 1.1, 12):
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(duration * fraction)
+            process.send_signal(signum)
+            _, err = process.communicate(timeout=120)
+            leftovers = sorted(p.name for p in out.parent.iterdir())
+            assert leftovers == ["m.h5"], (leftovers, err)  # no temporary file, ever
+            if process.returncode != 0 and out.read_bytes() == previous:
+                outcomes["interrupted"] += 1  # the earlier output is intact
+            else:  # finished, or the signal came after publishing: complete and verified
+                assert open_store(out).splits["train"] == 4000
+                previous = out.read_bytes()
+                outcomes["finished"] += 1
+            if process.returncode == 128 + signum:
+                assert err.count(b"\n") == 1, err  # int8store's one line, no traceback
+    assert outcomes["interrupted"] >= 12, outcomes
