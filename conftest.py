@@ -7,3 +7,8 @@ import importlib.util
 collect_ignore = [] if importlib.util.find_spec("jax") else ["int8store/backend/jax_ops.py"]
 # Scripts the tests run in processes of their own, as users run tutorials.
 collect_ignore.append("tests/clients")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-long", action="store_true",
+                     help="run the fuzz tests (tests/test_fuzz.py) with 20 times more examples")

@@ -387,9 +387,10 @@ def _encode_scaled_exactly(chunk, encoding, out):
     if np.issubdtype(chunk.dtype, np.integer) or chunk.dtype.itemsize < 4 \
             or divisor & (divisor - 1) or not chunk.size:
         return False
-    levels = chunk * chunk.dtype.type(divisor)
-    small = np.uint8 if encoding.offset == 128 else np.int8
-    cast = levels.astype(small)  # out-of-range values are caught just below
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values: refused just below
+        levels = chunk * chunk.dtype.type(divisor)
+        small = np.uint8 if encoding.offset == 128 else np.int8
+        cast = levels.astype(small)
     if not (cast == levels).all():
         return False
     if encoding.offset == 128:

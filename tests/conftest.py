@@ -15,3 +15,4 @@ settings.register_profile("default", deadline=None,
 settings.register_profile("ci", deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+

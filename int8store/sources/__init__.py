@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
+import math
 import numpy as np
 
 from ..errors import DatasetNotFoundError, SourceFormatError
@@ -74,7 +75,7 @@ class Split:
 
     @property
     def image_nbytes(self):
-        return int(np.prod(self.image_shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.image_shape) * self.dtype.itemsize
 
     @property
     def in_memory(self):

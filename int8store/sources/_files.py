@@ -1,4 +1,5 @@
-"""Opening files that may be gzipped, with damage reported against the file.
+"""Opening files that may be gzipped, with damage reported against the file;
+checking what a zip member announces before it is read.
 
 Gzip data is decompressed by ISA-L (the ``isal`` package, a dependency), which
 reads MNIST about twice as fast as the standard library's gzip: decompression
@@ -6,14 +7,16 @@ is most of the time of loading mnist.pkl.gz or the IDX files.
 """
 
 import gzip
+import zipfile
 import zlib
 from contextlib import contextmanager
 
 from isal import igzip, isal_zlib
 
 from ..errors import SourceFormatError
+from ..limits import check_in_file, check_memory
 
-__all__ = ["open_maybe_gzipped"]
+__all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -44,3 +47,12 @@ def describe_gzip_error(error):
     if isinstance(error, EOFError):
         return "the file is truncated: it ends before the end of the compressed stream"
     return str(error) or type(error).__name__
+
+
+def check_zip_member(info, where, archive_size):
+    """Check the sizes a zip member announces before it is read (zipfile
+    allocates the compressed size it is told before reading)."""
+    check_in_file(info.compress_size, archive_size, "its compressed size", where)
+    check_memory(info.file_size, "the member", where)
+    check_in_file(info.file_size, info.compress_size, "the member", where,
+                  compressed=info.compress_type != zipfile.ZIP_STORED)

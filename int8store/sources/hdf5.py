@@ -8,6 +8,7 @@ dataset's shape is checked against the bytes it stores and its chunks
 against :data:`MAX_CHUNK_BYTES` (:mod:`int8store.limits`).
 """
 
+import math
 import numpy as np
 
 from ..errors import SourceFormatError
@@ -91,9 +92,9 @@ def _check_dataset(dataset, name, path):
             "int8store reads self-contained HDF5 files only")
     if dataset.dtype.kind not in "biuf":
         return  # strings and other kinds are never read as images or labels
-    nbytes = int(np.prod(dataset.shape or (), dtype=np.int64)) * dataset.dtype.itemsize
+    nbytes = math.prod(dataset.shape or ()) * dataset.dtype.itemsize
     if dataset.chunks:
-        chunk = int(np.prod(dataset.chunks, dtype=np.int64)) * dataset.dtype.itemsize
+        chunk = math.prod(dataset.chunks) * dataset.dtype.itemsize
         if chunk > MAX_CHUNK_BYTES:
             raise SourceFormatError(
                 f"{where}: its chunks hold {describe_bytes(chunk)} each, more than the "

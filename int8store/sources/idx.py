@@ -4,6 +4,7 @@ Images are streamed in chunks (gzipped or not), so a converter never holds a
 whole file; the size the header announces is checked against what follows.
 """
 
+import math
 import re
 import struct
 from pathlib import Path
@@ -67,7 +68,7 @@ def parse_idx(data, origin="IDX data"):
     dtype, ndim = _parse_magic(data[:4], origin)
     shape = _parse_dims(data[4:], ndim, origin, len(data))
     header = 4 + 4 * ndim
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if len(data) - header != expected:
         raise _size_error(origin, shape, expected, len(data) - header)
     array = np.frombuffer(data, dtype=dtype, offset=header).reshape(shape)
@@ -84,6 +85,13 @@ class IdxFile:
             self.stored_dtype, ndim = _parse_magic(magic, self.path)
             dims = f.read(4 * ndim)
             self.shape = _parse_dims(dims, ndim, self.path, 4 + len(dims))
+        if not self.shape:
+            raise SourceFormatError(f"{self.path}: an IDX file of zero dimensions holds no data")
+        if 0 in self.shape[1:]:
+            raise SourceFormatError(f"{self.path}: the header announces shape {tuple(self.shape)}: "
+                                    "an image (or label) dimension of 0")
+        check_memory(math.prod(self.shape[1:]) * self.stored_dtype.itemsize,
+                     f"one entry of shape {tuple(self.shape[1:])}", self.path)
         self.header_size = 4 + 4 * ndim
         self.dtype = self.stored_dtype.newbyteorder("=")
         # What the header announces must be in the file, before anything is allocated.
@@ -96,12 +104,10 @@ class IdxFile:
 
     @property
     def data_size(self):
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def chunks(self, rows):
         """Arrays of up to ``rows`` entries along the first axis, in order."""
-        if not self.shape:
-            raise SourceFormatError(f"{self.path}: an IDX file of zero dimensions holds no data")
         row_bytes = self.data_size // self.shape[0] if self.shape[0] else 0
         read = 0
         with open_maybe_gzipped(self.path) as f:
@@ -121,7 +127,7 @@ class IdxFile:
     def read(self):
         """The whole array."""
         check_memory(self.data_size, f"its array of shape {tuple(self.shape)}", self.path)
-        if self.shape and not self.shape[0]:
+        if not self.shape[0]:
             return np.zeros(self.shape, dtype=self.dtype)
         return np.concatenate(list(self.chunks(max(1, self.shape[0]))))
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import SizeLimitError, SourceFormatError
 from ..limits import check_in_file, check_memory
 from . import SourceData, Split
+from ._files import check_zip_member
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "IMAGE_SUFFIXES"]
 
@@ -37,6 +38,9 @@ RASTER_FORMATS = ("PNG", "JPEG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
 # Folders nested deeper than this are refused (the layouts need three levels
 # below a few wrapping folders).
 _MAX_DEPTH = 32
+# What zipfile raises for damaged, encrypted or exotic archives.
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError,
+               ValueError)
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 _GRAY, _COLOUR = "L", "RGB"
@@ -150,10 +154,11 @@ def _folder_tree(folder):
     names.sort()
 
     def read(name):
-        path = Path(folder) / name
+        path = os.path.join(folder, name)  # a str: Path would intern the name (see above)
         try:
-            check_memory(path.stat().st_size, "the file", path)
-            return path.read_bytes()
+            with open(path, "rb") as f:
+                check_memory(os.fstat(f.fileno()).st_size, "the file", path)
+                return f.read()
         except OSError as error:
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
@@ -164,7 +169,7 @@ def _zip_tree(path):
     try:
         archive = zipfile.ZipFile(path)
         members = [i for i in archive.infolist() if not i.is_dir()]
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
+    except _ZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
     for info in members:
         where = f"{path}:{info.filename}"
@@ -172,15 +177,13 @@ def _zip_tree(path):
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
                                     "files only (store a copy of the image instead)")
-        check_memory(info.file_size, "the member", where)
-        check_in_file(info.file_size, info.compress_size, "the member", where,
-                      compressed=info.compress_type != zipfile.ZIP_STORED)
+        check_zip_member(info, where, Path(path).stat().st_size)
     names = [i.filename for i in members]
 
     def read(name):
         try:
             return archive.read(name)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
+        except _ZIP_ERRORS as error:
             raise SourceFormatError(f"{path}:{name}: damaged in the archive ({error})") from error
 
     return _Tree(str(path), names, read)

@@ -6,19 +6,23 @@ then read whole, images streamed a chunk of rows at a time (a Fortran-order
 array, whose rows are not contiguous, is read whole within the memory ceiling).
 """
 
+import math
+import os
 import zipfile
 import zlib
 
 import numpy as np
 
 from ..errors import SourceFormatError
-from ..limits import check_in_file, check_memory
+from ..limits import check_memory
 from . import SourceData, Split
+from ._files import check_zip_member
 from .named_arrays import choose_keys
 
 __all__ = ["read_npz"]
 
-_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError)
+_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError,
+                RuntimeError)  # RuntimeError: an encrypted member
 _HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
             (2, 0): np.lib.format.read_array_header_2_0}
 
@@ -28,6 +32,7 @@ class _Member:
 
     def __init__(self, archive, info, path):
         self.name, self.where = info.filename, f"{path}:{info.filename}"
+        check_zip_member(info, self.where, os.path.getsize(path))
         try:
             with archive.open(info) as f:
                 version = np.lib.format.read_magic(f)
@@ -41,13 +46,11 @@ class _Member:
             raise SourceFormatError(f"{self.where}: not a readable .npy member ({error})") from error
         if self.dtype.hasobject:
             raise SourceFormatError(f"{self.where}: holds Python objects, which are not read")
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         if info.file_size != self.offset + self.nbytes:
             raise SourceFormatError(
                 f"{self.where}: its header announces shape {self.shape} ({self.nbytes:,} bytes) "
                 f"but the member holds {info.file_size - self.offset:,}: it is damaged")
-        check_in_file(info.file_size, info.compress_size, "the member", self.where,
-                      compressed=info.compress_type != zipfile.ZIP_STORED)
 
     def read_all(self, path):
         check_memory(self.nbytes, f"array of shape {self.shape}", self.where)

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
 from ..limits import check_in_file, check_memory
 from . import SourceData, Split
+from .py2pickle import check_state
 from ._files import is_gzipped, open_maybe_gzipped
 
 __all__ = ["restricted_load", "read_mnist_pickle"]
@@ -63,7 +64,10 @@ _ALLOWED = {
 }
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
+# Python's pure unpickler, not the C one: the C unpickler sizes its memo by
+# the largest index a pickle names (LONG_BINPUT 2**30 allocates gigabytes),
+# while this one keeps a dict.
+class _RestrictedUnpickler(pickle._Unpickler):
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]
@@ -72,6 +76,16 @@ class _RestrictedUnpickler(pickle.Unpickler):
                 f"the pickle asks for {module}.{name}, which is not allowed: only numpy "
                 "arrays, dtypes, tuples and lists are rebuilt"
             ) from None
+
+    def load_build(self):
+        try:
+            check_state(self.stack[-2], self.stack[-1])
+        except (ValueError, IndexError) as error:
+            raise pickle.UnpicklingError(str(error)) from None
+        super().load_build()
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch[pickle.BUILD[0]] = load_build
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
@@ -89,7 +103,8 @@ def restricted_load(file, origin="pickle"):
         raise SourceFormatError(
             f"{origin}: the file is truncated: it ends in the middle of the data"
         ) from error
-    except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError) as error:
+    except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            struct.error, SystemError) as error:  # SystemError: numpy on some damaged array states
         raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays ({error})") from error
     except MemoryError as error:
         raise SizeLimitError(f"{origin}: the pickle announces more data than fits in memory") from error
@@ -168,7 +183,8 @@ def _read_python2_arrays(path):
         raise
     except EOFError as error:
         raise SourceFormatError(str(error)) from error
-    except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+    except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError,
+            SystemError) as error:  # SystemError: numpy on some damaged array states
         raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays ({error})") from error
 
 

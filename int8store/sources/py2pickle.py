@@ -13,6 +13,7 @@ use and rebuilds numpy arrays and dtypes only; anything else raises
 (:mod:`.pickled`), which reads every pickle it accepts.
 """
 
+import math
 import struct
 
 import numpy as np
@@ -173,7 +174,7 @@ def _is_array_state(stack, marks):
 def _read_array(file, shape, dtype, fortran, size, origin):
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         raise Unsupported(f"an array shape {shape!r}")
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if size != expected:
         raise Unsupported(f"{size} bytes of data for an array of shape {shape} and {dtype}")
     array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
@@ -190,17 +191,39 @@ def _read_array(file, shape, dtype, fortran, size, origin):
     return array
 
 
+def check_state(obj, state):
+    """Raise ValueError unless ``state`` is what numpy pickles for a plain
+    numeric array or a builtin dtype: ``__setstate__`` trusts its argument,
+    and odd states make dtypes and arrays that fail later in numpy itself."""
+    if isinstance(obj, np.dtype):
+        if not (isinstance(state, tuple) and len(state) == 8 and state[0] == 3
+                and state[1] in ("<", ">", "|", "=") and state[2:5] == (None, None, None)
+                and state[5:] == (-1, -1, 0)):
+            raise ValueError(f"a dtype state {state!r:.80} that numpy does not write for numbers")
+    elif isinstance(obj, np.ndarray):
+        if not (isinstance(state, tuple) and len(state) == 5 and state[0] == 1
+                and isinstance(state[1], tuple)
+                and all(isinstance(n, int) and n >= 0 for n in state[1])
+                and isinstance(state[2], np.dtype) and state[2].kind in "biuf"
+                and isinstance(state[3], bool) and isinstance(state[4], (bytes, str, _ReadInto))):
+            raise ValueError(f"an array state {state!r:.80} that numpy does not write for numbers")
+    else:
+        raise ValueError(f"the state of {type(obj).__name__}")
+
+
 def _build(obj, state):
+    try:
+        check_state(obj.array if isinstance(obj, _Pending) else obj, state)
+    except ValueError as error:
+        raise Unsupported(str(error)) from None
     if isinstance(obj, _Pending):
-        if isinstance(state, tuple) and state and isinstance(state[-1], _ReadInto):
+        if isinstance(state[-1], _ReadInto):
             obj.array = state[-1].array
         else:
             obj.array.__setstate__(state)
         obj.built = True
-    elif isinstance(obj, np.dtype):
-        obj.__setstate__(state)
     else:
-        raise Unsupported(f"the state of {type(obj).__name__}")
+        obj.__setstate__(state)
 
 
 def _resolved(value):

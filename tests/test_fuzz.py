@@ -1,0 +1,233 @@
+"""Fuzzing every reader: damaged IDX headers, pickles, npz, archives and stores.
+
+Each example converts a generated file and asserts the promise: it either
+converts (and the store verifies) or fails with a named int8store error, with
+no output and no temporary file left, within bounded memory. Stores are held
+to more: damaged bytes or edited attributes give an error or the very same
+data. A few hundred examples per strategy in CI; ``pytest --fuzz-long`` runs
+twenty times as many.
+"""
+
+import gzip
+import io
+import tarfile
+import tracemalloc
+import zipfile
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_pickle,
+                      write_image_folder, write_mnist_idx_folder)
+from int8store import Int8StoreError, open_store
+from int8store.converter import convert
+
+# Conversions run with a 16 MiB memory ceiling; traced memory must stay within
+# the ceiling plus the conversion's own chunks.
+CEILING = 16 << 20
+BOUND = 48 << 20
+
+
+def fuzz(request, strategy, examples):
+    """Run the decorated check over ``strategy``, ``examples`` times (x20 with --fuzz-long)."""
+    count = examples * (20 if request.config.getoption("--fuzz-long") else 1)
+
+    def decorate(check):
+        settings(max_examples=count, deadline=None, derandomize=True, database=None,
+                 suppress_health_check=list(HealthCheck))(given(strategy)(check))()
+    return decorate
+
+
+def converts_or_refuses(source, folder):
+    """Convert ``source`` into a fresh folder: a verified store, or a named error
+    and nothing left behind. Returns the store or None."""
+    out = folder / "out"
+    out.mkdir()
+    tracemalloc.start()
+    try:
+        convert(source, out / "s.h5", chunk_bytes=1 << 16, max_memory=CEILING)
+        store = open_store(out / "s.h5")
+    except Int8StoreError:
+        store = None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < BOUND, peak
+    if store is None:
+        assert list(out.iterdir()) == []
+    return store
+
+
+def mutated(data, edits, cut):
+    data = bytearray(data)
+    for position, value in edits:
+        if data:
+            data[position % len(data)] = value
+    return bytes(data[:cut] if cut is not None else data)
+
+
+EDITS = st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), max_size=4)
+CUTS = st.none() | st.integers(0, 4000)
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    counter = iter(range(1 << 30))
+    return lambda: (tmp_path / f"e{next(counter)}").resolve()
+
+
+def make(folder):
+    folder.mkdir(parents=True)
+    return folder
+
+
+# -- IDX headers --------------------------------------------------------------------
+
+IDX_HEADERS = st.tuples(
+    st.sampled_from([0x08, 0x09, 0x0B, 0x0C, 0x0D, 0x0E]) | st.integers(0, 255),
+    st.lists(st.sampled_from([0, 1, 2, 3, 4, 7, 255, 2 ** 16, 2 ** 31, 2 ** 32 - 1])
+             | st.integers(0, 2 ** 32 - 1), max_size=4),
+    st.integers(0, 600), st.booleans(), st.booleans())
+
+
+def test_fuzz_idx_headers(request, scratch):
+    @fuzz(request, IDX_HEADERS, 300)
+    def check(case):
+        type_code, dims, payload, gzipped, fuzz_labels = case
+        folder = make(scratch())
+        source = write_mnist_idx_folder(folder / "idx", fake_mnist(), gzipped=False)
+        header = bytes([0, 0, type_code, len(dims)]) + b"".join(d.to_bytes(4, "big") for d in dims)
+        data = header + bytes(range(256)) * (payload // 256) + bytes(payload % 256)
+        name = "train-labels-idx1-ubyte" if fuzz_labels else "train-images-idx3-ubyte"
+        (source / name).write_bytes(gzip.compress(data) if gzipped else data)
+        converts_or_refuses(source, folder)
+
+
+# -- pickles --------------------------------------------------------------------------
+
+PICKLE = python2_pickle(fake_mnist_pickle_content(n=(6, 3, 3), width=4))
+
+
+def test_fuzz_python2_pickles(request, scratch):
+    @fuzz(request, st.tuples(EDITS, CUTS, st.booleans()), 300)
+    def check(case):
+        edits, cut, gzipped = case
+        folder = make(scratch())
+        path = folder / ("mnist.pkl.gz" if gzipped else "mnist.pkl")
+        data = mutated(PICKLE, edits, cut)
+        path.write_bytes(gzip.compress(data) if gzipped else data)
+        converts_or_refuses(path, folder)
+
+
+# -- npz and archives -------------------------------------------------------------------
+
+def npz_bytes():
+    buffer = io.BytesIO()
+    images = np.arange(6 * 9, dtype=np.uint8).reshape(6, 3, 3)
+    np.savez(buffer, x_train=images, y_train=np.arange(6) % 3, x_test=images[:2],
+             y_test=np.zeros(2, np.uint8))
+    return buffer.getvalue()
+
+
+NPZ = npz_bytes()
+
+
+def test_fuzz_npz(request, scratch):
+    @fuzz(request, st.tuples(EDITS, CUTS), 300)
+    def check(case):
+        folder = make(scratch())
+        path = folder / "d.npz"
+        path.write_bytes(mutated(NPZ, *case))
+        converts_or_refuses(path, folder)
+
+
+def archive_bytes(kind, root):
+    buffer = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(root.rglob("*.png")):
+                archive.write(path, path.relative_to(root).as_posix())
+    else:
+        with tarfile.open(fileobj=buffer, mode="w:gz" if kind == "tar.gz" else "w") as archive:
+            for path in sorted(root.rglob("*.png")):
+                archive.add(path, path.relative_to(root).as_posix())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar", "tar.gz"])
+def test_fuzz_image_archives(request, scratch, tmp_path, kind):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.arange(6 * 16, dtype=np.uint8).reshape(6, 4, 4), [0, 1, 0, 1, 0, 1],
+                       ["cat", "dog"])
+    original = archive_bytes(kind, root)
+
+    @fuzz(request, st.tuples(EDITS, CUTS), 150)
+    def check(case):
+        folder = make(scratch())
+        path = folder / f"a.{kind}"
+        path.write_bytes(mutated(original, *case))
+        converts_or_refuses(path, folder)
+
+
+# -- stores: an error, or the very same data ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("store")
+    path = folder / "s.h5"
+    convert(write_mnist_idx_folder(folder / "idx", fake_mnist(n_train=20, side=5)), path)
+    return path
+
+
+def contents(path):
+    store = open_store(path)
+    return (store.encoding.describe(), store.image_shape, store.label_names,
+            {name: [a.tolist() for a in store.read_split(name)] for name in store.splits})
+
+
+def test_fuzz_store_bytes(request, scratch, small_store):
+    original, expected = small_store.read_bytes(), contents(small_store)
+    flips = st.lists(st.tuples(st.integers(0, len(original) - 1), st.integers(0, 7)),
+                     min_size=1, max_size=3)
+
+    @fuzz(request, flips, 300)
+    def check(case):
+        data = bytearray(original)
+        for position, bit in case:
+            data[position] ^= 1 << bit
+        path = make(scratch()) / "s.h5"
+        path.write_bytes(bytes(data))
+        try:
+            seen = contents(path)
+        except Int8StoreError:
+            return
+        assert seen == expected  # never other data without an error
+
+
+ATTRIBUTE_VALUES = st.one_of(st.integers(-3, 300), st.floats(allow_nan=False),
+                             st.text(st.characters(blacklist_characters="\x00"), max_size=8),
+                             st.lists(st.integers(0, 9), max_size=3).map(np.array))
+
+
+def test_fuzz_store_attribute_edits(request, scratch, small_store):
+    with h5py.File(small_store, "r") as f:
+        places = [("/", key) for key in f.attrs] + [
+            (name, key) for name in ("train", "valid", "test") for key in f[name].attrs]
+    expected = contents(small_store)
+    original = small_store.read_bytes()
+
+    @fuzz(request, st.tuples(st.sampled_from(places), ATTRIBUTE_VALUES), 150)
+    def check(case):
+        (group, key), value = case
+        path = make(scratch()) / "s.h5"
+        path.write_bytes(original)
+        with h5py.File(path, "r+") as f:
+            f[group].attrs[key] = value
+        try:
+            seen = contents(path)
+        except Int8StoreError:
+            return
+        assert seen == expected
