@@ -223,6 +223,10 @@ class EncodingSurvey:
     """
 
     def __init__(self, divisor=None):
+        if divisor is not None and (isinstance(divisor, bool) or int(divisor) != divisor
+                                    or divisor < 1):
+            raise EncodingError(f"divisor={divisor!r}: expected a positive integer (256 for "
+                                "pixels k/256, 255 for k/255)")
         self.divisor = divisor
         self.integer = True
         self.all_int8 = True

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .encoding import Encoding
-from .errors import StoreChecksumError, StoreFormatError
+from .errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import HDF5_SIGNATURE, MAGIC, read_manifest
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "open_store",
@@ -135,6 +135,8 @@ class Store:
         except (KeyError, TypeError, ValueError) as error:
             if isinstance(error, StoreFormatError):
                 raise
+            if isinstance(error, EncodingError):
+                raise StoreFormatError(f"{self.path}: {error}") from error
             raise StoreFormatError(f"{self.path}: the manifest is not one this release "
                                    f"understands ({type(error).__name__}: {error})") from error
 

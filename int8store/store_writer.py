@@ -260,8 +260,10 @@ class _SplitWriter:
             self.buffer[self.filled:self.filled + taken] = codes[:taken]
             self.filled += taken
             codes = codes[taken:]
-            if self.filled == self.rows:
+            if self.filled == self.rows or self.written + self.filled == self.count:
                 self._write_chunk()
+        if self.written == self.count:
+            self.buffer = None  # complete: its memory goes back before the next split's
 
     def _write_chunk(self):
         # The last chunk is written whole, zero-padded: every stored byte is hashed.

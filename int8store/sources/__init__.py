@@ -198,9 +198,9 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
 
 
     if isinstance(dataset, (list, tuple)):
+        if len(dataset) == 1:  # one name keeps its meaning ("mnist", "digits")
+            return read_source(dataset[0], cache_dir, resize, keys)
         paths = [Path(p) for p in dataset]
-        if len(paths) == 1:
-            return read_source(paths[0], cache_dir, resize, keys)
         _check_exist(paths)
         return reader("idx").read_idx_files(paths)
     if isinstance(dataset, str) and dataset == "digits":

@@ -120,13 +120,17 @@ def _dataset_reader(path, key):
 
 
 def read_store(path, verify=True):
-    """A store's splits as int8 codes with their encoding (checked as they are read)."""
+    """A store's splits as int8 codes with their encoding, streamed a stored
+    chunk at a time and checked as they are read."""
     from ..store import open_store
 
     store = open_store(path, verify=False)
     splits = {}
     for name in store.splits:
-        codes, labels = store.read_split(name, verify=verify)
-        splits[name] = Split.from_arrays(name, codes, labels, f"{path} ({name})")
+        def read_chunks(rows, name=name):  # the store's own chunks, about 1 MiB each
+            return (codes for _, codes in store.chunks(name, verify))
+
+        splits[name] = Split(name, store.read_labels(name, verify), store.image_shape, np.int8,
+                             read_chunks, f"{path} ({name})")
     return SourceData(splits, origin=str(path), label_names=store.label_names,
                       encoding=store.encoding)
