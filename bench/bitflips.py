@@ -167,8 +167,9 @@ def main(argv=None):
     if args.json:
         print(json.dumps(result))
         return 0
+    which = "every byte" if args.stride == 1 else f"every {args.stride}th byte"
     print(f"store of {result['store_bytes']:,} bytes: {result['metadata_bytes']:,} bytes of "
-          f"metadata (every {args.stride}. byte, all 8 bits), {result['data_bytes']:,} of data "
+          f"metadata ({which}, all 8 bits), {result['data_bytes']:,} of data "
           f"({args.data_bits} bits sampled); {result['trials']:,} flips in {result['seconds']} s")
     print(f"| region | flips | {' | '.join(OUTCOMES)} |")
     print("|---|---:|" + "---:|" * len(OUTCOMES))

@@ -68,7 +68,11 @@ def decode_image(data, origin, resize=None):
         raise
     except Image.DecompressionBombError as error:
         raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit ({error})") from error
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
+    except UnidentifiedImageError as error:  # its own text names an in-memory buffer
+        raise SourceFormatError(
+            f"{origin}: cannot read this image: not one of the formats int8store decodes "
+            f"({', '.join(RASTER_FORMATS)})") from error
+    except (OSError, SyntaxError, ValueError) as error:
         raise SourceFormatError(f"{origin}: cannot read this image ({error})") from error
     if resize is not None:
         rows, cols = resize
