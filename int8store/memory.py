@@ -1,11 +1,42 @@
-"""How many bytes a dataset's images take on the device, int8 against float32,
-and giving the memory of released source arrays back to the system."""
+"""Will it fit? Bytes of a dataset (int8 against float32), of a model's
+training step, the largest batch size for a memory budget, and the device's
+memory; also giving the memory of released source arrays back to the system.
+
+A model's memory is read from its graph, by shape inference, without running
+it (:mod:`int8store.backend.step_memory`): its parameters, its activations
+per example (the "neurons" of the usual rule of thumb), and for a batch size
+
+* the **rule of thumb**, reported as such:
+  ``(neurons x batch + parameters) x 2 (data and gradient) x 4 bytes``;
+* a **finer estimate** of what the compiled training step holds: its
+  arguments (parameters, the int8 minibatch), its outputs (cost, updated
+  parameters) and the peak of its temporaries (the minibatch's float copy,
+  forward activations kept for the backward pass, gradients, update
+  temporaries), in XLA's categories so that ``bench/memory.py`` can set it
+  beside XLA's own figure.
+
+    >>> from int8store.memory import model_memory
+    >>> m = model_memory("logistic", 600, (28, 28), 10)
+    >>> m.parameters, m.neurons
+    (7850, 794)
+"""
 
 import ctypes
 import ctypes.util
+import math
+import shutil
+import subprocess
 import sys
+from dataclasses import dataclass
 
-__all__ = ["memory_table", "give_back_freed_memory"]
+from .errors import ArgumentError
+
+__all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
+           "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
+           "split_bytes"]
+
+#: Bytes of a float32 value: the rule of thumb's 4.
+FLOAT32_BYTES = 4
 
 
 def give_back_freed_memory():
@@ -57,3 +88,204 @@ def memory_table(splits):
                   for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
         for row in rows
     )
+
+
+def split_bytes(n_examples, image_shape):
+    """``{"int8": bytes, "float32": bytes}`` of a split's images and int32 labels."""
+    pixels = n_examples * math.prod(image_shape)
+    return {"int8": pixels + 4 * n_examples, "float32": FLOAT32_BYTES * pixels + 4 * n_examples}
+
+
+def rule_of_thumb_bytes(neurons, parameters, batch_size, itemsize=FLOAT32_BYTES):
+    """``(neurons x batch + parameters) x 2 x itemsize``: values and their
+    gradients, for every activation of the batch and every parameter.
+
+    >>> rule_of_thumb_bytes(15_262_696, 138_357_544, 8)  # VGG16, batch 8
+    2083672896
+    """
+    return (neurons * batch_size + parameters) * 2 * itemsize
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """A model's memory at one batch size (see the module docstring).
+
+    Attributes
+    ----------
+    model, batch_size
+    parameters : int
+        Count of parameter values; ``parameter_bytes`` their bytes.
+    neurons : int
+        Activation values per example, the input included.
+    rule_of_thumb : int
+        Bytes by the rule of thumb.
+    step : StepMemory
+        The finer estimate: ``step.arguments``, ``step.outputs``,
+        ``step.temporaries``, ``step.total`` bytes.
+    """
+
+    model: str
+    batch_size: int
+    parameters: int
+    parameter_bytes: int
+    neurons: int
+    rule_of_thumb: int
+    step: object
+
+    @property
+    def estimate(self):
+        """Bytes of the finer estimate."""
+        return self.step.total
+
+
+def graph_counts(layers, params):
+    """``(neurons per example, parameter count, parameter bytes)`` of symbolic
+    ``layers`` (batch first, static shapes; the input included) and ``params``.
+    Nothing is compiled or run but shape arithmetic."""
+    from .backend import activate
+    activate()
+    from aesara.graph.fg import FunctionGraph
+
+    from .backend.step_memory import static_sizes
+
+    fgraph = FunctionGraph(outputs=list(layers), clone=False)
+    sizes = static_sizes(fgraph, layers)
+    batch = layers[0].type.shape[0]
+    neurons = sum(sizes[v] // _itemsize(v) for v in layers) // batch
+    count = sum(math.prod(p.type.shape) for p in params)
+    return neurons, count, sum(math.prod(p.type.shape) * _itemsize(p) for p in params)
+
+
+def _itemsize(variable):
+    import numpy as np
+    return np.dtype(variable.type.dtype).itemsize
+
+
+_ESTIMATES = {}
+
+
+def model_memory(model, batch_size, image_shape, n_classes=10):
+    """The :class:`ModelMemory` of ``model`` ("logistic" or "lenet5", the
+    tutorials' models) training on ``image_shape`` images in batches of
+    ``batch_size``; nothing is run (a few tenths of a second of compiling
+    without C code)."""
+    from .models import MODELS
+
+    if model not in MODELS:
+        raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
+    key = (model, int(batch_size), tuple(image_shape), int(n_classes))
+    if key not in _ESTIMATES:
+        from .backend import activate
+        activate()
+        import aesara
+        from aesara.compile.mode import Mode
+
+        from .backend.reference_models import build_step
+        from .backend.step_memory import step_memory
+
+        graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes))
+        neurons, count, nbytes = graph_counts(graph.layers, graph.params)
+        # The C backend's rewrites, without generating C code: the same graph.
+        compiled = aesara.function(graph.inputs, graph.outputs,
+                                   mode=Mode(linker="py", optimizer="fast_run"))
+        _ESTIMATES[key] = ModelMemory(model, int(batch_size), count, nbytes, neurons,
+                                      rule_of_thumb_bytes(neurons, count, int(batch_size)),
+                                      step_memory(compiled))
+    return _ESTIMATES[key]
+
+
+def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
+    """The largest batch size whose ``estimate(batch_size)`` (bytes) fits
+    ``budget`` bytes less a safety ``margin`` (a fraction); 0 if none does.
+
+    ``estimate`` grows with the batch size, e.g. :func:`step_estimator`'s.
+    The answer fits, and the next size up does not (or is ``limit``).
+
+    >>> max_batch_size(lambda b: 1000 + 10 * b, budget=2000, margin=0)
+    100
+    """
+    if not 0 <= margin < 1:
+        raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1)")
+    usable = budget * (1 - margin)
+    if estimate(1) > usable:
+        return 0
+    guess = getattr(estimate, "guess", None)
+    low, high = 1, 2
+    if guess is not None:  # start next to the answer: each probe may compile a graph
+        low = max(1, min(limit, guess(usable)))
+        if estimate(low) > usable:
+            low, high = 1, low
+            return _bisect(estimate, usable, low, high)
+        high = low + 1
+    while high <= limit and estimate(high) <= usable:  # find a size that does not fit
+        low, high = high, high + 2 * (high - low)
+    if high > limit:
+        return limit if estimate(limit) <= usable else _bisect(estimate, usable, low, limit)
+    return _bisect(estimate, usable, low, high)
+
+
+def step_estimator(model, image_shape, n_classes=10):
+    """``estimate(batch_size)``: bytes of :func:`model_memory`'s finer
+    estimate, with a ``guess(bytes)`` of the largest batch that fits, from
+    two sizes: every buffer's size is linear in the batch size, so each step's
+    temporaries are too, and their peak is the largest of those lines."""
+    def estimate(batch_size):
+        return model_memory(model, batch_size, image_shape, n_classes).estimate
+
+    def guess(usable):
+        small, large = (model_memory(model, b, image_shape, n_classes).step for b in (16, 32))
+        if small.ops != large.ops:
+            return None
+        fixed_small = small.arguments + small.outputs
+        fixed_slope = (large.arguments + large.outputs - fixed_small) / 16
+        best = None
+        for low, high in zip(small.profile, large.profile):
+            slope = fixed_slope + (high - low) / 16
+            base = fixed_small + low - 16 * slope
+            if slope > 0:
+                fit = int((usable - base) // slope)
+                best = fit if best is None else min(best, fit)
+        return max(1, best) if best is not None else None
+
+    estimate.guess = guess
+    return estimate
+
+
+def _bisect(estimate, usable, low, high):
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if estimate(middle) <= usable else (low, middle)
+    return low
+
+
+def examples_that_fit(budget, image_shape, reserved=0):
+    """``{"int8": n, "float32": n}``: how many examples (images and labels) fit
+    in ``budget`` bytes beside ``reserved`` ones (the model's)."""
+    free = max(0, budget - reserved)
+    one = split_bytes(1, image_shape)
+    return {kind: free // size for kind, size in one.items()}
+
+
+def device_memory():
+    """``(bytes, where)`` of the accelerator's memory when it can be asked:
+    JAX's ``memory_stats()`` of its default device (if JAX is installed and
+    sees an accelerator), else ``nvidia-smi``; ``(None, why)`` otherwise."""
+    try:
+        import jax
+        device = jax.devices()[0]
+        stats = device.memory_stats() if device.platform != "cpu" else None
+        if stats and stats.get("bytes_limit"):
+            return int(stats["bytes_limit"]), f"JAX {device.device_kind} memory_stats()"
+    except Exception:  # noqa: BLE001 - no JAX, no device, a plugin failing: ask elsewhere
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10, check=True).stdout
+            return int(out.split()[0]) * (1 << 20), "nvidia-smi (first GPU)"
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            pass
+    return None, "no accelerator found (JAX on the CPU, no nvidia-smi): give --device-memory"

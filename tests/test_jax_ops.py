@@ -57,7 +57,8 @@ def test_conv2d_and_both_gradients(options):
 
 
 @pytest.mark.parametrize("ignore_border", [True, False])
-@pytest.mark.parametrize("window,stride", [((2, 2), None), ((3, 2), (2, 1)), ((2, 3), (3, 3))])
+@pytest.mark.parametrize("window,stride", [((2, 2), None), ((2, 3), (2, 3)), ((3, 2), (2, 1)),
+                                           ((2, 3), (3, 3))])
 def test_max_pool_and_its_gradient(ignore_border, window, stride):
     shape = (2, 3, 7, 8)
     x = at.TensorType("float32", shape=shape)("x")

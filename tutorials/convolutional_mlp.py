@@ -44,6 +44,7 @@ from logistic_sgd import LogisticRegression, load_data
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
+from int8store.models import lenet5_geometry  # 5x5 filters on 28x28, smaller on 8x8 digits
 
 
 class LeNetConvPoolLayer(object):
@@ -123,30 +124,6 @@ class LeNetConvPoolLayer(object):
 
         # keep track of model input
         self.input = input
-
-
-def filter_size(size, largest=5):
-    """The largest filter (up to ``largest``) whose valid convolution of
-    ``size`` pixels leaves an even count of at least 2, for 2x2 pooling."""
-    for f in range(min(largest, size), 0, -1):
-        if (size - f + 1) % 2 == 0:
-            return f
-    raise ValueError(
-        f"images of {size} pixels are too small for a convolution and a 2x2 pooling")
-
-
-def lenet5_geometry(image_shape):
-    """Channels, and the (filter rows, filter cols) and output size of each
-    conv/pool layer: 5x5 filters on 28x28 as in the classic, smaller ones
-    (3x3 then 2x2) on 8x8 digits, always two conv/pool layers."""
-    rows, cols = image_shape[:2]
-    channels = image_shape[2] if len(image_shape) == 3 else 1
-    layers = []
-    for largest in (5 if min(rows, cols) >= 20 else 3, 5):
-        f_rows, f_cols = filter_size(rows, largest), filter_size(cols, largest)
-        rows, cols = (rows - f_rows + 1) // 2, (cols - f_cols + 1) // 2
-        layers.append(((f_rows, f_cols), (rows, cols)))
-    return channels, layers
 
 
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,

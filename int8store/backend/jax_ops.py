@@ -149,7 +149,9 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
         reduce_numpy = getattr(jnp, numpy_name)
 
         def careduce(x):
-            return reduce_numpy(x.astype(acc_dtype), axis=axis).astype(out_dtype)
+            # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
+            # a widened copy of x (a float64 copy of a float32 activation).
+            return reduce_numpy(x, axis=axis, dtype=acc_dtype).astype(out_dtype)
 
         return careduce
     reduce = jax_funcify(op, node=node, **kwargs)
@@ -300,6 +302,8 @@ def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
     def max_pool_grad(x, maxout, gz, *geometry):
         # As Aesara does: every input equal to its window's maximum receives
         # that window's gradient (ties included, overlapping windows add up).
+        if window == stride:
+            return _tiled_max_pool_grad(x, maxout, gz, window)
         padded, out = _padded_for_pooling(x, window, stride, op.ignore_border)
         grad = jnp.zeros_like(padded)
         for i in range(window[0]):
@@ -311,3 +315,23 @@ def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
         return grad[..., :x.shape[-2], :x.shape[-1]]
 
     return max_pool_grad
+
+
+def _tiled_max_pool_grad(x, maxout, gz, window):
+    """Windows that tile the input (stride = window, the common case): one
+    elementwise expression over the input, which XLA fuses into the output
+    buffer, instead of a masked update per window position, each of which XLA
+    keeps as a temporary the size of the pooled output."""
+    # Rows and columns the windows cover: all of them but a remainder that
+    # ignore_border=True leaves out; partial border windows are cut to x.
+    rows = min(maxout.shape[-2] * window[0], x.shape[-2])
+    cols = min(maxout.shape[-1] * window[1], x.shape[-1])
+
+    def spread(pooled):
+        return jnp.repeat(jnp.repeat(pooled, window[0], axis=-2), window[1], axis=-1)[..., :rows, :cols]
+
+    grad = jnp.where(x[..., :rows, :cols] == spread(maxout), spread(gz), 0).astype(x.dtype)
+    if (rows, cols) == tuple(x.shape[-2:]):
+        return grad
+    extra = [(0, 0)] * (x.ndim - 2) + [(0, x.shape[-2] - rows), (0, x.shape[-1] - cols)]
+    return jnp.pad(grad, extra)

@@ -92,6 +92,7 @@ def _make_jax_mode():
 
         def jit_compile(self, fn):
             jitted = super().jit_compile(fn)
+            self.jitted = jitted  # for jitted.lower(...): XLA's memory analysis
             checks = [c for c in self._index_checks if c is not None]
             if not checks:
                 return jitted

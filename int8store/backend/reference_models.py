@@ -1,0 +1,93 @@
+"""The training steps of the tutorials' two models as graphs with static
+shapes, for memory planning (:mod:`int8store.memory`): built, compiled if
+asked, never run here.
+
+The step takes an int8 minibatch (the codes on the device), widens it to
+float32 inside the graph as int8store does, and returns the cost and the
+parameters after one SGD step. Parameters are inputs, not shared variables,
+so that planning a large model allocates nothing.
+"""
+
+import math
+from dataclasses import dataclass
+
+from ..models import lenet5_geometry
+from .api import at, conv2d, pool_2d, softmax
+
+__all__ = ["StepGraph", "build_step", "logistic", "lenet5"]
+
+_FLOAT = "float32"
+
+
+@dataclass
+class StepGraph:
+    """A training step: ``inputs`` (minibatch codes, labels, then parameters),
+    ``outputs`` (cost, then the updated parameters), the model's ``layers``
+    (input first: what the rule of thumb counts as neurons) and ``params``."""
+
+    inputs: list
+    outputs: list
+    layers: list
+    params: list
+
+
+def _step(codes, labels, layers, probabilities, params, learning_rate=0.1):
+    batch = codes.type.shape[0]
+    # float32 throughout, whatever floatX is: a Python float would upcast to it.
+    log_likelihood = at.log(probabilities)[at.arange(batch), labels]
+    cost = -at.sum(log_likelihood) / at.constant(batch, dtype=_FLOAT)
+    grads = at.grad(cost, params)
+    rate = at.constant(learning_rate, dtype=_FLOAT)
+    return StepGraph([codes, labels] + params, [cost] + [p - rate * g for p, g in
+                                                       zip(params, grads)], layers, params)
+
+
+def _inputs(batch_size, image_shape):
+    codes = at.tensor("int8", shape=(batch_size,) + tuple(image_shape), name="codes")
+    labels = at.tensor("int32", shape=(batch_size,), name="labels")
+    # The minibatch's float copy, as int8store's "unit" view makes it.
+    x = (at.cast(codes, _FLOAT) + at.constant(128, dtype=_FLOAT)) / at.constant(256, dtype=_FLOAT)
+    return codes, labels, x
+
+
+def _param(name, *shape):
+    return at.tensor(_FLOAT, shape=shape, name=name)
+
+
+def logistic(batch_size, image_shape, n_classes):
+    """Logistic regression (``logistic_sgd.py``)."""
+    codes, labels, x = _inputs(batch_size, image_shape)
+    n_in = math.prod(image_shape)
+    W, b = _param("W", n_in, n_classes), _param("b", n_classes)
+    probabilities = softmax(at.dot(x.reshape((batch_size, n_in)), W) + b, axis=-1)
+    return _step(codes, labels, [x, probabilities], probabilities, [W, b])
+
+
+def lenet5(batch_size, image_shape, n_classes, nkerns=(20, 50), hidden=500):
+    """LeNet5 (``convolutional_mlp.py``): two convolution + max-pooling layers,
+    a tanh hidden layer, logistic regression."""
+    codes, labels, x = _inputs(batch_size, image_shape)
+    channels, ((filter0, size0), (filter1, size1)) = lenet5_geometry(image_shape)
+    rows, cols = image_shape[:2]
+    W0, b0 = _param("W0", nkerns[0], channels, *filter0), _param("b0", nkerns[0])
+    W1, b1 = _param("W1", nkerns[1], nkerns[0], *filter1), _param("b1", nkerns[1])
+    n_flat = nkerns[1] * size1[0] * size1[1]
+    W2, b2 = _param("W2", n_flat, hidden), _param("b2", hidden)
+    W3, b3 = _param("W3", hidden, n_classes), _param("b3", n_classes)
+    image = x.reshape((batch_size, rows, cols, channels)).dimshuffle(0, 3, 1, 2)
+    h0 = at.tanh(pool_2d(conv2d(image, W0, input_shape=(batch_size, channels, rows, cols),
+                                filter_shape=W0.type.shape), (2, 2), ignore_border=True)
+                 + b0.dimshuffle("x", 0, "x", "x"))
+    h1 = at.tanh(pool_2d(conv2d(h0, W1, input_shape=(batch_size, nkerns[0]) + size0,
+                                filter_shape=W1.type.shape), (2, 2), ignore_border=True)
+                 + b1.dimshuffle("x", 0, "x", "x"))
+    h2 = at.tanh(at.dot(h1.reshape((batch_size, n_flat)), W2) + b2)
+    probabilities = softmax(at.dot(h2, W3) + b3, axis=-1)
+    return _step(codes, labels, [x, h0, h1, h2, probabilities], probabilities,
+                 [W0, b0, W1, b1, W2, b2, W3, b3])
+
+
+def build_step(model, batch_size, image_shape, n_classes):
+    """The :class:`StepGraph` of ``model`` ("logistic" or "lenet5")."""
+    builders = {"logistic": logistic, "lenet5": lenet5}
+    return builders[model](batch_size, tuple(image_shape), n_classes)

@@ -1,0 +1,115 @@
+"""What a compiled step holds in memory, read from its graph without running it.
+
+Shapes come from Aesara's shape inference (each variable's static shape, else
+its :class:`ShapeFeature` expression, evaluated by a function of constants
+only). Then the compiled graph is walked in its execution order, as Aesara's
+VM runs it with garbage collection on: each node's outputs are allocated
+when it runs (an output that is a view of an input, or that overwrites it in
+place, shares the input's buffer), and a buffer is released after the last
+node that reads it, unless it is an input or an output of the step.
+
+The result has XLA's categories (``memory_analysis()`` of a compiled JAX
+function), so the two can be set side by side: the arguments (parameters,
+minibatch), the outputs (cost, updated parameters), and the peak of the
+temporaries alive at once (forward activations kept for the backward pass,
+gradients, update temporaries, the minibatch's float copy).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["StepMemory", "step_memory", "static_sizes"]
+
+
+@dataclass(frozen=True)
+class StepMemory:
+    """Bytes a step holds: ``arguments + outputs + temporaries``."""
+
+    arguments: int
+    outputs: int
+    temporaries: int
+    #: Temporaries alive at each step of the execution order, and the steps' op types.
+    profile: tuple = field(default=(), repr=False, compare=False)
+    ops: tuple = field(default=(), repr=False, compare=False)
+
+    @property
+    def total(self):
+        return self.arguments + self.outputs + self.temporaries
+
+
+def static_sizes(fgraph, variables):
+    """``{variable: bytes}`` for tensor ``variables`` of ``fgraph`` (shapes from
+    static types, else from the graph's shape inference)."""
+    import aesara
+    from aesara.tensor.rewriting.shape import ShapeFeature
+
+    if not hasattr(fgraph, "shape_feature"):
+        fgraph.attach_feature(ShapeFeature())
+    shape_of = fgraph.shape_feature.shape_of
+    sizes, pending = {}, []
+    for variable in variables:
+        if not hasattr(variable.type, "ndim"):
+            sizes[variable] = 0  # slices, random states, None: no tensor buffer
+            continue
+        itemsize = np.dtype(variable.type.dtype).itemsize
+        static = getattr(variable.type, "shape", None)
+        if static is not None and None not in static:
+            sizes[variable] = math.prod(static) * itemsize
+        else:
+            pending.append((variable, itemsize, shape_of[variable]))
+    if pending:
+        flat = [dim for _, _, shape in pending for dim in shape]
+        inputs = [v for v in aesara.graph.basic.graph_inputs(flat)
+                  if v.owner is None and not isinstance(v, aesara.graph.basic.Constant)]
+        if inputs:
+            names = ", ".join(str(v) for v in inputs[:5])
+            raise ValueError(f"shapes depend on {names}: give every input a static shape")
+        values = aesara.function([], flat, mode="FAST_COMPILE", on_unused_input="ignore")() \
+            if flat else []
+        position = 0
+        for variable, itemsize, shape in pending:
+            dims = [int(d) for d in values[position:position + len(shape)]]
+            position += len(shape)
+            sizes[variable] = math.prod(dims) * itemsize
+    return sizes
+
+
+def step_memory(function):
+    """The :class:`StepMemory` of a compiled Aesara function (C or JAX mode),
+    from its rewritten graph; every input needs a static shape."""
+    # A copy: shape inference attaches a feature that the function's own graph
+    # should not carry.
+    fgraph, _ = function.maker.fgraph.clone_get_equiv()
+    order = fgraph.toposort()
+    sizes = static_sizes(fgraph, fgraph.variables)
+    buffer_of = {variable: variable for variable in fgraph.inputs}
+    for node in order:
+        shared = {}
+        for mapping in (getattr(node.op, "view_map", None) or {},
+                        getattr(node.op, "destroy_map", None) or {}):
+            for out, ins in mapping.items():
+                shared[out] = node.inputs[ins[0]]
+        for position, output in enumerate(node.outputs):
+            source = shared.get(position)
+            buffer_of[output] = buffer_of.get(source, source) if source is not None else output
+    inputs = set(fgraph.inputs)
+    kept = {buffer_of.get(v, v) for v in fgraph.outputs}
+    last_read = {}
+    for step, node in enumerate(order):
+        for variable in node.inputs:
+            last_read[buffer_of.get(variable, variable)] = step
+    live, profile = 0, []
+    for step, node in enumerate(order):
+        for output in node.outputs:
+            if buffer_of[output] is output and output not in kept:
+                live += sizes.get(output, 0)
+        profile.append(live)
+        for variable in {buffer_of.get(v, v) for v in node.inputs}:
+            if last_read.get(variable) == step and variable not in inputs and variable not in kept:
+                live -= sizes.get(variable, 0)
+    arguments = sum(sizes.get(v, 0) for v in fgraph.inputs)
+    outputs = sum(sizes.get(v, 0) for v in kept if v not in inputs)
+    return StepMemory(arguments, outputs, max(profile, default=0), tuple(profile),
+                      tuple(type(node.op).__name__ for node in order))
