@@ -66,9 +66,18 @@ def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
     np.testing.assert_array_equal(f(1), np.arange(20, 40).reshape(5, 4))
     from int8store.backend.minibatch import minibatch_of_slice
 
-    part = data[begin:begin + 3]  # not a whole minibatch: left to Aesara (and refused by JAX)
-    assert minibatch_of_slice(part.owner) is None
-    assert minibatch_of_slice(data[begin:begin + 5].owner) is not None
+    assert minibatch_of_slice(data[begin:begin + 5].owner).owner.op.stride == 5
+    part = data[begin:begin + 3]  # part of a minibatch: 3 rows from index * 5
+    assert (minibatch_of_slice(part.owner).owner.op.size,
+            minibatch_of_slice(part.owner).owner.op.stride) == (3, 5)
+    # A window from any row (as evaluate_in_chunks takes for a split's last
+    # examples) becomes a static-size window, and its start is checked too.
+    start = at.lscalar()
+    window = aesara.function([start], data[start:start + 3] * 1, mode=function_mode("jax"))
+    assert "Minibatch" in {type(n.op).__name__ for n in window.maker.fgraph.toposort()}
+    np.testing.assert_array_equal(window(7), np.arange(28, 40).reshape(3, 4))
+    with pytest.raises(MinibatchIndexError, match="a window of 3 rows from row 8"):
+        window(8)
 
 
 def test_parameters_kept_on_the_device_stay_there():

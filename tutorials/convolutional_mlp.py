@@ -128,7 +128,8 @@ class LeNetConvPoolLayer(object):
 
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
-                    nkerns=[20, 50], batch_size=500, model_path=None, mode='c'):
+                    nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
+                    classic_count=False):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -140,9 +141,12 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param model_path: where the best model's parameters are saved (.npz),
                        replaced at each improvement; None saves nothing
     :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
+    :param classic_count: score whole minibatches of the validation and test
+                          splits only, as the classic did (else every example)
 
     Returns a dict with the best validation error, its iteration, the test
-    error of the best model, the epochs run and the final parameters.
+    error of the best model and how many examples it is over, the epochs run
+    and the final parameters.
     """
     rng = numpy.random.RandomState(23455)
 
@@ -165,8 +169,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
               % (batch_size, smallest, smallest))
         batch_size = smallest
     n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_valid_batches = valid_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_test_batches = test_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_valid = valid_set_y.get_value(borrow=True).shape[0]
+    n_test = test_set_y.get_value(borrow=True).shape[0]
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -219,22 +223,27 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     cost = layer3.negative_log_likelihood(y)
 
+    # the zero-one loss of each of the batch_size examples from `start`:
+    # int8store.evaluate_in_chunks scores every example of a split once with
+    # them, in chunks the model was built for (the classic scored whole
+    # minibatches only: classic_count)
+    start = T.lscalar()
     test_model = aesara.function(
-        [index],
-        layer3.errors(y),
+        [start],
+        T.neq(layer3.y_pred, y),
         givens={
-            x: test_set_x[index * batch_size: (index + 1) * batch_size],
-            y: test_set_y[index * batch_size: (index + 1) * batch_size]
+            x: test_set_x[start: start + batch_size],
+            y: test_set_y[start: start + batch_size]
         },
         mode=compile_mode
     )
 
     validate_model = aesara.function(
-        [index],
-        layer3.errors(y),
+        [start],
+        T.neq(layer3.y_pred, y),
         givens={
-            x: valid_set_x[index * batch_size: (index + 1) * batch_size],
-            y: valid_set_y[index * batch_size: (index + 1) * batch_size]
+            x: valid_set_x[start: start + batch_size],
+            y: valid_set_y[start: start + batch_size]
         },
         mode=compile_mode
     )
@@ -273,7 +282,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     best_validation_loss = numpy.inf
     best_iter = 0
-    test_score = 0.
+    test_score, test_count = 0., 0
     start_time = timeit.default_timer()
 
     epoch = 0
@@ -291,11 +300,11 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
             if (iter + 1) % validation_frequency == 0:
 
-                validation_losses = [validate_model(i) for i in range(n_valid_batches)]
-                this_validation_loss = numpy.mean(validation_losses)
-                print('epoch %i, minibatch %i/%i, validation error %f %%' %
+                this_validation_loss, valid_count = int8store.evaluate_in_chunks(
+                    validate_model, n_valid, batch_size, classic_count)
+                print('epoch %i, minibatch %i/%i, validation error %f %% over %i examples' %
                       (epoch, minibatch_index + 1, n_train_batches,
-                       this_validation_loss * 100.))
+                       this_validation_loss * 100., valid_count))
 
                 if this_validation_loss < best_validation_loss:
 
@@ -305,12 +314,12 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     best_validation_loss = this_validation_loss
                     best_iter = iter
 
-                    test_losses = [test_model(i) for i in range(n_test_batches)]
-                    test_score = numpy.mean(test_losses)
+                    test_score, test_count = int8store.evaluate_in_chunks(
+                        test_model, n_test, batch_size, classic_count)
                     print(('     epoch %i, minibatch %i/%i, test error of '
-                           'best model %f %%') %
+                           'best model %f %% over %i examples') %
                           (epoch, minibatch_index + 1, n_train_batches,
-                           test_score * 100.))
+                           test_score * 100., test_count))
 
                     # the tutorial's own checkpoint, replaced at each improvement
                     if model_path:
@@ -332,6 +341,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'best_validation_loss': float(best_validation_loss),
         'best_iter': best_iter + 1,
         'test_score': float(test_score),
+        'test_count': test_count,
         'epochs': epoch,
         'params': [numpy.asarray(p.get_value()) for p in params],
         'datasets': datasets,
@@ -359,6 +369,10 @@ def main(argv=None):
     parser.add_argument('--mode', choices=('c', 'jax'), default='c',
                         help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
                              "device, a GPU when JAX sees one (default: %(default)s)")
+    parser.add_argument('--classic-count', action='store_true',
+                        help='score whole minibatches only, dropping the remainder of the '
+                             'validation and test splits, as the classic tutorial (and its '
+                             'published figures) did; by default every example is scored')
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
@@ -367,13 +381,14 @@ def main(argv=None):
         result = evaluate_lenet5(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             nkerns=args.nkerns, batch_size=args.batch_size, model_path=args.save_model,
-            mode=args.mode)
+            mode=args.mode, classic_count=args.classic_count)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2
     print()
     print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
-    print('test error             %f %%' % (result['test_score'] * 100.))
+    print('test error             %f %% over %i examples'
+          % (result['test_score'] * 100., result['test_count']))
     print('best iteration         %i' % result['best_iter'])
     print('epochs                 %i' % result['epochs'])
     print()

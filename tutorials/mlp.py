@@ -85,11 +85,13 @@ class MLP(object):
 
 
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
-             dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c'):
+             dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
+             classic_count=False):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
-    the best validation error, the test error of the best model and the
-    epochs run.
+    the best validation error, the test error of the best model (over every
+    example, or whole minibatches only with ``classic_count``, as the classic
+    did) and the epochs run.
     """
     datasets = load_data(dataset)
 
@@ -104,8 +106,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
 
     # number of minibatches, counted from the labels
     n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_valid_batches = valid_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_test_batches = test_set_y.get_value(borrow=True).shape[0] // batch_size
+    n_valid = valid_set_y.get_value(borrow=True).shape[0]
+    n_test = test_set_y.get_value(borrow=True).shape[0]
 
     print('... building the model')
     index = T.lscalar()
@@ -124,10 +126,17 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
         return {x: set_x[index * batch_size:(index + 1) * batch_size],
                 y: set_y[index * batch_size:(index + 1) * batch_size]}
 
-    test_model = aesara.function([index], classifier.errors(y),
-                                 givens=givens(test_set_x, test_set_y), mode=compile_mode)
-    validate_model = aesara.function([index], classifier.errors(y),
-                                     givens=givens(valid_set_x, valid_set_y), mode=compile_mode)
+    # the zero-one loss of each of the batch_size examples from `start`, for
+    # int8store.evaluate_in_chunks (see logistic_sgd.py)
+    start = T.lscalar()
+
+    def window(set_x, set_y):
+        return {x: set_x[start:start + batch_size], y: set_y[start:start + batch_size]}
+
+    test_model = aesara.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
+                                 givens=window(test_set_x, test_set_y), mode=compile_mode)
+    validate_model = aesara.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
+                                     givens=window(valid_set_x, valid_set_y), mode=compile_mode)
 
     gparams = [T.grad(cost, param) for param in classifier.params]
     updates = [(param, param - learning_rate * gparam)
@@ -147,7 +156,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
 
     best_validation_loss = numpy.inf
     best_iter = 0
-    test_score = 0.
+    test_score, test_count = 0., 0
     start_time = timeit.default_timer()
 
     epoch = 0
@@ -159,18 +168,22 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
-                this_validation_loss = numpy.mean([validate_model(i) for i in range(n_valid_batches)])
-                print('epoch %i, minibatch %i/%i, validation error %f %%' %
-                      (epoch, minibatch_index + 1, n_train_batches, this_validation_loss * 100.))
+                this_validation_loss, valid_count = int8store.evaluate_in_chunks(
+                    validate_model, n_valid, batch_size, classic_count)
+                print('epoch %i, minibatch %i/%i, validation error %f %% over %i examples' %
+                      (epoch, minibatch_index + 1, n_train_batches, this_validation_loss * 100.,
+                       valid_count))
 
                 if this_validation_loss < best_validation_loss:
                     if this_validation_loss < best_validation_loss * improvement_threshold:
                         patience = max(patience, iter * patience_increase)
                     best_validation_loss = this_validation_loss
                     best_iter = iter
-                    test_score = numpy.mean([test_model(i) for i in range(n_test_batches)])
-                    print('     epoch %i, minibatch %i/%i, test error of best model %f %%' %
-                          (epoch, minibatch_index + 1, n_train_batches, test_score * 100.))
+                    test_score, test_count = int8store.evaluate_in_chunks(
+                        test_model, n_test, batch_size, classic_count)
+                    print('     epoch %i, minibatch %i/%i, test error of best model %f %% '
+                          'over %i examples' % (epoch, minibatch_index + 1, n_train_batches,
+                                                test_score * 100., test_count))
 
             if patience <= iter:
                 done_looping = True
@@ -183,7 +196,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     print('The code for file ' + os.path.split(__file__)[1] +
           ' ran for %.2fm' % ((end_time - start_time) / 60.), file=sys.stderr)
     return {'best_validation_loss': float(best_validation_loss), 'best_iter': best_iter + 1,
-            'test_score': float(test_score), 'epochs': epoch}
+            'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch}
 
 
 def main(argv=None):
@@ -194,10 +207,12 @@ def main(argv=None):
     parser.add_argument('--batch-size', type=int, default=20)
     parser.add_argument('--hidden', type=int, default=500)
     parser.add_argument('--mode', choices=('c', 'jax'), default='c')
+    parser.add_argument('--classic-count', action='store_true',
+                        help='score whole minibatches only, as the classic tutorial did')
     args = parser.parse_args(argv)
     try:
         test_mlp(n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
-                 n_hidden=args.hidden, mode=args.mode)
+                 n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

@@ -53,10 +53,10 @@ def _correction(op_type):
 def jax_funcify_Minibatch(op, **kwargs):
     # Only int8store's JAX mode converts this op, and it checks every index
     # on the host first (the dynamic slice would clamp it).
-    size = op.size
+    size, stride = op.size, op.stride
 
     def minibatch(data, index):
-        return jax.lax.dynamic_slice_in_dim(data, index * size, size, axis=0)
+        return jax.lax.dynamic_slice_in_dim(data, index * stride, size, axis=0)
 
     return minibatch
 

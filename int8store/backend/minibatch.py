@@ -1,4 +1,6 @@
-"""The static-size minibatch op: rows ``index * size`` to ``(index + 1) * size``.
+"""The static-size minibatch op: ``size`` rows from ``index * stride``
+(``stride`` is ``size`` for the classic minibatches, 1 for a window that
+starts anywhere, as :func:`~int8store.evaluate_in_chunks` takes).
 
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
 to trace; this op's output has the static length ``size`` in every mode. On
@@ -27,26 +29,33 @@ aesara, at = _api.aesara, _api.at
 __all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice"]
 
 
-def check_index(index, size, rows, name="data"):
-    """Raise :class:`MinibatchIndexError` unless minibatch ``index`` lies in ``rows`` rows."""
-    index = int(index)
-    if index < 0 or (index + 1) * size > rows:
+def check_index(index, size, rows, name="data", stride=None):
+    """Raise :class:`MinibatchIndexError` unless the ``size`` rows from
+    ``index * stride`` (``stride`` defaults to ``size``) lie in ``rows`` rows."""
+    index, stride = int(index), size if stride is None else stride
+    if index < 0 or index * stride + size > rows:
+        if stride == size:
+            raise MinibatchIndexError(
+                f"{name}: minibatch index {index} is outside 0..{rows // size - 1} "
+                f"({rows} rows in minibatches of {size})")
         raise MinibatchIndexError(
-            f"{name}: minibatch index {index} is outside 0..{rows // size - 1} "
-            f"({rows} rows in minibatches of {size})"
-        )
+            f"{name}: a window of {size} rows from row {index * stride} does not fit in "
+            f"{rows} rows (starts 0..{rows - size})")
 
 
 class Minibatch(aesara.graph.op.Op):
-    """``data[index * size:(index + 1) * size]`` with the static length ``size``."""
+    """``data[index * stride:index * stride + size]`` with the static length
+    ``size`` (``stride`` defaults to ``size``: minibatch ``index``)."""
 
-    __props__ = ("size",)
+    __props__ = ("size", "stride")
     view_map = {0: [0]}
 
-    def __init__(self, size):
-        if int(size) != size or size < 1:
-            raise ArgumentError(f"minibatch size must be a positive integer, got {size!r}")
-        self.size = int(size)
+    def __init__(self, size, stride=None):
+        stride = size if stride is None else stride
+        if int(size) != size or size < 1 or int(stride) != stride or stride < 1:
+            raise ArgumentError(f"minibatch size and stride must be positive integers, got "
+                                f"{size!r} and {stride!r}")
+        self.size, self.stride = int(size), int(stride)
 
     def make_node(self, data, index):
         data = at.as_tensor_variable(data)
@@ -63,8 +72,8 @@ class Minibatch(aesara.graph.op.Op):
 
     def perform(self, node, inputs, outputs):
         data, index = inputs
-        check_index(index, self.size, data.shape[0], node.inputs[0].name or "data")
-        start = int(index) * self.size
+        check_index(index, self.size, data.shape[0], node.inputs[0].name or "data", self.stride)
+        start = int(index) * self.stride
         outputs[0][0] = data[start:start + self.size]
 
     def infer_shape(self, fgraph, node, shapes):
@@ -81,9 +90,9 @@ class Minibatch(aesara.graph.op.Op):
         return [[True], [False]]
 
 
-def minibatch(data, index, size):
+def minibatch(data, index, size, stride=None):
     """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`)."""
-    return Minibatch(size)(data, index)
+    return Minibatch(size, stride)(data, index)
 
 
 
@@ -103,14 +112,19 @@ def minibatch_of_slice(node):
     data, start, stop = node.inputs
     start, stop = (v.owner.inputs[0] if v.owner and isinstance(v.owner.op, ScalarFromTensor)
                    else None for v in (start, stop))
-    first, size = _times_constant(start)
-    if size is None or size < 1:
+    first, factor = _times_constant(start)
+    if factor is not None and factor >= 1:
+        following, stop_factor = _times_constant(stop)
+        if stop_factor == factor and _plus_constant(following) == (first, 1):
+            return minibatch(data, first, factor)  # index * n : (index + 1) * n
+    begin, length = _plus_constant(stop) or (None, None)
+    if start is None or begin is not start or length is None or length < 1:
         return None
-    following, stop_size = _times_constant(stop)
-    if stop_size == size and _plus_constant(following) == (first, 1):
-        return minibatch(data, first, size)  # index * n : (index + 1) * n
-    if _plus_constant(stop) == (start, size):
-        return minibatch(data, first, size)  # begin = index * n; begin : begin + n (SdA, DBN)
+    if factor is not None and factor >= 1:
+        # begin = index * n; begin : begin + m (SdA, DBN; m = n is a minibatch)
+        return minibatch(data, first, length, stride=factor)
+    if start.ndim == 0:
+        return minibatch(data, start, length, stride=1)  # a window from any row
     return None
 
 

@@ -98,8 +98,8 @@ def _make_jax_mode():
                 return jitted
 
             def checked(*args):
-                for position, size, rows, name in checks:
-                    check_index(args[position], size, rows, name)
+                for position, size, rows, name, stride in checks:
+                    check_index(args[position], size, rows, name, stride)
                 return jitted(*args)
 
             return checked
@@ -114,14 +114,14 @@ def _make_jax_mode():
                 "(int8store's shared datasets have one)"
             )
         if isinstance(index, Constant):
-            check_index(index.data, node.op.size, rows, name)
+            check_index(index.data, node.op.size, rows, name, node.op.stride)
             return None
         if index not in fgraph.inputs:
             raise ArgumentError(
                 f"{name}: in JAX mode the minibatch index must be an input of the function, "
                 "so that it can be checked before JAX runs (JAX would clamp it silently)"
             )
-        return fgraph.inputs.index(index), node.op.size, rows, name
+        return fgraph.inputs.index(index), node.op.size, rows, name, node.op.stride
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):

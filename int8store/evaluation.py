@@ -1,0 +1,80 @@
+"""Scoring a whole split in chunks, every example once, weighted by its real size.
+
+Pushing a whole split through a model at once is the usual crash at
+evaluation time (the activations of 10,000 images at once), and averaging
+per-chunk means is wrong whenever the last chunk is smaller. The classic
+tutorials dropped the remainder (with batch 600 they scored 9,600 of the
+10,000 test images); :func:`evaluate_in_chunks` scores all of them, or only
+whole chunks when asked to reproduce the published figures.
+"""
+
+import numpy as np
+
+from .errors import ArgumentError
+
+__all__ = ["evaluate_in_chunks"]
+
+
+def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, static=True):
+    """The mean of a per-example quantity (error, accuracy, loss) over the first
+    ``n_examples`` of a split, computed ``chunk_size`` examples at a time.
+
+    Parameters
+    ----------
+    evaluate : callable
+        With ``static=True`` (the default, what JAX mode needs: one compiled
+        chunk size), ``evaluate(start)`` returns the per-example values of the
+        ``chunk_size`` examples from ``start``. The last, partial chunk is
+        evaluated as the last ``chunk_size`` examples of the split and only
+        its examples not yet scored count. With ``static=False``,
+        ``evaluate(start, stop)`` returns the mean over ``[start, stop)``,
+        weighted by ``stop - start``.
+    n_examples, chunk_size : int
+    classic_count : bool
+        Score whole chunks only, dropping the remainder, as the classic
+        tutorials did (their published figures).
+
+    Returns
+    -------
+    (mean, count) : the mean, and how many examples it is over.
+
+    Examples
+    --------
+    >>> errors = np.array([0, 1, 0, 0, 1, 1, 0], dtype=float)
+    >>> evaluate_in_chunks(lambda start: errors[start:start + 3], 7, 3)
+    (0.42857142857142855, 7)
+    >>> evaluate_in_chunks(lambda start: errors[start:start + 3], 7, 3, classic_count=True)
+    (0.5, 6)
+    """
+    n_examples, chunk_size = int(n_examples), int(chunk_size)
+    if chunk_size < 1 or n_examples < 0:
+        raise ArgumentError(f"chunk_size={chunk_size} and n_examples={n_examples}: expected a "
+                            "positive chunk size and a count of examples")
+    if static and 0 < n_examples < chunk_size:
+        raise ArgumentError(f"chunk_size={chunk_size} is larger than the {n_examples} examples: "
+                            "a static chunk cannot fit; use a smaller one")
+    whole = n_examples // chunk_size * chunk_size
+    count = whole if classic_count else n_examples
+    if count == 0:
+        return float("nan"), 0
+    total = 0.0
+    for start in range(0, whole, chunk_size):
+        total += _chunk_sum(evaluate, start, start + chunk_size, static, chunk_size)
+    rest = count - whole
+    if rest:
+        if static:
+            values = np.asarray(evaluate(n_examples - chunk_size), dtype=np.float64).reshape(-1)
+            total += float(values[-rest:].sum())
+        else:
+            total += _chunk_sum(evaluate, whole, n_examples, static, chunk_size)
+    return total / count, count
+
+
+def _chunk_sum(evaluate, start, stop, static, chunk_size):
+    if static:
+        values = np.asarray(evaluate(start), dtype=np.float64).reshape(-1)
+        if values.size != chunk_size:
+            raise ArgumentError(f"evaluate({start}) gave {values.size} values for a chunk of "
+                                f"{chunk_size}: with static=True it gives one per example")
+        return float(values.sum())
+    return float(evaluate(start, stop)) * (stop - start)
