@@ -1,26 +1,133 @@
-"""Bytes the images take in memory, int8 against float32, measured on the
-shared variables themselves.
+"""Memory: the images int8 against float32, and a model's training step,
+estimated from its graph against XLA's figure and a measured C-backend peak.
 
-    python bench/memory.py --dataset digits
-    python bench/memory.py --dataset path/to/mnist.pkl.gz
+    python bench/memory.py --dataset digits            # bytes of each split, int8 against float32
+    python bench/memory.py --models                    # the step estimate checked against reality
+    python bench/memory.py --models --batch-sizes 100 500 2000
+
+For the models (the tutorials' logistic regression and LeNet5 on 28x28
+images, 10 classes), each row sets side by side, for one batch size:
+
+* the rule of thumb, ``(neurons x batch + parameters) x 2 x 4`` bytes;
+* int8store's finer estimate (``int8store.memory.model_memory``): arguments
+  + outputs + peak temporaries of the compiled step, from its graph;
+* XLA's own figure for the same step compiled in int8store's JAX mode
+  (``jax.jit(...).lower(...).compile().memory_analysis()``: arguments +
+  outputs + temporaries - aliased), which XLA computes on the CPU as on GPUs;
+* the measured peak of one C-backend step, in a fresh process: the arguments
+  (allocated before) plus the peak of what tracemalloc sees allocated during
+  a second call (numpy's and Aesara's C ops' arrays; not BLAS workspaces).
 """
 
 import argparse
+import json
+import subprocess
+import sys
 
-from int8store import load_splits
 
+def data_table(dataset):
+    from int8store import load_splits
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="digits", help="anything load_data takes")
-    args = parser.parse_args(argv)
-    held = {storage: load_splits(args.dataset, storage=storage, dtype="float32") for storage in ("int8", "float")}
-    print(f"dataset: {args.dataset}")
+    held = {storage: load_splits(dataset, storage=storage, dtype="float32")
+            for storage in ("int8", "float")}
+    print(f"dataset: {dataset}")
     print(f"{'split':6} {'examples':>9} {'int8 bytes':>14} {'float32 bytes':>15} {'ratio':>6}")
     for name, ds in held["int8"].items():
         int8 = ds.data.get_value(borrow=True).nbytes
         float32 = held["float"][name].data.get_value(borrow=True).nbytes
         print(f"{name:6} {ds.n_examples:>9,} {int8:>14,} {float32:>15,} {int8 / float32:>6.3f}")
+
+
+def _arguments(graph, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = []
+    for variable in graph.inputs:
+        shape, dtype = variable.type.shape, variable.type.dtype
+        if dtype == "int8":
+            values.append(rng.integers(-128, 128, shape).astype(dtype))
+        elif dtype.startswith("int"):
+            values.append(rng.integers(0, 10, shape).astype(dtype))
+        else:
+            values.append((0.05 * rng.standard_normal(shape)).astype(dtype))
+    return values
+
+
+def measure_c(model, batch_size):
+    """Arguments + traced peak of one C-backend step (run in a fresh process)."""
+    import tracemalloc
+
+    from int8store.backend import activate
+
+    activate()
+    import aesara
+
+    from int8store.backend.reference_models import build_step
+
+    graph = build_step(model, batch_size, (28, 28), 10)
+    step = aesara.function(graph.inputs, graph.outputs)
+    arguments = _arguments(graph)
+    step(*arguments)  # compiled and warmed: what stays allocated between calls is not counted
+    tracemalloc.start()
+    step(*arguments)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return sum(a.nbytes for a in arguments) + peak
+
+
+def xla_figure(model, batch_size):
+    """XLA's arguments + outputs + temporaries - aliased, for the JAX-mode step."""
+    from int8store import function_mode
+    from int8store.backend import activate
+
+    activate()
+    import aesara
+
+    from int8store.backend.reference_models import build_step
+
+    graph = build_step(model, batch_size, (28, 28), 10)
+    step = aesara.function(graph.inputs, graph.outputs, mode=function_mode("jax"))
+    analysis = step.maker.linker.jitted.lower(*_arguments(graph)).compile().memory_analysis()
+    return (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+            + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
+
+
+def model_table(batch_sizes):
+    from int8store.memory import model_memory
+
+    def mb(n):
+        return f"{n / 2**20:.1f}"
+
+    print("| model | batch | rule of thumb MiB | estimate MiB | XLA MiB | estimate / XLA "
+          "| C measured MiB | estimate / C |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for model in ("logistic", "lenet5"):
+        for batch_size in batch_sizes:
+            measured = json.loads(subprocess.run(
+                [sys.executable, __file__, "--measure-c", model, str(batch_size)],
+                capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+            memory = model_memory(model, batch_size, (28, 28), 10)
+            xla = xla_figure(model, batch_size)
+            print(f"| {model} | {batch_size} | {mb(memory.rule_of_thumb)} | {mb(memory.estimate)} "
+                  f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(measured)} "
+                  f"| {memory.estimate / measured:.2f} |")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="digits", help="anything load_data takes")
+    parser.add_argument("--models", action="store_true",
+                        help="the step estimate against XLA and the C backend, not the data")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[100, 500, 2000])
+    parser.add_argument("--measure-c", nargs=2, metavar=("MODEL", "BATCH"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure_c:
+        print(json.dumps(measure_c(args.measure_c[0], int(args.measure_c[1]))))
+    elif args.models:
+        model_table(args.batch_sizes)
+    else:
+        data_table(args.dataset)
 
 
 if __name__ == "__main__":

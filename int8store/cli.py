@@ -5,6 +5,8 @@
     int8store info FILE
     int8store verify FILE
     int8store manifest FILE
+    int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
+                     [--device-memory SIZE] [--margin F]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
 ceiling reached) print one line on stderr and exit with status 2; an
@@ -84,6 +86,19 @@ def _parser():
     manifest = commands.add_parser(
         "manifest", help="print a store's manifest (JSON): a signature of it covers the whole file")
     manifest.add_argument("file")
+    budget = commands.add_parser(
+        "budget", help="will it fit? data and model memory, and the largest batch, int8 "
+                       "against float32")
+    budget.add_argument("--dataset", default="digits", help="anything load_data takes")
+    budget.add_argument("--model", choices=("logistic", "lenet5"), default="lenet5")
+    budget.add_argument("--batch-size", type=int, metavar="B",
+                        help="the batch size to estimate (default: the tutorial's)")
+    budget.add_argument("--device-memory", metavar="SIZE",
+                        help="the memory to plan for, e.g. 1GiB (default: asked of the "
+                             "device through JAX or nvidia-smi)")
+    budget.add_argument("--margin", type=float, default=0.1,
+                        help="fraction of the memory kept free for the framework and "
+                             "fragmentation (default: %(default)s)")
     return parser
 
 
@@ -126,6 +141,10 @@ def _run(args, argv):
         print(describe(path))
     elif args.command == "info":
         print(describe(args.file))
+    elif args.command == "budget":
+        from .planning import budget_report
+        print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
+                            args.margin))
     elif args.command == "manifest":
         import json
         from .store import open_store

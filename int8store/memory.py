@@ -212,13 +212,12 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
     if estimate(1) > usable:
         return 0
     guess = getattr(estimate, "guess", None)
+    start = guess(usable) if guess is not None else None
+    if start:  # secant steps from next to the answer: each probe may compile a graph
+        found = _secant(estimate, usable, max(1, min(limit, start)), limit)
+        if found is not None:
+            return found
     low, high = 1, 2
-    if guess is not None:  # start next to the answer: each probe may compile a graph
-        low = max(1, min(limit, guess(usable)))
-        if estimate(low) > usable:
-            low, high = 1, low
-            return _bisect(estimate, usable, low, high)
-        high = low + 1
     while high <= limit and estimate(high) <= usable:  # find a size that does not fit
         low, high = high, high + 2 * (high - low)
     if high > limit:
@@ -251,6 +250,24 @@ def step_estimator(model, image_shape, n_classes=10):
 
     estimate.guess = guess
     return estimate
+
+
+def _secant(estimate, usable, size, limit, steps=8):
+    """The answer of :func:`max_batch_size` reached by secant steps from
+    ``size``, or None if they do not settle."""
+    previous = None
+    for _ in range(steps):
+        value = estimate(size)
+        if value <= usable and (size >= limit or estimate(size + 1) > usable):
+            return size
+        if value > usable and size > 1 and estimate(size - 1) <= usable:
+            return size - 1
+        slope = ((value - previous[1]) / (size - previous[0])
+                 if previous and size != previous[0] and value != previous[1] else value / size)
+        previous = (size, value)
+        step = int((usable - value) // slope) if slope > 0 else 0
+        size = max(1, min(limit, size + (step or (1 if value <= usable else -1))))
+    return None
 
 
 def _bisect(estimate, usable, low, high):

@@ -1,0 +1,70 @@
+"""``int8store budget``: will a dataset and a model fit a device, held as int8
+or as float32, and with what batch size? (The numbers come from
+:mod:`int8store.memory`.)"""
+
+from .errors import ArgumentError
+from .limits import describe_bytes, parse_size
+from .memory import (examples_that_fit, max_batch_size, model_memory, device_memory,
+                     split_bytes, step_estimator)
+from .models import MODELS
+
+__all__ = ["dataset_summary", "budget_report"]
+
+
+def dataset_summary(dataset):
+    """``(counts, image_shape, n_classes)`` of a dataset, as ``load_data`` plans
+    it: ``counts`` is ``{split: examples}``. Images are not decoded."""
+    from .plan import plan_splits
+    from .sources import read_source
+
+    plan = plan_splits(read_source(dataset))
+    counts = {name: split.count for name, split in plan.splits.items()}
+    n_classes = 1 + max(int(plan.labels(name).max()) for name in plan.splits if counts[name])
+    return counts, tuple(plan.image_shape), n_classes
+
+
+def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1):
+    """The text ``int8store budget`` prints."""
+    if model not in MODELS:
+        raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
+    counts, image_shape, n_classes = dataset_summary(dataset)
+    batch_size = batch_size or min(MODELS[model], min(counts.values()))
+    if device_bytes is None:
+        budget, where = device_memory()
+        if budget is None:
+            raise ArgumentError(f"{where}")
+    else:
+        budget, where = parse_size(device_bytes, "--device-memory"), "given"
+    usable = int(budget * (1 - margin))
+    memory = model_memory(model, batch_size, image_shape, n_classes)
+    step = memory.step
+    estimate = step_estimator(model, image_shape, n_classes)
+    total = sum(counts.values())
+    shape = "x".join(map(str, image_shape))
+    lines = [
+        f"dataset:  {dataset}: " + ", ".join(f"{n:,} {name}" for name, n in counts.items())
+        + f" images of {shape}, {n_classes} classes",
+        f"device:   {describe_bytes(budget)} ({where}); planning for {describe_bytes(usable)}, "
+        f"keeping {margin:.0%} free",
+        f"model:    {model}, {memory.parameters:,} parameters ({describe_bytes(memory.parameter_bytes)}), "
+        f"{memory.neurons:,} activations per example (the input included)",
+        f"batch {batch_size}: rule of thumb (neurons x batch + parameters) x 2 x 4 bytes = "
+        f"{describe_bytes(memory.rule_of_thumb)}; finer estimate of the compiled step "
+        f"{describe_bytes(step.total)} (arguments {describe_bytes(step.arguments)}, outputs "
+        f"{describe_bytes(step.outputs)}, temporaries {describe_bytes(step.temporaries)})",
+        "",
+    ]
+    rows = [("storage", "data (all splits)", f"model at batch {batch_size}", "fits",
+             "largest batch beside the data", "examples that fit beside the model")]
+    for kind in ("int8", "float32"):
+        data = split_bytes(total, image_shape)[kind]
+        room = usable - data
+        largest = max_batch_size(estimate, room, margin=0) if room > 0 else 0
+        beside = examples_that_fit(usable, image_shape, reserved=step.total)[kind]
+        rows.append((kind, describe_bytes(data), describe_bytes(step.total),
+                     "yes" if data + step.total <= usable else "no", f"{largest:,}",
+                     f"{beside:,}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+              for r in rows]
+    return "\n".join(lines)

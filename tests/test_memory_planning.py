@@ -1,0 +1,156 @@
+"""Will it fit? The rule of thumb, the finer estimate, the largest batch size,
+evaluation in chunks, and ``int8store budget``."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from int8store import evaluate_in_chunks, load_data, max_batch_size
+from int8store.backend import activate
+from int8store.cli import main
+from int8store.memory import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator
+
+api = activate()
+aesara, at, conv2d, pool_2d = api.aesara, api.at, api.conv2d, api.pool_2d
+
+
+def vgg16(batch_size=1):
+    """VGG16's layers on 224x224x3 images (input, 13 convolutions, 5 poolings,
+    flatten, 3 dense, as Keras lists them), symbolically: static shapes only,
+    nothing allocated (its 138 million parameters are symbolic tensors)."""
+    x = at.tensor("float32", shape=(batch_size, 3, 224, 224), name="images")
+    layers, params, h, channels = [x], [], x, 3
+    for block, (width, convs) in enumerate([(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]):
+        for i in range(convs):
+            w = at.tensor("float32", shape=(width, channels, 3, 3), name=f"W{block}_{i}")
+            b = at.tensor("float32", shape=(width,), name=f"b{block}_{i}")
+            h = at.maximum(conv2d(h, w, border_mode="half", filter_shape=w.type.shape)
+                           + b.dimshuffle("x", 0, "x", "x"), 0)
+            layers.append(h)
+            params += [w, b]
+            channels = width
+        h = pool_2d(h, (2, 2), ignore_border=True)
+        layers.append(h)
+    h = h.reshape((batch_size, 512 * 7 * 7))
+    layers.append(h)  # the Flatten layer, one of VGG16's layers as Keras defines them
+    for i, (n_in, n_out) in enumerate([(25088, 4096), (4096, 4096), (4096, 1000)]):
+        w = at.tensor("float32", shape=(n_in, n_out), name=f"fc{i}")
+        b = at.tensor("float32", shape=(n_out,), name=f"fc{i}_b")
+        h = at.dot(h, w) + b
+        h = at.maximum(h, 0) if i < 2 else h
+        layers.append(h)
+        params += [w, b]
+    return layers, params
+
+
+def test_the_rule_of_thumb_reproduces_the_vgg16_worked_example():
+    neurons, parameters, nbytes = graph_counts(*vgg16())
+    assert neurons == 15_262_696  # the input included
+    assert parameters == 138_357_544 and nbytes == 4 * parameters
+    assert rule_of_thumb_bytes(neurons, parameters, 8) == 2_083_672_896
+
+
+def test_the_step_estimate_counts_arguments_and_outputs_exactly():
+    memory = model_memory("logistic", 50, (28, 28), 10)
+    parameters = 784 * 10 + 10
+    assert memory.parameters == parameters and memory.neurons == 784 + 10
+    assert memory.step.arguments == 50 * 784 + 4 * 50 + 4 * parameters  # int8 codes, labels
+    assert memory.step.outputs == 4 + 4 * parameters  # the cost, the updated parameters
+    # at least the minibatch's float copy and the probabilities are temporaries
+    assert memory.step.temporaries >= 4 * 50 * 784 + 4 * 50 * 10
+    assert memory.rule_of_thumb == (794 * 50 + parameters) * 2 * 4
+
+
+def test_the_estimate_grows_with_the_batch_size():
+    sizes = [model_memory("lenet5", b, (8, 8), 10).estimate for b in (16, 32, 64)]
+    assert sizes[0] < sizes[1] < sizes[2]
+
+
+@given(st.integers(1, 10_000), st.integers(0, 5_000), st.integers(1, 50), st.integers(0, 3))
+def test_max_batch_size_fits_and_the_next_does_not(budget, fixed, slope, curve):
+    def estimate(b):
+        return fixed + slope * b + curve * b * b // 100  # grows, convex like a real step
+
+    found = max_batch_size(estimate, budget, margin=0)
+    if found == 0:
+        assert estimate(1) > budget
+    else:
+        assert estimate(found) <= budget < estimate(found + 1)
+
+
+def test_max_batch_size_for_a_real_model_and_a_margin():
+    estimate = step_estimator("lenet5", (8, 8), 10)
+    budget = 20 << 20
+    found = max_batch_size(estimate, budget, margin=0.25)
+    assert estimate(found) <= 0.75 * budget < estimate(found + 1)
+
+
+# -- evaluation in chunks -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def classifier():
+    """A trained-for-a-few-steps logistic regression on digits, tutorial style."""
+    (train_x, train_y), _, (test_x, test_y) = load_data("digits", dtype="float32")
+    x, y, start = at.matrix("x", dtype="float32"), at.ivector("y"), at.lscalar()
+    rng = np.random.default_rng(0)
+    W = aesara.shared(rng.normal(0, 0.1, (64, 10)).astype("float32"))
+    predictions = at.argmax(at.dot(x, W), axis=1)
+    wrong = at.neq(predictions, y)
+    one_shot = aesara.function([], at.mean(wrong), givens={x: test_x, y: test_y})
+    return test_x, test_y, x, y, start, wrong, one_shot
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 128, 300])
+def test_evaluate_in_chunks_equals_the_one_shot_value(classifier, chunk):
+    test_x, test_y, x, y, start, wrong, one_shot = classifier
+    window = aesara.function([start], wrong, givens={x: test_x[start:start + chunk],
+                                                      y: test_y[start:start + chunk]})
+    value, count = evaluate_in_chunks(window, 300, chunk)
+    assert count == 300 and value == pytest.approx(float(one_shot()), abs=1e-6)
+    stop = at.lscalar()
+    mean = aesara.function([start, stop], at.mean(wrong), givens={x: test_x[start:stop],
+                                                                  y: test_y[start:stop]})
+    value, count = evaluate_in_chunks(mean, 300, chunk, static=False)
+    assert count == 300 and value == pytest.approx(float(one_shot()), abs=1e-6)
+    classic, count = evaluate_in_chunks(window, 300, chunk, classic_count=True)
+    assert count == 300 // chunk * chunk
+    assert classic == pytest.approx(np.mean([window(s) for s in range(0, count, chunk)]), abs=1e-12)
+
+
+def test_the_lenet5_tutorial_scores_every_test_example(capsys):
+    import convolutional_mlp
+
+    assert convolutional_mlp.main(["--dataset", "digits", "--epochs", "1", "--batch-size", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "test error of best model" in out and "over 300 examples" in out
+    assert [line for line in out.splitlines() if line.startswith("test error")][0].endswith(
+        "over 300 examples")
+
+
+# -- int8store budget -----------------------------------------------------------------
+
+def test_budget_prints_both_storages_and_batches_that_fit(capsys):
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "4MiB", "--batch-size", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "rule of thumb" in out and "finer estimate" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith(("int8 ", "float32 "))}
+    int8_batch, float_batch = (int(rows[k][-2].replace(",", "")) for k in ("int8", "float32"))
+    assert int8_batch >= float_batch > 0  # int8 data leaves more room
+    estimate = step_estimator("logistic", (8, 8), 10)
+    data = 1797 * 64 + 4 * 1797  # all of digits as int8, with labels
+    usable = int(0.9 * (4 << 20)) - data
+    assert estimate(int8_batch) <= usable < estimate(int8_batch + 1)
+
+
+def test_budget_without_a_device_asks_for_its_memory(capsys, monkeypatch):
+    from int8store import memory
+
+    monkeypatch.setattr(memory.shutil, "which", lambda name: None)
+    status = main(["budget", "--dataset", "digits", "--model", "logistic"])
+    err = capsys.readouterr().err
+    if status == 0:
+        pytest.skip("this machine has an accelerator JAX can ask")
+    assert status == 2 and "--device-memory" in err and err.count("\n") == 1
