@@ -148,10 +148,13 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
         axis = None if op.axis is None else tuple(op.axis)
         reduce_numpy = getattr(jnp, numpy_name)
 
+        # float64 only where JAX has it (x64 enabled): else float32, as before.
+        accumulate = jax.dtypes.canonicalize_dtype(acc_dtype)
+
         def careduce(x):
             # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
             # a widened copy of x (a float64 copy of a float32 activation).
-            return reduce_numpy(x, axis=axis, dtype=acc_dtype).astype(out_dtype)
+            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(out_dtype)
 
         return careduce
     reduce = jax_funcify(op, node=node, **kwargs)
