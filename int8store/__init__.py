@@ -27,6 +27,7 @@ from .errors import (
     SizeLimitError,
     SourceFormatError,
     StoreChecksumError,
+    StreamError,
     StoreFormatError,
     UnsafePickleError,
 )
@@ -56,6 +57,8 @@ _LAZY = {
     "max_batch_size": "memory",
     "model_memory": "memory",
     "evaluate_in_chunks": "evaluation",
+    "StreamingSplit": "streaming",
+    "stream": "streaming",
     "function_mode": "backend.modes",
     "MODES": "backend.modes",
     "minibatch": "backend.minibatch",
@@ -78,6 +81,7 @@ __all__ = list(_LAZY) + [
     "SizeLimitError",
     "MissingDependencyError",
     "MinibatchIndexError",
+    "StreamError",
 ]
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "StoreChecksumError",
     "MissingDependencyError",
     "MinibatchIndexError",
+    "StreamError",
 ]
 
 
@@ -78,3 +79,8 @@ class MissingDependencyError(Int8StoreError, ImportError):
 
 class MinibatchIndexError(ArgumentError, IndexError):
     """A minibatch index outside the data."""
+
+
+class StreamError(Int8StoreError, RuntimeError):
+    """A shard of a streamed split could not be read or checked; the message
+    names the split and the shard."""

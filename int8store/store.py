@@ -199,15 +199,18 @@ class Store:
             pass
         return codes, self.read_labels(name, verify)
 
-    def chunks(self, name, verify=True, out=None):
-        """``(first example, codes)`` for each stored chunk of split ``name``, in
-        order, each checked against its checksum (unless ``verify`` is false)
-        before it is yielded. With ``out`` (an int8 array of the split's shape)
-        the codes are read into it."""
+    def chunks(self, name, verify=True, out=None, indices=None):
+        """``(first example, codes)`` for each stored chunk of split ``name`` (or
+        the chunks numbered ``indices``), in order, each checked against its
+        checksum (unless ``verify`` is false) before it is yielded. With ``out``
+        (an int8 array of the split's shape) the codes are read into it. Each
+        call opens its own file handle: calls may run in several threads."""
         layout = self._split(name)
         padding = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        numbers = range(len(layout.chunks)) if indices is None else indices
         with open(self.path, "rb") as f:
-            for index, (offset, nbytes, digest) in enumerate(layout.chunks):
+            for index in numbers:
+                offset, nbytes, digest = layout.chunks[index]
                 start = index * layout.rows
                 stop = min(start + layout.rows, layout.count)
                 if out is not None:

@@ -1,0 +1,280 @@
+"""Sets larger than the device: a split fed to the device shard by shard,
+with background prefetch.
+
+A :class:`StreamingSplit` keeps one shard on the device: an int8 shared
+variable (and its labels) of a fixed shape, ``shard_size`` examples, read by
+the compiled functions through the usual float view (``stream.x``,
+``stream.y``: the classic slices in ``givens`` work unchanged). Each epoch
+visits the shards in a new order, and the examples of each shard in a new
+order, both drawn from a seed (the same seed, the same orders; no seed keeps
+the split's own order). :meth:`StreamingSplit.epoch` yields each shard once
+it is in the shared variables (C backend: the value is replaced, not copied;
+JAX mode: placed on the device) while worker threads read, check and
+prepare the next shards, at most ``prefetch`` of them ahead: memory stays
+bounded by ``(prefetch + 1) x shard_size`` examples.
+
+The last shard holds fewer real examples than ``shard_size`` (its rows are
+padded with zeros to keep one static shape): :class:`Shard` says how many
+are real, and every example is visited exactly once per epoch.
+
+Threads, not processes: reading a shard is file reads, SHA-256 and numpy
+copies, which release the GIL. A store is read without h5py (whose library
+must not be entered from several threads at once without care): the
+manifest gives each chunk's byte range and checksum (:mod:`int8store.store`),
+and each read opens its own file handle, so no handle is ever shared.
+"""
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ArgumentError, StreamError
+
+__all__ = ["StreamingSplit", "ArrayShards", "StoreShards", "Shard", "StreamError",
+           "shard_size_for", "stream"]
+
+_LABEL_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A shard now in the device's shared variables: its ``number`` in this
+    epoch's order, its ``index`` in the split, its first example ``start`` in
+    the split and its ``count`` of real examples (the rest is padding)."""
+
+    number: int
+    index: int
+    start: int
+    count: int
+
+
+class ArrayShards:
+    """Shards of int8 codes and labels already in host memory."""
+
+    def __init__(self, codes, labels, name="train", delay=0.0):
+        self.codes, self.labels = np.asarray(codes), np.asarray(labels, dtype=np.int32)
+        self.name, self.delay = name, delay
+        self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
+
+    def read(self, start, stop):
+        if self.delay:
+            time.sleep(self.delay)  # an artificially slow producer (benchmarks)
+        return self.codes[start:stop], self.labels[start:stop]
+
+
+class StoreShards:
+    """Shards of a store's split, read from the file chunk by chunk and each
+    chunk checked against its checksum as it is read (a shard's rows may span
+    several stored chunks, or part of one)."""
+
+    def __init__(self, path, split="train", delay=0.0):
+        from .store import open_store
+
+        self.store = open_store(path, verify=False)
+        self.name, self.delay = split, delay
+        self.labels = self.store.read_labels(split)
+        self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
+        self.encoding, self.image_shape = self.store.encoding, self.store.image_shape
+
+    def read(self, start, stop):
+        if self.delay:
+            time.sleep(self.delay)
+        out = np.empty((stop - start,) + tuple(self.row_shape), dtype=np.int8)
+        rows = self.store._split(self.name).rows
+        first, last = start // rows, (stop - 1) // rows
+        for chunk_start, codes in self.store.chunks(self.name, verify=True,
+                                                    indices=range(first, last + 1)):
+            lo, hi = max(start, chunk_start), min(stop, chunk_start + len(codes))
+            out[lo - start:hi - start] = codes[lo - chunk_start:hi - chunk_start]
+        return out, self.labels[start:stop]
+
+
+def shard_size_for(max_device_bytes, row_bytes, batch_size=1):
+    """Examples per shard whose images and labels fit ``max_device_bytes``, a
+    multiple of ``batch_size`` (0 if not even one batch fits)."""
+    rows = int(max_device_bytes) // (int(row_bytes) + _LABEL_BYTES)
+    return rows // batch_size * batch_size
+
+
+class StreamingSplit:
+    """A split fed to the device one shard at a time (see the module docstring).
+
+    Parameters
+    ----------
+    source : ArrayShards or StoreShards
+    shard_size : int
+        Examples per shard (a multiple of the batch size, for training).
+    encoding, image_shape, normalize, dtype, dataset_mean
+        As for :class:`~int8store.SharedDataset`: the view of each shard
+        (``normalize="dataset"`` needs the whole split's ``dataset_mean``).
+    seed : int, optional
+        Shuffle shards and examples within shards, differently each epoch.
+    workers, prefetch : int
+        Threads that read shards, and how many shards may be read ahead;
+        ``prefetch=0`` reads each shard when it is needed, in the caller's thread.
+    mode : {"c", "jax"}
+        Where the shared variables live.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from int8store import quantize
+    >>> codes, enc = quantize(np.arange(20 * 4, dtype=np.uint8).reshape(20, 4))
+    >>> stream = StreamingSplit(ArrayShards(codes, np.arange(20)), 8, enc, (4,), seed=1)
+    >>> seen = []
+    >>> for shard in stream.epoch(0):
+    ...     seen += list(stream.y.get_value()[:shard.count])
+    >>> sorted(seen) == list(range(20)), stream.n_shards
+    (True, 3)
+    """
+
+    def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
+                 dtype=None, seed=None, workers=2, prefetch=2, mode="c", name=None,
+                 dataset_mean=None):
+        from .dataset import SharedDataset
+
+        if int(shard_size) != shard_size or shard_size < 1:
+            raise ArgumentError(f"shard_size={shard_size!r}: expected a positive integer")
+        if workers < 1 or prefetch < 0:
+            raise ArgumentError(f"workers={workers}, prefetch={prefetch}: expected at least one "
+                                "worker and a prefetch of 0 or more")
+        self.source, self.seed = source, seed
+        self.name = name or source.name
+        self.shard_size = min(int(shard_size), max(1, source.n_examples))
+        self.workers, self.prefetch, self.mode = workers, prefetch, mode
+        self.dataset = SharedDataset(np.zeros((self.shard_size,) + tuple(source.row_shape), np.int8),
+                                     np.zeros(self.shard_size, np.int32), encoding,
+                                     normalize=normalize, image_shape=image_shape,
+                                     name=self.name, dtype=dtype, dataset_mean=dataset_mean)
+        if mode != "c":
+            from .backend.device import place
+            place([self.dataset], mode)
+        self.x, self.y = self.dataset.x, self.dataset.y
+
+    @property
+    def n_examples(self):
+        return self.source.n_examples
+
+    @property
+    def n_shards(self):
+        return -(-self.n_examples // self.shard_size)
+
+    def shard_order(self, epoch):
+        """The shard indices in the order epoch ``epoch`` visits them."""
+        if self.seed is None:
+            return list(range(self.n_shards))
+        return [int(i) for i in np.random.default_rng((self.seed, epoch)).permutation(self.n_shards)]
+
+    def _prepare(self, epoch, index):
+        """The padded codes and labels of shard ``index`` (in a worker thread)."""
+        start = index * self.shard_size
+        stop = min(start + self.shard_size, self.n_examples)
+        try:
+            codes, labels = self.source.read(start, stop)
+        except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
+            raise StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): "
+                              f"{error}") from error
+        order = (np.arange(stop - start) if self.seed is None else
+                 np.random.default_rng((self.seed, epoch, index)).permutation(stop - start))
+        padded = np.zeros((self.shard_size,) + codes.shape[1:], dtype=np.int8)
+        padded_labels = np.zeros(self.shard_size, dtype=np.int32)
+        np.take(codes, order, axis=0, out=padded[:stop - start])
+        np.take(labels, order, out=padded_labels[:stop - start])
+        return index, start, stop - start, padded.reshape(self.shard_size, -1), padded_labels
+
+    def _load(self, codes, labels):
+        if self.mode == "c":
+            self.dataset.data.set_value(codes, borrow=True)
+            self.y.set_value(labels, borrow=True)
+        else:
+            import jax
+            self.dataset.data.container.storage[0] = jax.device_put(codes)
+            self.y.container.storage[0] = jax.device_put(labels)
+
+    def epoch(self, epoch=0, progress=None):
+        """Yield each shard of epoch ``epoch`` once it is in the shared variables.
+
+        A progress bar (examples per second) shows on a terminal unless
+        ``progress`` is False; it is silent in pipes. Leaving the loop early,
+        an exception or Ctrl-C stops the workers before this returns."""
+        from tqdm import tqdm
+
+        order = self.shard_order(epoch)
+        bar = tqdm(total=self.n_examples, unit="img", desc=f"{self.name} epoch {epoch}",
+                   disable=None if progress is None else not progress, leave=False)
+        try:
+            if self.prefetch == 0:
+                for number, index in enumerate(order):
+                    yield self._deliver(number, self._prepare(epoch, index), bar)
+                return
+            with ThreadPoolExecutor(self.workers, thread_name_prefix=f"int8store-{self.name}") as pool:
+                pending = deque()
+                submitted = 0
+                try:
+                    for number in range(len(order)):
+                        while submitted < len(order) and len(pending) <= self.prefetch:
+                            pending.append(pool.submit(self._prepare, epoch, order[submitted]))
+                            submitted += 1
+                        yield self._deliver(number, pending.popleft().result(), bar)
+                finally:
+                    for future in pending:
+                        future.cancel()
+        finally:
+            bar.close()
+
+    def _deliver(self, number, prepared, bar):
+        index, start, count, codes, labels = prepared
+        self._load(codes, labels)
+        bar.update(count)
+        return Shard(number, index, start, count)
+
+    def n_batches(self, batch_size):
+        """Whole minibatches in an epoch: each shard's, its remainder dropped."""
+        full, last = divmod(self.n_examples, self.shard_size)
+        return full * (self.shard_size // batch_size) + last // batch_size
+
+    def minibatches(self, epoch, batch_size, progress=None):
+        """``(number in the epoch, index in the current shard)`` of every whole
+        minibatch of epoch ``epoch``, each shard loaded before its minibatches:
+        ``train_model(index)`` with the classic ``givens`` reads the right rows."""
+        number = 0
+        for shard in self.epoch(epoch, progress):
+            for index in range(shard.count // batch_size):
+                yield number, index
+                number += 1
+
+    def __repr__(self):
+        return (f"StreamingSplit({self.name!r}, {self.n_examples} examples in {self.n_shards} "
+                f"shards of {self.shard_size})")
+
+
+def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", **kwargs):
+    """A :class:`StreamingSplit` over a loaded split (``load_data``'s ``x``,
+    ``y``) whose shards fit ``max_device_bytes``, or None if the whole split
+    fits. The shard size is a multiple of ``batch_size``; if not even one batch
+    fits, the shard holds what fits and the caller must cut its batch size to
+    ``stream.shard_size``."""
+    dataset = x.dataset
+    codes = np.asarray(dataset.data.get_value(borrow=True))
+    labels = np.asarray(y.get_value(borrow=True))
+    row_bytes = codes[0].nbytes if len(codes) else 1
+    if len(labels) * (row_bytes + _LABEL_BYTES) <= max_device_bytes:
+        return None
+    size = shard_size_for(max_device_bytes, row_bytes, batch_size) or \
+        shard_size_for(max_device_bytes, row_bytes)
+    if size < 1:
+        raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
+                            f"{row_bytes + _LABEL_BYTES} bytes fits")
+    return StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
+                          image_shape=dataset.image_shape, normalize=dataset.normalize,
+                          dtype=dataset.dtype, seed=seed, mode=mode,
+                          dataset_mean=dataset.dataset_mean, **kwargs)
+
+
+def worker_threads(name="train"):
+    """Live worker threads of streams named ``name`` (for tests and shutdown checks)."""
+    return [t for t in threading.enumerate() if t.name.startswith(f"int8store-{name}")]
