@@ -223,6 +223,34 @@ class Store:
                                  f"split {name!r} chunk {index} (examples {start} to {stop - 1})")
                 yield start, rows
 
+    def read_rows(self, name, start, stop, out, verify=True, scratch=None):
+        """Read examples ``[start, stop)`` of split ``name`` into ``out`` (int8,
+        ``stop - start`` rows), checking every stored chunk they touch. Whole
+        chunks are read straight into ``out``; a chunk cut by ``start`` or
+        ``stop`` is read whole into ``scratch`` (a chunk-sized uint8 buffer,
+        allocated if not given), checked, then copied."""
+        layout = self._split(name)
+        flat = out.reshape(len(out), -1)
+        if scratch is None:
+            scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        with open(self.path, "rb") as f:
+            for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+                offset, nbytes, digest = layout.chunks[index]
+                first = index * layout.rows
+                last = min(first + layout.rows, layout.count)
+                what = f"split {name!r} chunk {index} (examples {first} to {last - 1})"
+                if start <= first and last <= stop:
+                    held = (last - first) * layout.row_bytes
+                    views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
+                             memoryview(scratch)[:nbytes - held]]
+                    self._read_range(f, offset, views, digest if verify else None, what)
+                else:
+                    self._read_range(f, offset, memoryview(scratch)[:nbytes],
+                                     digest if verify else None, what)
+                    rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
+                    lo, hi = max(start, first), min(stop, last)
+                    flat[lo - start:hi - start] = rows[lo - first:hi - first]
+
     def _read_range(self, f, offset, views, digest, what):
         views = views if isinstance(views, list) else [views]
         hasher = hashlib.sha256()

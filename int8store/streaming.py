@@ -10,8 +10,10 @@ order, both drawn from a seed (the same seed, the same orders; no seed keeps
 the split's own order). :meth:`StreamingSplit.epoch` yields each shard once
 it is in the shared variables (C backend: the value is replaced, not copied;
 JAX mode: placed on the device) while worker threads read, check and
-prepare the next shards, at most ``prefetch`` of them ahead: memory stays
-bounded by ``(prefetch + 1) x shard_size`` examples.
+prepare the next shards, at most ``prefetch`` of them ahead (across the end
+of an epoch too): memory stays bounded by ``(prefetch + 2) x shard_size``
+examples. :meth:`StreamingSplit.close` (or a ``with`` block) stops the
+workers; leaving an epoch early does too.
 
 The last shard holds fewer real examples than ``shard_size`` (its rows are
 padded with zeros to keep one static shape): :class:`Shard` says how many
@@ -24,6 +26,7 @@ manifest gives each chunk's byte range and checksum (:mod:`int8store.store`),
 and each read opens its own file handle, so no handle is ever shared.
 """
 
+import queue
 import threading
 import time
 from collections import deque
@@ -60,9 +63,12 @@ class ArrayShards:
         self.name, self.delay = name, delay
         self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
 
-    def read(self, start, stop):
+    def read(self, start, stop, out=None):
         if self.delay:
             time.sleep(self.delay)  # an artificially slow producer (benchmarks)
+        if out is not None:
+            out[...] = self.codes[start:stop].reshape(out.shape)
+            return out, self.labels[start:stop]
         return self.codes[start:stop], self.labels[start:stop]
 
 
@@ -80,16 +86,12 @@ class StoreShards:
         self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
         self.encoding, self.image_shape = self.store.encoding, self.store.image_shape
 
-    def read(self, start, stop):
+    def read(self, start, stop, out=None):
         if self.delay:
             time.sleep(self.delay)
-        out = np.empty((stop - start,) + tuple(self.row_shape), dtype=np.int8)
-        rows = self.store._split(self.name).rows
-        first, last = start // rows, (stop - 1) // rows
-        for chunk_start, codes in self.store.chunks(self.name, verify=True,
-                                                    indices=range(first, last + 1)):
-            lo, hi = max(start, chunk_start), min(stop, chunk_start + len(codes))
-            out[lo - start:hi - start] = codes[lo - chunk_start:hi - chunk_start]
+        if out is None:
+            out = np.empty((stop - start,) + tuple(self.row_shape), dtype=np.int8)
+        self.store.read_rows(self.name, start, stop, out)
         return out, self.labels[start:stop]
 
 
@@ -130,6 +132,7 @@ class StreamingSplit:
     ...     seen += list(stream.y.get_value()[:shard.count])
     >>> sorted(seen) == list(range(20)), stream.n_shards
     (True, 3)
+    >>> stream.close()  # its reading threads stop
     """
 
     def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
@@ -154,6 +157,15 @@ class StreamingSplit:
             from .backend.device import place
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
+        # Shard buffers, reused: the one in the shared variables, and one for
+        # each shard in flight (prefetch + 1): memory stays bounded.
+        row = int(np.prod(source.row_shape))
+        self._free = queue.SimpleQueue()
+        for _ in range(self.prefetch + 2):
+            self._free.put((np.zeros((self.shard_size, row), np.int8),
+                            np.zeros(self.shard_size, np.int32)))
+        self._loaded = None
+        self._pool, self._ahead, self._ahead_epoch = None, deque(), None
 
     @property
     def n_examples(self):
@@ -170,61 +182,112 @@ class StreamingSplit:
         return [int(i) for i in np.random.default_rng((self.seed, epoch)).permutation(self.n_shards)]
 
     def _prepare(self, epoch, index):
-        """The padded codes and labels of shard ``index`` (in a worker thread)."""
+        """Shard ``index`` read into a free buffer, shuffled and padded (in a
+        worker thread)."""
         start = index * self.shard_size
         stop = min(start + self.shard_size, self.n_examples)
+        codes, labels = self._free.get()  # never empty: at most prefetch + 1 in flight
+        count = stop - start
         try:
-            codes, labels = self.source.read(start, stop)
+            if self.seed is None:  # the split's order: read straight into the buffer
+                _, read_labels = self.source.read(start, stop, out=codes[:count])
+                labels[:count] = read_labels
+            else:
+                read_codes, read_labels = self.source.read(start, stop)
+                order = np.random.default_rng((self.seed, epoch, index)).permutation(count)
+                np.take(read_codes.reshape(count, -1), order, axis=0, out=codes[:count])
+                np.take(read_labels, order, out=labels[:count])
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
+            self._free.put((codes, labels))
             raise StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): "
                               f"{error}") from error
-        order = (np.arange(stop - start) if self.seed is None else
-                 np.random.default_rng((self.seed, epoch, index)).permutation(stop - start))
-        padded = np.zeros((self.shard_size,) + codes.shape[1:], dtype=np.int8)
-        padded_labels = np.zeros(self.shard_size, dtype=np.int32)
-        np.take(codes, order, axis=0, out=padded[:stop - start])
-        np.take(labels, order, out=padded_labels[:stop - start])
-        return index, start, stop - start, padded.reshape(self.shard_size, -1), padded_labels
+        codes[count:] = 0  # the last shard's padding
+        labels[count:] = 0
+        return index, start, count, codes, labels
 
     def _load(self, codes, labels):
+        """Put a prepared shard in the shared variables; its buffer is free
+        again once the next shard replaces it (C backend) or at once (JAX mode,
+        where the device holds a copy)."""
         if self.mode == "c":
             self.dataset.data.set_value(codes, borrow=True)
             self.y.set_value(labels, borrow=True)
+            if self._loaded is not None:
+                self._free.put(self._loaded)
+            self._loaded = (codes, labels)
         else:
             import jax
             self.dataset.data.container.storage[0] = jax.device_put(codes)
             self.y.container.storage[0] = jax.device_put(labels)
+            self._free.put((codes, labels))
 
     def epoch(self, epoch=0, progress=None):
         """Yield each shard of epoch ``epoch`` once it is in the shared variables.
 
-        A progress bar (examples per second) shows on a terminal unless
-        ``progress`` is False; it is silent in pipes. Leaving the loop early,
-        an exception or Ctrl-C stops the workers before this returns."""
+        The workers read ahead across the end of the epoch, into the next
+        one's first shards, so a new epoch does not start by waiting. Leaving
+        the loop early, an exception or Ctrl-C stops the workers (see
+        :meth:`close`) before this returns. A progress bar (examples per
+        second) shows on a terminal unless ``progress`` is False; it is
+        silent in pipes."""
         from tqdm import tqdm
 
         order = self.shard_order(epoch)
         bar = tqdm(total=self.n_examples, unit="img", desc=f"{self.name} epoch {epoch}",
                    disable=None if progress is None else not progress, leave=False)
+        completed, pending = False, deque()
         try:
             if self.prefetch == 0:
                 for number, index in enumerate(order):
                     yield self._deliver(number, self._prepare(epoch, index), bar)
+                completed = True
                 return
-            with ThreadPoolExecutor(self.workers, thread_name_prefix=f"int8store-{self.name}") as pool:
-                pending = deque()
-                submitted = 0
-                try:
-                    for number in range(len(order)):
-                        while submitted < len(order) and len(pending) <= self.prefetch:
-                            pending.append(pool.submit(self._prepare, epoch, order[submitted]))
-                            submitted += 1
-                        yield self._deliver(number, pending.popleft().result(), bar)
-                finally:
-                    for future in pending:
-                        future.cancel()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers,
+                                                thread_name_prefix=f"int8store-{self.name}")
+            if self._ahead_epoch != epoch:
+                self._release(self._ahead)  # read ahead for another epoch than this one
+                self._ahead = deque()
+            pending, self._ahead = self._ahead, deque()
+            jobs = [(epoch, i) for i in order] + [(epoch + 1, i) for i in self.shard_order(epoch + 1)]
+            submitted = len(pending)
+            for number in range(len(order)):
+                while submitted < len(jobs) and len(pending) <= self.prefetch:
+                    pending.append(self._pool.submit(self._prepare, *jobs[submitted]))
+                    submitted += 1
+                yield self._deliver(number, pending.popleft().result(), bar)
+            self._ahead, self._ahead_epoch = pending, epoch + 1
+            completed = True
         finally:
+            if not completed:
+                self._ahead.extend(pending)
+                self.close()
             bar.close()
+
+    def close(self):
+        """Stop the workers (waiting for the reads under way) and drop the
+        shards read ahead; the next epoch starts them again."""
+        pool, self._pool = self._pool, None
+        ahead, self._ahead, self._ahead_epoch = self._ahead, deque(), None
+        for future in ahead:
+            future.cancel()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._release(ahead)
+
+    def _release(self, futures):
+        """Give back the buffers of shards read but never used."""
+        for future in futures:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self._free.put(future.result()[3:])
+            else:
+                future.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _deliver(self, number, prepared, bar):
         index, start, count, codes, labels = prepared
@@ -242,10 +305,14 @@ class StreamingSplit:
         minibatch of epoch ``epoch``, each shard loaded before its minibatches:
         ``train_model(index)`` with the classic ``givens`` reads the right rows."""
         number = 0
-        for shard in self.epoch(epoch, progress):
-            for index in range(shard.count // batch_size):
-                yield number, index
-                number += 1
+        shards = self.epoch(epoch, progress)
+        try:
+            for shard in shards:
+                for index in range(shard.count // batch_size):
+                    yield number, index
+                    number += 1
+        finally:
+            shards.close()
 
     def __repr__(self):
         return (f"StreamingSplit({self.name!r}, {self.n_examples} examples in {self.n_shards} "

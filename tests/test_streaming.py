@@ -36,12 +36,15 @@ def visit(stream, epoch):
 def test_every_example_once_per_epoch(seed, prefetch):
     stream, codes = array_stream(seed=seed, prefetch=prefetch, workers=2)
     assert stream.n_shards == 7  # 50 examples in shards of 8: the last holds 2
-    for epoch in range(3):
+    for epoch in range(3):  # (epochs 1 and 2 start with shards read ahead)
         shards = visit(stream, epoch)
         order = np.concatenate([labels for labels, _ in shards])
         assert sorted(order.tolist()) == list(range(50))
         for labels, shard_codes in shards:  # the images travel with their labels
             np.testing.assert_array_equal(shard_codes, codes[labels])
+    visit(stream, 7)  # an epoch other than the one read ahead: those shards are dropped
+    stream.close()
+    assert worker_threads() == []
 
 
 def test_the_order_comes_from_the_seed_and_changes_between_epochs():

@@ -265,8 +265,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
             if patience <= iter:
                 done_looping = True
                 break
-        batches.close()  # a streamed split's reading threads stop here
+        batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    if train_stream is not None:
+        train_stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete with best validation score of %f %%, '
           'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
