@@ -58,6 +58,8 @@ _LAZY = {
     "model_memory": "memory",
     "evaluate_in_chunks": "evaluation",
     "StreamingSplit": "streaming",
+    "StoreShards": "streaming",
+    "ArrayShards": "streaming",
     "stream": "streaming",
     "function_mode": "backend.modes",
     "MODES": "backend.modes",

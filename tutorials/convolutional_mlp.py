@@ -129,7 +129,7 @@ class LeNetConvPoolLayer(object):
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
-                    classic_count=False):
+                    classic_count=False, max_device_bytes=None, seed=None):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -143,6 +143,11 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
     :param classic_count: score whole minibatches of the validation and test
                           splits only, as the classic did (else every example)
+    :param max_device_bytes: if the training split's images and labels take
+                             more, it is streamed to the device in shards
+                             that fit (int8store.stream)
+    :param seed: streamed shards and their examples are shuffled each epoch
+                 from this seed (None: the split's own order)
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -168,7 +173,23 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         print('... batch size %i is larger than a split of %i examples: using %i'
               % (batch_size, smallest, smallest))
         batch_size = smallest
-    n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
+    # -- int8store: a training split larger than max_device_bytes is streamed
+    # to the device shard by shard (see logistic_sgd.py)
+    train_stream = None
+    if max_device_bytes:
+        train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
+                                        seed=seed, mode=mode)
+    if train_stream is not None:
+        if train_stream.shard_size < batch_size:
+            print('... batch size %i does not fit in %i device bytes: using %i'
+                  % (batch_size, max_device_bytes, train_stream.shard_size))
+            batch_size = train_stream.shard_size
+        print('... streaming train in %i shards of %i examples'
+              % (train_stream.n_shards, train_stream.shard_size))
+        train_set_x, train_set_y = train_stream.x, train_stream.y
+        n_train_batches = train_stream.n_batches(batch_size)
+    else:
+        n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
     n_valid = valid_set_y.get_value(borrow=True).shape[0]
     n_test = test_set_y.get_value(borrow=True).shape[0]
 
@@ -290,13 +311,16 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        for minibatch_index in range(n_train_batches):
+        # (minibatch number in the epoch, index in the data on the device)
+        batches = (train_stream.minibatches(epoch, batch_size) if train_stream is not None
+                   else ((i, i) for i in range(n_train_batches)))
+        for minibatch_index, index_on_device in batches:
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if iter % 100 == 0:
                 print('training @ iter = ', iter)
-            cost_ij = train_model(minibatch_index)
+            cost_ij = train_model(index_on_device)
 
             if (iter + 1) % validation_frequency == 0:
 
@@ -328,7 +352,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
             if patience <= iter:
                 done_looping = True
                 break
+        batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    if train_stream is not None:
+        train_stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete.')
     print('Best validation score of %f %% obtained at iteration %i, '
@@ -373,6 +400,12 @@ def main(argv=None):
                         help='score whole minibatches only, dropping the remainder of the '
                              'validation and test splits, as the classic tutorial (and its '
                              'published figures) did; by default every example is scored')
+    parser.add_argument('--max-device-bytes', type=int, metavar='N',
+                        help='stream the training split to the device in shards of at most '
+                             'N bytes when it takes more (default: keep it all there)')
+    parser.add_argument('--seed', type=int,
+                        help='shuffle streamed shards and their examples each epoch from '
+                             'this seed (default: the split\'s own order)')
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
@@ -381,7 +414,8 @@ def main(argv=None):
         result = evaluate_lenet5(
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             nkerns=args.nkerns, batch_size=args.batch_size, model_path=args.save_model,
-            mode=args.mode, classic_count=args.classic_count)
+            mode=args.mode, classic_count=args.classic_count,
+            max_device_bytes=args.max_device_bytes, seed=args.seed)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

@@ -86,12 +86,13 @@ class MLP(object):
 
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
              dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
-             classic_count=False):
+             classic_count=False, max_device_bytes=None, seed=None):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
     the best validation error, the test error of the best model (over every
     example, or whole minibatches only with ``classic_count``, as the classic
-    did) and the epochs run.
+    did) and the epochs run. With ``max_device_bytes`` a training split that
+    takes more is streamed to the device in shards (``seed`` shuffles them).
     """
     datasets = load_data(dataset)
 
@@ -105,7 +106,23 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     compile_mode = int8store.function_mode(mode)
 
     # number of minibatches, counted from the labels
-    n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
+    # -- int8store: a training split larger than max_device_bytes is streamed
+    # to the device shard by shard (see logistic_sgd.py)
+    train_stream = None
+    if max_device_bytes:
+        train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
+                                        seed=seed, mode=mode)
+    if train_stream is not None:
+        if train_stream.shard_size < batch_size:
+            print('... batch size %i does not fit in %i device bytes: using %i'
+                  % (batch_size, max_device_bytes, train_stream.shard_size))
+            batch_size = train_stream.shard_size
+        print('... streaming train in %i shards of %i examples'
+              % (train_stream.n_shards, train_stream.shard_size))
+        train_set_x, train_set_y = train_stream.x, train_stream.y
+        n_train_batches = train_stream.n_batches(batch_size)
+    else:
+        n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
     n_valid = valid_set_y.get_value(borrow=True).shape[0]
     n_test = test_set_y.get_value(borrow=True).shape[0]
 
@@ -163,8 +180,11 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     done_looping = False
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        for minibatch_index in range(n_train_batches):
-            minibatch_avg_cost = train_model(minibatch_index)
+        # (minibatch number in the epoch, index in the data on the device)
+        batches = (train_stream.minibatches(epoch, batch_size) if train_stream is not None
+                   else ((i, i) for i in range(n_train_batches)))
+        for minibatch_index, index_on_device in batches:
+            minibatch_avg_cost = train_model(index_on_device)
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
@@ -188,7 +208,10 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
             if patience <= iter:
                 done_looping = True
                 break
+        batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    if train_stream is not None:
+        train_stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete. Best validation score of %f %% obtained at iteration %i, '
           'with test performance %f %%' % (best_validation_loss * 100., best_iter + 1,
@@ -209,10 +232,17 @@ def main(argv=None):
     parser.add_argument('--mode', choices=('c', 'jax'), default='c')
     parser.add_argument('--classic-count', action='store_true',
                         help='score whole minibatches only, as the classic tutorial did')
+    parser.add_argument('--max-device-bytes', type=int, metavar='N',
+                        help='stream the training split to the device in shards of at most '
+                             'N bytes when it takes more (default: keep it all there)')
+    parser.add_argument('--seed', type=int,
+                        help='shuffle streamed shards and their examples each epoch from '
+                             'this seed (default: the split\'s own order)')
     args = parser.parse_args(argv)
     try:
         test_mlp(n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
-                 n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count)
+                 n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
+                 max_device_bytes=args.max_device_bytes, seed=args.seed)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2
