@@ -8,10 +8,13 @@ conversion must not then publish its output, so :func:`interrupts_remembered`
 records every signal it turns into an exception, and
 :func:`raise_if_interrupted` raises again before anything is published.
 SIGTERM (what ``kill`` and job schedulers send) gets the same treatment, so
-the temporary file is removed instead of being left on disk.
+the temporary file is removed instead of being left on disk. Python's report
+of an interrupt it swallowed ("Exception ignored in ...") is kept off
+stderr: the interrupt is handled, and the command says so in one line.
 """
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -45,17 +48,32 @@ def interrupts_remembered():
         return
     previous = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
     outermost = not _received and all(h is not _handler for h in previous.values())
+    previous_hook = sys.unraisablehook
+    if outermost:
+        sys.unraisablehook = _quiet_about_interrupts(previous_hook)
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
         if outermost:
+            sys.unraisablehook = previous_hook
+        if outermost:
             pending = list(_received)
             _received.clear()
             if pending:
                 # An interrupt swallowed inside the block still ends the run.
                 raise Interrupted(pending[0])
+
+
+def _quiet_about_interrupts(hook):
+    """An unraisable-exception hook that drops the interrupts this module
+    remembered (Python would print "Exception ignored in ..." and a traceback
+    for one swallowed by a callback) and passes anything else on."""
+    def quiet(unraisable):
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+    return quiet
 
 
 def raise_if_interrupted():

@@ -189,3 +189,23 @@ def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_pa
             if process.returncode == 128 + signum:
                 assert err.count(b"\n") == 1, err  # int8store's one line, no traceback
     assert outcomes["interrupted"] >= 12, outcomes
+
+
+def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
+    """Ctrl-C landing in a __del__ or weakref callback (h5py has some) is
+    swallowed by Python, which prints "Exception ignored in ..." and goes on:
+    it must still end the write, and say so in one line only."""
+    import signal
+
+    from int8store.interrupts import Interrupted, _handler, interrupts_remembered
+
+    class Finalized:
+        def __del__(self):
+            _handler(signal.SIGINT, None)  # what the signal does, inside a finalizer
+
+    with pytest.raises(Interrupted):
+        with interrupts_remembered():
+            Finalized()  # created and collected: the interrupt is swallowed here
+            progress = "went on"
+    assert progress == "went on"
+    assert capsys.readouterr().err == ""
