@@ -276,12 +276,14 @@ class StreamingSplit:
         self._release(ahead)
 
     def _release(self, futures):
-        """Give back the buffers of shards read but never used."""
+        """Give back the buffers of shards read but never used: those not
+        started are cancelled, those being read are waited for (a read that
+        failed gave its buffer back itself)."""
         for future in futures:
-            if future.done() and not future.cancelled() and future.exception() is None:
+            future.cancel()
+        for future in futures:
+            if not future.cancelled() and future.exception() is None:
                 self._free.put(future.result()[3:])
-            else:
-                future.cancel()
 
     def __enter__(self):
         return self

@@ -12,6 +12,8 @@ from int8store.converter import convert
 from int8store.store import open_store
 from int8store.streaming import ArrayShards, StoreShards, StreamingSplit, worker_threads
 
+pytestmark = pytest.mark.timeout(300)  # a lost buffer would hang a worker: fail, not hang
+
 
 def array_stream(n=50, shard_size=8, **kwargs):
     images = np.arange(n * 3, dtype=np.uint8).reshape(n, 3) % 251
@@ -131,4 +133,16 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
     test = [float(line.split()[2]) for line in errors(shuffled) + errors(resident)
             if line.startswith("test error")]
     assert abs(test[0] - test[1]) <= 0.5
+    assert worker_threads() == []
+
+
+def test_switching_epochs_while_reading_ahead_never_loses_a_buffer():
+    """Shards read ahead for the next epoch, some still being read, are given
+    back when another epoch is asked for: the buffers never run out."""
+    stream, _ = array_stream(n=60, shard_size=6, workers=2, prefetch=2)
+    stream.source.delay = 0.002
+    for epoch in (0, 5, 2, 9, 1, 7, 3, 8):  # never the epoch read ahead
+        assert sorted(np.concatenate([labels for labels, _ in visit(stream, epoch)])) == list(range(60))
+    stream.close()  # shards read ahead give their buffers back
+    assert stream._free.qsize() == stream.prefetch + 1  # all but the loaded one
     assert worker_threads() == []

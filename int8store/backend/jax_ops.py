@@ -64,17 +64,20 @@ def jax_funcify_Minibatch(op, **kwargs):
 @convert.register(Argmax)
 def jax_funcify_Argmax(op, **kwargs):
     axis = op.axis
+    # int64 where JAX has it (x64 enabled), else int32: asking for int64
+    # without x64 only warns and truncates.
+    index = jax.dtypes.canonicalize_dtype("int64")
 
     def argmax(x):
         if axis is None:
-            return jnp.argmax(x).astype("int64")
+            return jnp.argmax(x).astype(index)
         if len(axis) == 1:
-            return jnp.argmax(x, axis=axis[0]).astype("int64")
+            return jnp.argmax(x, axis=axis[0]).astype(index)
         # Several axes: move them last, flatten them, take the argmax there.
         keep = [a for a in range(x.ndim) if a not in axis]
         moved = jnp.transpose(x, keep + list(axis))
         flat = moved.reshape(moved.shape[:len(keep)] + (-1,))
-        return jnp.argmax(flat, axis=-1).astype("int64")
+        return jnp.argmax(flat, axis=-1).astype(index)
 
     return argmax
 
@@ -148,20 +151,22 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
         axis = None if op.axis is None else tuple(op.axis)
         reduce_numpy = getattr(jnp, numpy_name)
 
-        # float64 only where JAX has it (x64 enabled): else float32, as before.
+        # 64-bit types only where JAX has them (x64 enabled): else 32-bit, as
+        # before, without JAX's warning about a truncated dtype.
         accumulate = jax.dtypes.canonicalize_dtype(acc_dtype)
+        result = jax.dtypes.canonicalize_dtype(out_dtype)
 
         def careduce(x):
             # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
             # a widened copy of x (a float64 copy of a float32 activation).
-            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(out_dtype)
+            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(result)
 
         return careduce
     reduce = jax_funcify(op, node=node, **kwargs)
 
     def careduce_cast(x):
         out = reduce(x)
-        return out.astype(out_dtype) if out_dtype else out
+        return out.astype(jax.dtypes.canonicalize_dtype(out_dtype)) if out_dtype else out
 
     return careduce_cast
 
