@@ -193,63 +193,54 @@ class Store:
 
     def read_split(self, name, verify=True):
         """``(codes, labels)`` of split ``name``; checks each chunk as it is read."""
-        layout = self._split(name)
-        codes = np.empty((layout.count,) + self.image_shape, dtype=np.int8)
-        for _ in self.chunks(name, verify, out=codes):
-            pass
+        codes = np.empty((self._split(name).count,) + self.image_shape, dtype=np.int8)
+        self.read_rows(name, 0, len(codes), codes, verify)
         return codes, self.read_labels(name, verify)
 
-    def chunks(self, name, verify=True, out=None, indices=None):
-        """``(first example, codes)`` for each stored chunk of split ``name`` (or
-        the chunks numbered ``indices``), in order, each checked against its
-        checksum (unless ``verify`` is false) before it is yielded. With ``out``
-        (an int8 array of the split's shape) the codes are read into it. Each
-        call opens its own file handle: calls may run in several threads."""
+    def chunks(self, name, verify=True):
+        """``(first example, codes)`` for each stored chunk of split ``name``, in
+        order, each checked against its checksum (unless ``verify`` is false)
+        before it is yielded."""
         layout = self._split(name)
-        padding = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
-        numbers = range(len(layout.chunks)) if indices is None else indices
+        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
         with open(self.path, "rb") as f:
-            for index in numbers:
-                offset, nbytes, digest = layout.chunks[index]
-                start = index * layout.rows
-                stop = min(start + layout.rows, layout.count)
-                if out is not None:
-                    rows = out[start:stop]
-                else:
-                    rows = np.empty((stop - start,) + self.image_shape, dtype=np.int8)
-                held = (stop - start) * layout.row_bytes
-                views = [memoryview(rows.reshape(-1)).cast("B"), memoryview(padding)[:nbytes - held]]
-                self._read_range(f, offset, views, digest if verify else None,
-                                 f"split {name!r} chunk {index} (examples {start} to {stop - 1})")
-                yield start, rows
+            for start in range(0, layout.count, layout.rows):
+                codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
+                                 dtype=np.int8)
+                self._read_rows(f, layout, name, start, start + len(codes), codes, verify, scratch)
+                yield start, codes
 
     def read_rows(self, name, start, stop, out, verify=True, scratch=None):
         """Read examples ``[start, stop)`` of split ``name`` into ``out`` (int8,
         ``stop - start`` rows), checking every stored chunk they touch. Whole
         chunks are read straight into ``out``; a chunk cut by ``start`` or
         ``stop`` is read whole into ``scratch`` (a chunk-sized uint8 buffer,
-        allocated if not given), checked, then copied."""
+        allocated if not given), checked, then copied. Each call opens its own
+        file handle: calls may run in several threads."""
         layout = self._split(name)
-        flat = out.reshape(len(out), -1)
         if scratch is None:
             scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
         with open(self.path, "rb") as f:
-            for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
-                offset, nbytes, digest = layout.chunks[index]
-                first = index * layout.rows
-                last = min(first + layout.rows, layout.count)
-                what = f"split {name!r} chunk {index} (examples {first} to {last - 1})"
-                if start <= first and last <= stop:
-                    held = (last - first) * layout.row_bytes
-                    views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
-                             memoryview(scratch)[:nbytes - held]]
-                    self._read_range(f, offset, views, digest if verify else None, what)
-                else:
-                    self._read_range(f, offset, memoryview(scratch)[:nbytes],
-                                     digest if verify else None, what)
-                    rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
-                    lo, hi = max(start, first), min(stop, last)
-                    flat[lo - start:hi - start] = rows[lo - first:hi - first]
+            self._read_rows(f, layout, name, start, stop, out, verify, scratch)
+
+    def _read_rows(self, f, layout, name, start, stop, out, verify, scratch):
+        flat = out.reshape(len(out), layout.row_bytes)
+        for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+            offset, nbytes, digest = layout.chunks[index]
+            first = index * layout.rows
+            last = min(first + layout.rows, layout.count)
+            what = f"split {name!r} chunk {index} (examples {first} to {last - 1})"
+            if start <= first and last <= stop:
+                held = (last - first) * layout.row_bytes
+                views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
+                         memoryview(scratch)[:nbytes - held]]
+                self._read_range(f, offset, views, digest if verify else None, what)
+            else:
+                self._read_range(f, offset, memoryview(scratch)[:nbytes],
+                                 digest if verify else None, what)
+                rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
+                lo, hi = max(start, first), min(stop, last)
+                flat[lo - start:hi - start] = rows[lo - first:hi - first]
 
     def _read_range(self, f, offset, views, digest, what):
         views = views if isinstance(views, list) else [views]
