@@ -84,7 +84,6 @@ class StoreShards:
         self.name, self.delay = split, delay
         self.labels = self.store.read_labels(split)
         self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
-        self.encoding, self.image_shape = self.store.encoding, self.store.image_shape
 
     def read(self, start, stop, out=None):
         if self.delay:
@@ -321,12 +320,13 @@ class StreamingSplit:
                 f"shards of {self.shard_size})")
 
 
-def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", **kwargs):
+def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=None, **kwargs):
     """A :class:`StreamingSplit` over a loaded split (``load_data``'s ``x``,
     ``y``) whose shards fit ``max_device_bytes``, or None if the whole split
     fits. The shard size is a multiple of ``batch_size``; if not even one batch
     fits, the shard holds what fits and the caller must cut its batch size to
-    ``stream.shard_size``."""
+    ``stream.shard_size``. ``report`` (``print``, say) is told about the
+    streaming and such a cut, in a line each."""
     dataset = x.dataset
     codes = np.asarray(dataset.data.get_value(borrow=True))
     labels = np.asarray(y.get_value(borrow=True))
@@ -338,10 +338,17 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", **kwargs):
     if size < 1:
         raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
                             f"{row_bytes + _LABEL_BYTES} bytes fits")
-    return StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
-                          image_shape=dataset.image_shape, normalize=dataset.normalize,
-                          dtype=dataset.dtype, seed=seed, mode=mode,
-                          dataset_mean=dataset.dataset_mean, **kwargs)
+    split = StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
+                           image_shape=dataset.image_shape, normalize=dataset.normalize,
+                           dtype=dataset.dtype, seed=seed, mode=mode,
+                           dataset_mean=dataset.dataset_mean, **kwargs)
+    if report is not None:
+        if split.shard_size < batch_size:
+            report(f"... batch size {batch_size} does not fit in {max_device_bytes} device "
+                   f"bytes: using {split.shard_size}")
+        report(f"... streaming {split.name} in {split.n_shards} shards of {split.shard_size} "
+               "examples")
+    return split
 
 
 def worker_threads(name="train"):

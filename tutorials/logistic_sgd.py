@@ -130,14 +130,9 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     train_stream = None
     if max_device_bytes:
         train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
-                                        seed=seed, mode=mode)
+                                        seed=seed, mode=mode, report=print)
     if train_stream is not None:
-        if train_stream.shard_size < batch_size:
-            print('... batch size %i does not fit in %i device bytes: using %i'
-                  % (batch_size, max_device_bytes, train_stream.shard_size))
-            batch_size = train_stream.shard_size
-        print('... streaming train in %i shards of %i examples'
-              % (train_stream.n_shards, train_stream.shard_size))
+        batch_size = min(batch_size, train_stream.shard_size)
         train_set_x, train_set_y = train_stream.x, train_stream.y
         n_train_batches = train_stream.n_batches(batch_size)
     else:
