@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from .errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
-           "check_in_file", "check_memory", "describe_bytes"]
+           "check_in_file", "check_memory", "describe_bytes", "AnnouncedBytes"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
 MAX_COMPRESSION_RATIO = 1032
@@ -109,3 +109,18 @@ def check_memory(announced, what, origin):
             f"{origin}: {what} needs {describe_bytes(announced)} in memory at once, more than "
             f"the ceiling of {describe_bytes(ceiling)} (max_memory=, command line "
             "--max-memory; by default half the physical memory)")
+
+
+class AnnouncedBytes:
+    """A running total of the bytes a file announces as it is parsed (a
+    pickle's strings, one after another), held to both ceilings each time it
+    grows, before the bytes are allocated."""
+
+    def __init__(self, what, origin, stored, compressed):
+        self.what, self.origin, self.stored, self.compressed = what, origin, stored, compressed
+        self.total = 0
+
+    def add(self, nbytes):
+        self.total += max(0, nbytes)
+        check_in_file(self.total, self.stored, self.what, self.origin, self.compressed)
+        check_memory(self.total, f"{self.what}'s data", self.origin)

@@ -12,7 +12,7 @@ import struct
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
-from ..limits import check_in_file, check_memory
+from ..limits import AnnouncedBytes
 from . import SourceData, Split
 from .py2pickle import check_state
 from ._files import is_gzipped, open_maybe_gzipped
@@ -116,23 +116,17 @@ class _Bounded:
     announces before reading it."""
 
     def __init__(self, file, path):
-        self._file, self._path = file, path
-        self._stored, self._compressed = os.path.getsize(path), is_gzipped(path)
-        self._asked = 0
-
-    def _ask(self, n):
-        self._asked += max(0, n)
-        check_in_file(self._asked, self._stored, "the pickle", self._path, self._compressed)
-        check_memory(self._asked, "the pickle's data", self._path)
+        self._file = file
+        self._asked = AnnouncedBytes("the pickle", path, os.path.getsize(path), is_gzipped(path))
 
     def read(self, n=-1):
         if n is None or n < 0:
             return self._file.read()
-        self._ask(n)
+        self._asked.add(n)
         return self._file.read(n)
 
     def readinto(self, buffer):
-        self._ask(len(memoryview(buffer)))
+        self._asked.add(len(memoryview(buffer)))
         return self._file.readinto(buffer)
 
     def readline(self, limit=-1):

@@ -18,7 +18,7 @@ import struct
 
 import numpy as np
 
-from ..limits import check_in_file, check_memory
+from ..limits import AnnouncedBytes
 
 __all__ = ["read_arrays", "Unsupported"]
 
@@ -75,12 +75,7 @@ def read_arrays(file, origin, stored_bytes, compressed):
     against what ``stored_bytes`` of file (``compressed`` or not) can hold
     and against the memory ceiling (:mod:`int8store.limits`)."""
     stack, marks, memo = [], [], {}
-    announced = [0]
-
-    def announce(size):
-        announced[0] += size
-        check_in_file(announced[0], stored_bytes, "the pickle", origin, compressed)
-        check_memory(announced[0], "the pickle's arrays", origin)
+    announced = AnnouncedBytes("the pickle", origin, stored_bytes, compressed)
 
     def read(n):
         data = file.read(n)
@@ -89,7 +84,7 @@ def read_arrays(file, origin, stored_bytes, compressed):
         return data
 
     def string(size):
-        announce(size)
+        announced.add(size)
         if size >= _STREAMED and _is_array_state(stack, marks):
             return _ReadInto(_read_array(file, stack[-3], stack[-2], stack[-1], size, origin))
         return read(size).decode("latin1")
