@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from archives import (fake_mnist, flip_bit, rewrite_manifest, fake_mnist_pickle_content, idx_bytes, tar_folder,
-                      write_idx, write_image_folder, write_mnist_idx_folder,
+from archives import (fake_mnist, fake_mnist_pickle_content, flip_bit, rewrite_manifest,
+                      tar_folder, write_idx, write_image_folder, write_mnist_idx_folder,
                       write_pickle_gz, zip_folder)
 from int8store import (StoreChecksumError, StoreFormatError, load_data, load_splits,
                        open_store)

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_pickle,
-                      write_image_folder, write_mnist_idx_folder)
+from archives import (fake_mnist, fake_mnist_pickle_content, python2_pickle, write_image_folder,
+                      write_mnist_idx_folder)
 from int8store import Int8StoreError, open_store
 from int8store.converter import convert
 

@@ -7,7 +7,6 @@ temporary file, and memory bounded far below what the file announces.
 """
 
 import gzip
-import io
 import os
 import pickle
 import struct
@@ -20,8 +19,8 @@ import h5py
 import numpy as np
 import pytest
 
-from archives import (fake_mnist, idx_bytes, python2_array_pickle, python2_pickle,
-                      write_image_folder, write_mnist_idx_folder, zip_folder)
+from archives import (fake_mnist, python2_array_pickle, write_image_folder,
+                      write_mnist_idx_folder, zip_folder)
 from int8store import EncodingError, load_splits
 from int8store.cli import main
 

@@ -9,7 +9,7 @@ reads everything. :func:`read_source` picks the reader for what it is given.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 import math
 import numpy as np
