@@ -16,7 +16,7 @@ images, 10 classes), each row sets side by side, for one batch size:
   outputs + temporaries - aliased), which XLA computes on the CPU as on GPUs;
 * the measured peak of one C-backend step, in a fresh process: the arguments
   (allocated before) plus the peak of what tracemalloc sees allocated during
-  a second call (numpy's and Aesara's C ops' arrays; not BLAS workspaces).
+  a second call (numpy's and the library's C ops' arrays; not BLAS workspaces).
 """
 
 import argparse
@@ -60,13 +60,11 @@ def measure_c(model, batch_size):
 
     from int8store.backend import activate
 
-    activate()
-    import aesara
-
+    api = activate()
     from int8store.backend.reference_models import build_step
 
     graph = build_step(model, batch_size, (28, 28), 10)
-    step = aesara.function(graph.inputs, graph.outputs)
+    step = api.function(graph.inputs, graph.outputs)
     arguments = _arguments(graph)
     step(*arguments)  # compiled and warmed: what stays allocated between calls is not counted
     tracemalloc.start()
@@ -81,13 +79,11 @@ def xla_figure(model, batch_size):
     from int8store import function_mode
     from int8store.backend import activate
 
-    activate()
-    import aesara
-
+    api = activate()
     from int8store.backend.reference_models import build_step
 
     graph = build_step(model, batch_size, (28, 28), 10)
-    step = aesara.function(graph.inputs, graph.outputs, mode=function_mode("jax"))
+    step = api.function(graph.inputs, graph.outputs, mode=function_mode("jax"))
     analysis = step.maker.linker.jitted.lower(*_arguments(graph)).compile().memory_analysis()
     return (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
             + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
@@ -99,6 +95,9 @@ def model_table(batch_sizes):
     def mb(n):
         return f"{n / 2**20:.1f}"
 
+    from int8store.backend import activate
+
+    print(f"{activate().describe()}; the C-backend peak traced by tracemalloc")
     print("| model | batch | rule of thumb MiB | estimate MiB | XLA MiB | estimate / XLA "
           "| C measured MiB | estimate / C |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -1,7 +1,7 @@
 """The two tutorials' models, built over given splits for the benchmarks: the
 tutorials' own layers (LogisticRegression, HiddenLayer, LeNetConvPoolLayer),
 the minibatch taken with int8store's static-size minibatch op, compiled for
-``mode``. Importing this module sets Aesara's floatX to float32, the classic
+``mode``. Importing this module sets the library's floatX to float32, the classic
 tutorials' published setting, which the benchmarks measure.
 
     params, train = build("LeNet5", splits, batch_size=500, learning_rate=0.1, mode="c")
@@ -14,13 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tutorials"))
 
 import numpy  # noqa: E402
 
-from int8store.backend import activate  # noqa: E402
+from int8store.backend import tensor_library  # noqa: E402
 
-activate()  # before Aesara's own BLAS probe, which would only print warnings here
-import aesara  # noqa: E402
-import aesara.tensor as T  # noqa: E402
-
-aesara.config.floatX = "float32"
+# PyTensor or Aesara, set up by int8store (before the library's own BLAS probe,
+# which would only print warnings here).
+theano = tensor_library()
+T = theano.tensor
+theano.config.floatX = "float32"
 
 import convolutional_mlp  # noqa: E402
 from logistic_sgd import LogisticRegression  # noqa: E402
@@ -39,7 +39,7 @@ def build(name, splits, batch_size, learning_rate, mode="c"):
     on minibatch ``index`` of ``splits["train"]`` (SharedDataset objects)."""
     train = splits["train"]
     index = T.lscalar()
-    x = T.TensorType(aesara.config.floatX, shape=(batch_size, train.n_features))("x")
+    x = T.TensorType(theano.config.floatX, shape=(batch_size, train.n_features))("x")
     y = T.TensorType("int32", shape=(batch_size,))("y")
     n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
     if name == "logistic regression":
@@ -50,7 +50,7 @@ def build(name, splits, batch_size, learning_rate, mode="c"):
     cost = top.negative_log_likelihood(y)
     updates = [(p, p - learning_rate * g) for p, g in zip(params, T.grad(cost, params))]
     batch_x, batch_y = train.minibatch(index, batch_size)
-    step = aesara.function([index], cost, updates=updates, givens={x: batch_x, y: batch_y},
+    step = theano.function([index], cost, updates=updates, givens={x: batch_x, y: batch_y},
                            mode=function_mode(mode))
     return params, step
 

@@ -6,8 +6,9 @@ symbolically, one minibatch at a time.
 
 Importing the package changes nothing outside it: the names below are
 imported on first use, so tools that build no graph (the ``int8store``
-command, the readers) never import Aesara, and Aesara is set up (a BLAS, fixes
-of its defects) by the first call that builds a graph, through
+command, the readers) never import a graph library, and the library (PyTensor
+or Aesara, see :mod:`int8store.backend`) is set up (a BLAS, fixes of its
+defects) by the first call that builds a graph, through
 :func:`int8store.backend.activate`.
 """
 
@@ -61,6 +62,9 @@ _LAZY = {
     "StoreShards": "streaming",
     "ArrayShards": "streaming",
     "stream": "streaming",
+    "tensor_library": "backend",
+    "conv2d": "backend",
+    "pool_2d": "backend",
     "function_mode": "backend.modes",
     "MODES": "backend.modes",
     "minibatch": "backend.minibatch",

@@ -1,4 +1,4 @@
-"""One split of a dataset held as Aesara shared variables: int8 images, int32 labels.
+"""One split of a dataset held as shared variables (PyTensor's or Aesara's): int8 images, int32 labels.
 
 :class:`SharedDataset` is what the rest of the library works with;
 :func:`shared_dataset` is the drop-in for the classic tutorials' function of
@@ -17,7 +17,7 @@ from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel
 from .vocabulary import STORAGES, check_choice
 
 _api = activate()
-aesara, at, shared = _api.aesara, _api.at, _api.shared
+at, shared = _api.at, _api.shared
 
 __all__ = ["SharedDataset", "shared_dataset"]
 
@@ -140,7 +140,7 @@ class SharedDataset:
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
         symbolic = at.matrix(dtype=codes.dtype)
-        return aesara.function([symbolic], self._float_view(symbolic))(codes)
+        return _api.function([symbolic], self._float_view(symbolic))(codes)
 
     # -- sizes ----------------------------------------------------------
 
@@ -238,7 +238,7 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
 class _View(_api.TensorVariable):
     """The float view of a :class:`SharedDataset`'s images.
 
-    An ordinary Aesara variable with two additions, so that code written for
+    An ordinary tensor variable with two additions, so that code written for
     the classic tutorials' float shared variable works on it:
 
     * indexing it indexes the stored images first and converts only what was
@@ -275,6 +275,6 @@ class _View(_api.TensorVariable):
 def _evaluate(codes, encoding, normalize, dataset_mean, dtype):
     """Run the per-pixel stage once over ``codes``: the float copy of the classic way."""
     symbolic = at.matrix(dtype="int8")
-    convert = aesara.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
+    convert = _api.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
                                                           dataset_mean, dtype))
     return np.asarray(convert(codes), dtype=dtype)

@@ -101,7 +101,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     mode : {"c", "jax"}
         Where the data is held: host memory for Aesara's C backend, or JAX's
         default device (a GPU when JAX sees one), placed once; compile with
-        ``aesara.function(..., mode=int8store.function_mode(mode))``.
+        ``function(..., mode=int8store.function_mode(mode))`` (PyTensor's or Aesara's).
     dtype : {"float32", "float64"}, optional
         The views' dtype; default Aesara's ``floatX``, as the classic shared
         variables. Both hold exactly the source's values.

@@ -143,10 +143,9 @@ def graph_counts(layers, params):
     ``layers`` (batch first, static shapes; the input included) and ``params``.
     Nothing is compiled or run but shape arithmetic."""
     from .backend import activate
-    activate()
-    from aesara.graph.fg import FunctionGraph
-
     from .backend.step_memory import static_sizes
+
+    FunctionGraph = activate().module("graph.fg").FunctionGraph
 
     fgraph = FunctionGraph(outputs=list(layers), clone=False)
     sizes = static_sizes(fgraph, layers)
@@ -178,9 +177,8 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
     key = (model, int(batch_size), tuple(image_shape), int(n_classes))
     if key not in _ESTIMATES:
         from .backend import activate
-        activate()
-        import aesara
-        from aesara.compile.mode import Mode
+        api = activate()
+        Mode = api.module("compile.mode").Mode
 
         from .backend.reference_models import build_step
         from .backend.step_memory import step_memory
@@ -188,7 +186,7 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
         graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes))
         neurons, count, nbytes = graph_counts(graph.layers, graph.params)
         # The C backend's rewrites, without generating C code: the same graph.
-        compiled = aesara.function(graph.inputs, graph.outputs,
+        compiled = api.function(graph.inputs, graph.outputs,
                                    mode=Mode(linker="py", optimizer="fast_run"))
         _ESTIMATES[key] = ModelMemory(model, int(batch_size), count, nbytes, neurons,
                                       rule_of_thumb_bytes(neurons, count, int(batch_size)),

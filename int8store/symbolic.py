@@ -1,4 +1,4 @@
-"""Symbolic int8 → float conversion, built inside the Aesara graph.
+"""Symbolic int8 → float conversion, built inside the graph (PyTensor or Aesara).
 
 :func:`dequantize` returns the float expression for a tensor of int8 codes,
 with one of four normalizations:
@@ -18,7 +18,7 @@ with one of four normalizations:
 levels: there ``x`` is the looked-up value and 128 becomes half the codebook's
 range, so the result still spans about [-1, 1].
 
-The result's dtype follows Aesara's ``floatX`` unless ``dtype`` is given, as
+The result's dtype follows the library's ``floatX`` unless ``dtype`` is given, as
 the classic tutorials' shared variables did: float32 and float64 views both
 hold exactly the values the source held.
 
@@ -55,7 +55,7 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None)
         The mean of ``x`` over the training data; required for ``"dataset"``
         (see :func:`normalization_mean`).
     dtype : {"float32", "float64"}, optional
-        The result's dtype; default Aesara's ``floatX``.
+        The result's dtype; default the library's ``floatX``.
 
     Returns
     -------
@@ -66,10 +66,10 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None)
     >>> import numpy as np
     >>> from int8store import quantize
     >>> from int8store.backend import activate
-    >>> aesara, at = activate().aesara, activate().at
+    >>> at = activate().at
     >>> codes, enc = quantize(np.array([[0, 64, 255]], dtype=np.uint8))
     >>> c = at.matrix(dtype="int8")
-    >>> f = aesara.function([c], dequantize(c, enc, "unit", dtype="float32"))
+    >>> f = activate().function([c], dequantize(c, enc, "unit", dtype="float32"))
     >>> f(codes).tolist()
     [[0.0, 0.25, 0.99609375]]
     """

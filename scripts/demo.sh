@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job, offline: set up .venv, train the logistic-regression tutorial on
+# The main job, offline: set up .venv (PyTensor; INT8STORE_BACKEND=aesara for
+# the Aesara stack), train the logistic-regression tutorial on
 # scikit-learn's bundled digits with int8 images, and print its errors and
 # memory table. Extra arguments go to the tutorial (e.g. --epochs 50, --mode jax).
 set -euo pipefail

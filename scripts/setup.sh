@@ -1,31 +1,72 @@
 #!/usr/bin/env bash
-# Create .venv with a Python 3.10-3.12 and install int8store into it, editable.
-#   bash scripts/setup.sh          the library and tutorials
-#   bash scripts/setup.sh test     ... plus the test tools
-# Set PYTHON=/path/to/python to choose the interpreter.
+# Create a virtual environment and install int8store into it, editable, with
+# its graph library:
+#   PyTensor (the default): Python 3.11-3.13, numpy 2, current JAX;
+#   Aesara (INT8STORE_BACKEND=aesara): Python 3.10-3.12, numpy < 2, JAX < 0.8.
+#   bash scripts/setup.sh            the library and tutorials
+#   bash scripts/setup.sh test,jax   ... plus extras
+# VENV=path chooses the environment (default .venv); PYTHON=/path/to/python the
+# interpreter. An environment made for the other stack is made anew.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-supported='import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))'
+backend=${INT8STORE_BACKEND:-pytensor}
+case $backend in
+    pytensor) minors="13 12 11" ;;
+    aesara) minors="11 12 10" ;;  # 3.11 first: numpy.distutils is there, as Aesara expects
+    *) echo "error: INT8STORE_BACKEND=$backend is not one of pytensor, aesara" >&2; exit 2 ;;
+esac
+venv=${VENV:-.venv}
+highest=$(tr ' ' '\n' <<<"$minors" | sort -n | tail -1)
+lowest=$(tr ' ' '\n' <<<"$minors" | sort -n | head -1)
+supported="import sys; sys.exit(not (3, $lowest) <= sys.version_info[:2] <= (3, $highest))"
 
-if ! { [ -x .venv/bin/python ] && .venv/bin/python -c "$supported" 2>/dev/null; }; then
+if ! { [ -x "$venv/bin/python" ] && [ "$(cat "$venv/int8store-backend" 2>/dev/null)" = "$backend" ] \
+        && "$venv/bin/python" -c "$supported" 2>/dev/null; }; then
+    candidates=${PYTHON:-}
+    for minor in $minors; do
+        candidates="$candidates python3.$minor"
+        # A Python that pyenv installed but did not put on the PATH.
+        if command -v pyenv >/dev/null 2>&1; then
+            candidates="$candidates $(ls -d "$(pyenv root)"/versions/3."$minor".*/bin/python3."$minor" 2>/dev/null | sort -V | tail -1)"
+        fi
+    done
     python=
-    for candidate in ${PYTHON:-} python3.12 python3.11 python3.10 python3; do
+    for candidate in $candidates python3; do
         if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "$supported" 2>/dev/null; then
             python=$candidate
             break
         fi
     done
     if [ -z "$python" ]; then
-        echo "error: int8store needs Python 3.10, 3.11 or 3.12 (Aesara 2.9.4 needs numpy < 2);" \
-             "none found. Set PYTHON=/path/to/python3.x" >&2
+        echo "error: the $backend stack needs Python 3.$lowest to 3.$highest; none found." \
+             "Set PYTHON=/path/to/python3.x" >&2
         exit 2
     fi
-    rm -rf .venv
-    echo "... creating .venv with $("$python" --version)"
-    "$python" -m venv .venv
+    rm -rf "$venv"
+    echo "... creating $venv with $("$python" --version) for the $backend stack"
+    "$python" -m venv "$venv"
+    echo "$backend" > "$venv/int8store-backend"
 fi
 
-extras=${1:-}
-echo "... installing int8store${extras:+[$extras]} into .venv"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extras:+[$extras]}"
+extras=$backend${1:+,$1}
+pins=()
+# JAX >= 0.8 needs numpy >= 2, which Aesara cannot use: say so, rather than
+# let the resolver try every newer JAX first.
+if [ "$backend" = aesara ] && [[ ",$extras," == *,jax,* ]]; then pins+=("jax<0.8"); fi
+echo "... installing int8store[$extras] into $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" ${pins[@]+"${pins[@]}"}
+
+if [ "$backend" = aesara ]; then
+    # Python 3.12: numpy 1.26 has no numpy.distutils there, and `import aesara`
+    # fails before int8store can give it a BLAS. A start-up hook in this
+    # environment (only) runs that import with the BLAS int8store gives Aesara
+    # anyway: see int8store/backend/aesara_startup.py.
+    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+        echo "import int8store.backend.aesara_startup as hook; hook.install()" \
+            > "$site/int8store-aesara-blas.pth"
+    else
+        rm -f "$site/int8store-aesara-blas.pth"
+    fi
+fi

@@ -1,17 +1,61 @@
 #!/usr/bin/env bash
-# Set up .venv with the test tools and run the whole test suite three times:
-# without JAX (its tests skip), then with the [jax] extra under floatX=float32
-# and floatX=float64 (Aesara's default). Extra arguments go to pytest (e.g. -x).
+# Run the whole test suite on both stacks, each in its own virtual environment:
+#   PyTensor (.venv-pytensor: the newest Python 3.11-3.13, numpy 2, JAX on the
+#     CPU), under floatX=float32 and floatX=float64 (the library's default);
+#   Aesara (.venv-aesara: Python 3.11 first, numpy 1.26), without JAX (its
+#     tests skip, saying why) under float64, then with JAX under float32.
+# INT8STORE_BACKEND=pytensor or =aesara runs that stack only. Without it, a
+# machine with no Python 3.10-3.12 runs the PyTensor stack and says it skipped
+# Aesara's. Extra arguments go to pytest (e.g. -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test
-if .venv/bin/python -c "import jax" 2>/dev/null; then
-    .venv/bin/python -m pip uninstall --quiet --yes jax jaxlib
-fi
-echo "=== 1/3: without JAX, floatX=float64 ==="
-AESARA_FLAGS=floatX=float64 .venv/bin/python -m pytest "$@"
-bash scripts/setup.sh test,jax
-echo "=== 2/3: with JAX, floatX=float32 ==="
-AESARA_FLAGS=floatX=float32 .venv/bin/python -m pytest "$@"
-echo "=== 3/3: with JAX, floatX=float64 ==="
-AESARA_FLAGS=floatX=float64 .venv/bin/python -m pytest "$@"
+
+run() {  # run BACKEND STEP FLOATX: pytest in that stack's environment
+    local backend=$1 step=$2 floatx=$3 flags
+    flags=$(tr '[:lower:]' '[:upper:]' <<<"$backend")_FLAGS
+    echo "=== $step: $backend, floatX=$floatx ==="
+    env INT8STORE_BACKEND="$backend" "$flags=floatX=$floatx" \
+        ".venv-$backend/bin/python" -m pytest "${pytest_args[@]+"${pytest_args[@]}"}"
+}
+
+pytensor_stack() {
+    INT8STORE_BACKEND=pytensor VENV=.venv-pytensor bash scripts/setup.sh test,jax
+    run pytensor "PyTensor 1/2" float32
+    run pytensor "PyTensor 2/2" float64
+}
+
+aesara_stack() {
+    INT8STORE_BACKEND=aesara VENV=.venv-aesara bash scripts/setup.sh test
+    if .venv-aesara/bin/python -c "import jax" 2>/dev/null; then
+        .venv-aesara/bin/python -m pip uninstall --quiet --yes jax jaxlib
+    fi
+    run aesara "Aesara 1/2 (without JAX)" float64
+    INT8STORE_BACKEND=aesara VENV=.venv-aesara bash scripts/setup.sh test,jax
+    run aesara "Aesara 2/2" float32
+}
+
+has_python_for_aesara() {
+    local candidate
+    for candidate in ${PYTHON:-} python3.11 python3.12 python3.10 python3 \
+            $( (command -v pyenv >/dev/null && ls -d "$(pyenv root)"/versions/3.1[012].*/bin/python3.1[012]) 2>/dev/null); do
+        if command -v "$candidate" >/dev/null 2>&1 \
+                && "$candidate" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))' 2>/dev/null; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+pytest_args=("$@")
+case ${INT8STORE_BACKEND:-both} in
+    pytensor) pytensor_stack ;;
+    aesara) aesara_stack ;;
+    both)
+        pytensor_stack
+        if has_python_for_aesara; then
+            aesara_stack
+        else
+            echo "=== Aesara stack skipped: it needs Python 3.10-3.12, and this machine has none ==="
+        fi ;;
+    *) echo "error: INT8STORE_BACKEND=$INT8STORE_BACKEND is not one of pytensor, aesara" >&2; exit 2 ;;
+esac

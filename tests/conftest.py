@@ -4,15 +4,29 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from int8store.backend.selection import BACKENDS, chosen_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tutorials"))
 
-# Compiling an Aesara function can take seconds on a cold cache: no deadline.
+# Compiling a function can take seconds on a cold cache: no deadline.
 settings.register_profile("default", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked ``aesara`` or ``pytensor`` is meaningful on that backend
+    only: on the other it is skipped, and the summary says so."""
+    running = chosen_backend()
+    for item in items:
+        wanted = [name for name in BACKENDS if item.get_closest_marker(name)]
+        if wanted and running not in wanted:
+            item.add_marker(pytest.mark.skip(
+                reason=f"meaningful on {' or '.join(wanted)} only; this run's backend is {running}"))

@@ -6,9 +6,9 @@ import pytest
 from int8store import STORAGES, ArgumentError, SharedDataset, shared_dataset
 from int8store.backend import activate
 from int8store.backend.minibatch import Minibatch
-from aesara.tensor.subtensor import Subtensor
 
-aesara, at = activate().aesara, activate().at
+lib, at = activate().lib, activate().at
+Subtensor = activate().module("tensor.subtensor").Subtensor
 
 
 def images_k256(n=12, width=6, seed=0):
@@ -23,7 +23,7 @@ def test_shared_dataset_returns_a_float_view_and_int32_labels():
     assert y.get_value(borrow=True).dtype == np.int32
     assert y.get_value(borrow=True).shape[0] == 12
     assert x.dataset.data.get_value(borrow=True).dtype == np.int8
-    np.testing.assert_array_equal(aesara.function([], x)(), images)
+    np.testing.assert_array_equal(lib.function([], x)(), images)
 
 
 def test_int8_images_take_exactly_a_quarter_of_float32():
@@ -44,7 +44,7 @@ def test_both_storages_give_identical_minibatches(normalize):
         ds = SharedDataset.from_arrays(images, np.arange(20), normalize=normalize, storage=storage,
                                        dtype="float32")
         batch_x, batch_y = ds.minibatch(index, 6)
-        results.append(aesara.function([index], [batch_x, batch_y])(2))
+        results.append(lib.function([index], [batch_x, batch_y])(2))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], np.arange(12, 18))
 
@@ -53,7 +53,7 @@ def test_batch_normalization_uses_the_minibatch_mean():
     levels = np.arange(40, dtype=np.uint8).reshape(8, 5) * 6
     ds = SharedDataset.from_arrays(levels, np.zeros(8), normalize="batch")
     index = at.lscalar()
-    batch = aesara.function([index], ds.minibatch(index, 4)[0])(1)
+    batch = lib.function([index], ds.minibatch(index, 4)[0])(1)
     rows = levels[4:8].astype(np.float64)
     np.testing.assert_allclose(batch, (rows - rows.mean()) / 128, atol=1e-6)
 
@@ -62,9 +62,9 @@ def test_slicing_the_view_like_the_classic_tutorial():
     images = images_k256()
     x, y = shared_dataset((images, np.zeros(12)))
     index = at.lscalar()
-    f = aesara.function([index], x[index * 5:(index + 1) * 5])
+    f = lib.function([index], x[index * 5:(index + 1) * 5])
     np.testing.assert_array_equal(f(1), images[5:10])
-    assert x.dtype == aesara.config.floatX  # as the classic shared variable
+    assert x.dtype == lib.config.floatX  # as the classic shared variable
 
 
 def compiled_clients(function, variable):
@@ -89,9 +89,9 @@ def test_compiled_training_step_slices_the_int8_images_before_any_cast(normalize
     ds = SharedDataset.from_arrays(images_k256(30, 8), np.arange(30) % 2, normalize=normalize)
     index = at.lscalar()
     batch_x, batch_y = ds.minibatch(index, 10)
-    w = aesara.shared(np.zeros((8, 2), aesara.config.floatX), name="w")
+    w = lib.shared(np.zeros((8, 2), lib.config.floatX), name="w")
     cost = -at.mean(at.log(at.special.softmax(batch_x.dot(w), axis=-1))[at.arange(10), batch_y])
-    train = aesara.function([index], cost, updates=[(w, w - 0.1 * at.grad(cost, w))])
+    train = lib.function([index], cost, updates=[(w, w - 0.1 * at.grad(cost, w))])
     train(1)
     assert_sliced_before_cast(train, ds)
 
@@ -104,7 +104,7 @@ def test_get_value_gives_what_the_view_computes(dtype, normalize):
     for borrow in (False, True):
         value = x.get_value(borrow=borrow)
         assert value.dtype == dtype and value.shape == (12, 6)
-        np.testing.assert_allclose(value, aesara.function([], x)(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(value, lib.function([], x)(), rtol=1e-6, atol=1e-6)
     if normalize == "unit":  # the very values the classic shared variable held
         np.testing.assert_array_equal(x.get_value(), images.astype(dtype))
         assert x.get_value(borrow=True).shape[0] == 12  # the classic batch count
@@ -136,7 +136,7 @@ def test_the_inspection_catches_a_cast_of_the_whole_set():
     ds = SharedDataset.from_arrays(images_k256(30, 8), np.zeros(30), normalize="batch")
     index = at.lscalar()
     whole = dequantize(ds.data, ds.encoding, "batch")
-    f = aesara.function([index], whole[index * 10:(index + 1) * 10])
+    f = lib.function([index], whole[index * 10:(index + 1) * 10])
     with pytest.raises(AssertionError, match="reads the whole int8 set"):
         assert_sliced_before_cast(f, ds)
 

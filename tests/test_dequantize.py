@@ -9,7 +9,7 @@ from int8store import ArgumentError, dequantize, quantize
 from int8store.backend import activate
 from int8store.symbolic import normalization_mean
 
-aesara, at = activate().aesara, activate().at
+lib, at = activate().lib, activate().at
 
 matrices = hnp.array_shapes(min_dims=2, max_dims=2, max_side=16)
 pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))
@@ -17,7 +17,7 @@ pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))
 
 def compile_dequantize(encoding, normalize="unit", dataset_mean=None, dtype="float32"):
     codes = at.matrix(dtype="int8")
-    return aesara.function([codes], dequantize(codes, encoding, normalize, dataset_mean, dtype))
+    return lib.function([codes], dequantize(codes, encoding, normalize, dataset_mean, dtype))
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_dataset_and_none_normalizations():
 def test_dtype_follows_floatx_unless_given(normalize, mean):
     codes, enc = quantize(np.array([[1, 2]], np.uint8))
     c = at.matrix(dtype="int8")
-    assert dequantize(c, enc, normalize, mean).dtype == aesara.config.floatX
+    assert dequantize(c, enc, normalize, mean).dtype == lib.config.floatX
     for dtype in ("float32", "float64"):
         assert dequantize(c, enc, normalize, mean, dtype=dtype).dtype == dtype
     with pytest.raises(ArgumentError, match="float32 or float64"):

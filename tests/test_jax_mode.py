@@ -1,5 +1,5 @@
 """JAX mode on the CPU: data placed once, the minibatch op, the classic slices
-in givens, Aesara's own JAX mode left alone, and the tutorials reaching the
+in givens, the library's own JAX mode left alone, and the tutorials reaching the
 same results as with the C backend."""
 
 import numpy as np
@@ -14,17 +14,17 @@ from int8store import (MinibatchIndexError, SharedDataset, function_mode, keep_o
 from int8store.backend import activate  # noqa: E402
 
 api = activate()
-aesara, at, shared = api.aesara, api.at, api.shared
+lib, at, shared = api.lib, api.at, api.shared
 
 
 def classic_step(datasets, batch_size, mode):
     """A logistic-regression step written as the classic tutorial writes it."""
     (train_x, train_y), _, _ = datasets
     index, x, y = at.lscalar(), at.matrix("x"), at.ivector("y")
-    W = aesara.shared(np.zeros((64, 10), dtype=aesara.config.floatX), shape=(64, 10))
+    W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
     p = at.special.softmax(at.dot(x, W), axis=-1)
     cost = -at.mean(at.log(p)[at.arange(y.shape[0]), y])
-    train = aesara.function([index], cost, updates=[(W, W - 0.1 * at.grad(cost, W))],
+    train = lib.function([index], cost, updates=[(W, W - 0.1 * at.grad(cost, W))],
                             givens={x: train_x[index * batch_size:(index + 1) * batch_size],
                                     y: train_y[index * batch_size:(index + 1) * batch_size]},
                             mode=function_mode(mode))
@@ -61,7 +61,7 @@ def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
     data = place(shared(np.arange(40, dtype=np.int8).reshape(10, 4), name="rows"), "jax")
     index = at.lscalar()
     begin = index * 5
-    f = aesara.function([index], data[begin:begin + 5] * 1, mode=function_mode("jax"))
+    f = lib.function([index], data[begin:begin + 5] * 1, mode=function_mode("jax"))
     assert "Minibatch" in {type(n.op).__name__ for n in f.maker.fgraph.toposort()}
     np.testing.assert_array_equal(f(1), np.arange(20, 40).reshape(5, 4))
     from int8store.backend.minibatch import minibatch_of_slice
@@ -73,7 +73,7 @@ def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
     # A window from any row (as evaluate_in_chunks takes for a split's last
     # examples) becomes a static-size window, and its start is checked too.
     start = at.lscalar()
-    window = aesara.function([start], data[start:start + 3] * 1, mode=function_mode("jax"))
+    window = lib.function([start], data[start:start + 3] * 1, mode=function_mode("jax"))
     assert "Minibatch" in {type(n.op).__name__ for n in window.maker.fgraph.toposort()}
     np.testing.assert_array_equal(window(7), np.arange(28, 40).reshape(3, 4))
     with pytest.raises(MinibatchIndexError, match="a window of 3 rows from row 8"):
@@ -98,7 +98,7 @@ def test_the_same_dataset_moves_between_backends():
     place(ds, "c")
     assert isinstance(ds.data.get_value(borrow=True), np.ndarray)
     index = at.lscalar()
-    batch = aesara.function([index], ds.minibatch(index, 2)[0])(2)
+    batch = lib.function([index], ds.minibatch(index, 2)[0])(2)
     np.testing.assert_array_equal(batch, np.arange(16, 24).reshape(2, 4) / 256)
 
 
@@ -107,7 +107,7 @@ def test_minibatch_rows_and_out_of_range_index(mode):
     data = shared(np.arange(30, dtype=np.int8).reshape(10, 3), name="rows")
     place(data, mode)
     index = at.lscalar()
-    f = aesara.function([index], minibatch(data, index, 3) * 1, mode=function_mode(mode))
+    f = lib.function([index], minibatch(data, index, 3) * 1, mode=function_mode(mode))
     np.testing.assert_array_equal(f(0), np.arange(9).reshape(3, 3))
     np.testing.assert_array_equal(f(2), np.arange(18, 27).reshape(3, 3))  # the last whole one
     for bad in (3, -1):
@@ -115,6 +115,7 @@ def test_minibatch_rows_and_out_of_range_index(mode):
             f(bad)
 
 
+@pytest.mark.aesara
 def test_aesaras_plain_jax_mode_is_left_as_aesara_ships_it():
     from aesara.link.jax.dispatch import jax_funcify
     from aesara.tensor.nnet.basic import SoftmaxWithBias
@@ -122,10 +123,14 @@ def test_aesaras_plain_jax_mode_is_left_as_aesara_ships_it():
     function_mode("jax")  # int8store's JAX mode exists, and registered nothing globally
     with pytest.raises(NotImplementedError):
         jax_funcify(SoftmaxWithBias())
+
+
+def test_the_librarys_plain_jax_mode_is_left_as_it_ships():
+    function_mode("jax")  # int8store's JAX mode exists, and registered nothing globally
     data = shared(np.zeros((4, 2), np.int8), name="d")
     index = at.lscalar()
     with pytest.raises(NotImplementedError):
-        aesara.function([index], minibatch(data, index, 2) * 1, mode="JAX")
+        lib.function([index], minibatch(data, index, 2) * 1, mode="JAX")
 
 
 @pytest.mark.slow

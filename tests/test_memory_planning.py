@@ -12,7 +12,7 @@ from int8store.cli import main
 from int8store.memory import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator
 
 api = activate()
-aesara, at, conv2d, pool_2d = api.aesara, api.at, api.conv2d, api.pool_2d
+lib, at, conv2d, pool_2d = api.lib, api.at, api.conv2d, api.pool_2d
 
 
 def vgg16(batch_size=1):
@@ -94,22 +94,22 @@ def classifier():
     (train_x, train_y), _, (test_x, test_y) = load_data("digits", dtype="float32")
     x, y, start = at.matrix("x", dtype="float32"), at.ivector("y"), at.lscalar()
     rng = np.random.default_rng(0)
-    W = aesara.shared(rng.normal(0, 0.1, (64, 10)).astype("float32"))
+    W = lib.shared(rng.normal(0, 0.1, (64, 10)).astype("float32"))
     predictions = at.argmax(at.dot(x, W), axis=1)
     wrong = at.neq(predictions, y)
-    one_shot = aesara.function([], at.mean(wrong), givens={x: test_x, y: test_y})
+    one_shot = lib.function([], at.mean(wrong), givens={x: test_x, y: test_y})
     return test_x, test_y, x, y, start, wrong, one_shot
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 100, 128, 300])
 def test_evaluate_in_chunks_equals_the_one_shot_value(classifier, chunk):
     test_x, test_y, x, y, start, wrong, one_shot = classifier
-    window = aesara.function([start], wrong, givens={x: test_x[start:start + chunk],
+    window = lib.function([start], wrong, givens={x: test_x[start:start + chunk],
                                                       y: test_y[start:start + chunk]})
     value, count = evaluate_in_chunks(window, 300, chunk)
     assert count == 300 and value == pytest.approx(float(one_shot()), abs=1e-6)
     stop = at.lscalar()
-    mean = aesara.function([start, stop], at.mean(wrong), givens={x: test_x[start:stop],
+    mean = lib.function([start, stop], at.mean(wrong), givens={x: test_x[start:stop],
                                                                   y: test_y[start:stop]})
     value, count = evaluate_in_chunks(mean, 300, chunk, static=False)
     assert count == 300 and value == pytest.approx(float(one_shot()), abs=1e-6)

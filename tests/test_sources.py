@@ -15,14 +15,14 @@ from int8store import (DatasetNotFoundError, EncodingError, SourceFormatError,
                        UnsafePickleError, load_data, load_splits)
 from int8store.backend import activate
 
-aesara = activate().aesara
+lib = activate().lib
 from int8store.sources import read_source
 from int8store.sources.digits import DIGITS_SPLIT_SIZES
 from int8store.sources.idx import parse_idx, read_idx
 
 
 def values(view):
-    return aesara.function([], view)()
+    return lib.function([], view)()
 
 
 def stored_pixels(ds):
@@ -118,7 +118,7 @@ def test_idx_image_and_label_counts_that_disagree(tmp_path):
 def assert_same_as_pickle(splits, content):
     for name, (images, labels) in zip(("train", "valid", "test"), content):
         converted = values(splits[name].x)
-        assert converted.dtype == aesara.config.floatX
+        assert converted.dtype == lib.config.floatX
         converted = converted.astype(np.float32)  # float64 views hold the same values
         np.testing.assert_array_equal(converted.view(np.uint32), images.view(np.uint32))
         np.testing.assert_array_equal(splits[name].y.get_value(), labels)

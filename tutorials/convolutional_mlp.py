@@ -1,5 +1,5 @@
 """LeNet5, a convolutional network for images: the classic deeplearning.net
-tutorial (convolutional_mlp.py), on Aesara, with its data held as int8.
+tutorial (convolutional_mlp.py), on PyTensor or Aesara, with its data held as int8.
 
 Two convolution + max-pooling layers with tanh units, a fully connected tanh
 layer, and logistic regression on top. Simplified from LeCun et al. (1998) as
@@ -12,9 +12,10 @@ As in logistic_sgd.py, the one change from the classic file is where
 logistic_sgd, as the classic imported it). Two additions: the filter sizes
 follow the images' size (the classic 5x5 filters and 2x2 pooling on 28x28,
 smaller filters on scikit-learn's 8x8 digits), and the lines marked
-"int8store's JAX mode" run it on JAX's device. The CPU convolution needs no
-set-up: int8store gives Aesara a BLAS and corrects Aesara 2.9.4's
-CorrMM.make_node when ``load_data`` first runs.
+"int8store's JAX mode" run it on JAX's device. The library and its
+convolution come through int8store: on Aesara its own conv2d and pool_2d
+(int8store gives Aesara a BLAS and corrects Aesara 2.9.4's CorrMM.make_node),
+on PyTensor, which has neither, int8store's ops with the same semantics.
 
 Reference: Y. LeCun, L. Bottou, Y. Bengio and P. Haffner, Gradient-Based
 Learning Applied to Document Recognition, Proceedings of the IEEE,
@@ -28,17 +29,16 @@ import os
 import sys
 import timeit
 
-import warnings
-
 import numpy
 
-import aesara
-import aesara.tensor as T
+# The classic imported Theano here. int8store runs on either of its
+# successors, PyTensor or Aesara (whichever is installed), and sets it up.
+from int8store import tensor_library
+theano = tensor_library()
+T = theano.tensor
 
-with warnings.catch_warnings():  # Aesara 2.9.4 has conv2d and pooling only there
-    warnings.simplefilter('ignore', DeprecationWarning)
-    from aesara.tensor.nnet import conv2d
-    from aesara.tensor.signal.pool import pool_2d
+# Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
+from int8store import conv2d, pool_2d
 
 from logistic_sgd import LogisticRegression, load_data
 from mlp import HiddenLayer
@@ -57,7 +57,7 @@ class LeNetConvPoolLayer(object):
         :type rng: numpy.random.RandomState
         :param rng: a random number generator used to initialize weights
 
-        :type input: aesara.tensor.TensorType
+        :type input: theano.tensor.TensorType
         :param input: symbolic image tensor, of shape image_shape
 
         :type filter_shape: tuple or list of length 4
@@ -85,18 +85,18 @@ class LeNetConvPoolLayer(object):
                    numpy.prod(poolsize))
         # initialize weights with random weights
         W_bound = numpy.sqrt(6. / (fan_in + fan_out))
-        self.W = aesara.shared(
+        self.W = theano.shared(
             numpy.asarray(
                 rng.uniform(low=-W_bound, high=W_bound, size=filter_shape),
-                dtype=aesara.config.floatX
+                dtype=theano.config.floatX
             ),
             borrow=True,
             shape=filter_shape  # static shapes: JAX mode traces the graph
         )
 
         # the bias is a 1D tensor -- one bias per output feature map
-        b_values = numpy.zeros((filter_shape[0],), dtype=aesara.config.floatX)
-        self.b = aesara.shared(value=b_values, borrow=True, shape=b_values.shape)
+        b_values = numpy.zeros((filter_shape[0],), dtype=theano.config.floatX)
+        self.b = theano.shared(value=b_values, borrow=True, shape=b_values.shape)
 
         # convolve input feature maps with filters
         conv_out = conv2d(
@@ -140,7 +140,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param batch_size: examples per minibatch
     :param model_path: where the best model's parameters are saved (.npz),
                        replaced at each improvement; None saves nothing
-    :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
+    :param mode: 'c' (the library's C backend) or 'jax' (int8store's JAX mode)
     :param classic_count: score whole minibatches of the validation and test
                           splits only, as the classic did (else every example)
     :param max_device_bytes: if the training split's images and labels take
@@ -244,7 +244,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     # them, in chunks the model was built for (the classic scored whole
     # minibatches only: classic_count)
     start = T.lscalar()
-    test_model = aesara.function(
+    test_model = theano.function(
         [start],
         T.neq(layer3.y_pred, y),
         givens={
@@ -254,7 +254,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         mode=compile_mode
     )
 
-    validate_model = aesara.function(
+    validate_model = theano.function(
         [start],
         T.neq(layer3.y_pred, y),
         givens={
@@ -272,7 +272,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         for param_i, grad_i in zip(params, grads)
     ]
 
-    train_model = aesara.function(
+    train_model = theano.function(
         [index],
         cost,
         updates=updates,
@@ -389,7 +389,7 @@ def main(argv=None):
     parser.add_argument('--nkerns', type=int, nargs=2, default=[20, 50], metavar='N',
                         help='kernels of the two conv layers (default: 20 50)')
     parser.add_argument('--mode', choices=('c', 'jax'), default='c',
-                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
+                        help="'c': the library's C backend on the CPU; 'jax': JAX's default "
                              "device, a GPU when JAX sees one (default: %(default)s)")
     parser.add_argument('--classic-count', action='store_true',
                         help='score whole minibatches only, dropping the remainder of the '

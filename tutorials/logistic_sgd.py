@@ -1,6 +1,6 @@
 """
 Logistic regression trained by minibatch stochastic gradient descent: the
-classic deeplearning.net tutorial (logistic_sgd.py), on Aesara, with its data
+classic deeplearning.net tutorial (logistic_sgd.py), on PyTensor or Aesara, with its data
 held as int8.
 
 The model is a weight matrix W and a bias vector b: the probability of class i
@@ -26,8 +26,11 @@ import timeit
 
 import numpy
 
-import aesara
-import aesara.tensor as T
+# The classic imported Theano here. int8store runs on either of its
+# successors, PyTensor or Aesara (whichever is installed), and sets it up.
+from int8store import tensor_library
+theano = tensor_library()
+T = theano.tensor
 
 from int8store import load_data
 
@@ -45,11 +48,11 @@ class LogisticRegression(object):
         """
         # W and b start at zero; they have static shapes, which JAX mode needs
         # to trace the graph (and which change nothing on the C backend)
-        self.W = aesara.shared(
-            value=numpy.zeros((n_in, n_out), dtype=aesara.config.floatX),
+        self.W = theano.shared(
+            value=numpy.zeros((n_in, n_out), dtype=theano.config.floatX),
             name='W', borrow=True, shape=(n_in, n_out))
-        self.b = aesara.shared(
-            value=numpy.zeros((n_out,), dtype=aesara.config.floatX),
+        self.b = theano.shared(
+            value=numpy.zeros((n_out,), dtype=theano.config.floatX),
             name='b', borrow=True, shape=(n_out,))
 
         # class-membership probabilities, one row per example
@@ -91,7 +94,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :param batch_size: examples per minibatch
     :param model_path: where the best model's W and b are saved (.npz),
                        replaced at each improvement as the classic did
-    :param mode: 'c' (Aesara's C backend) or 'jax' (int8store's JAX mode)
+    :param mode: 'c' (the library's C backend) or 'jax' (int8store's JAX mode)
     :param classic_count: score whole minibatches of the validation and test
                           splits only, as the classic did (else every example)
     :param max_device_bytes: if the training split's images and labels take
@@ -160,7 +163,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     # int8store.evaluate_in_chunks scores every example of a split once with
     # them (the classic scored whole minibatches only: classic_count)
     start = T.lscalar()
-    test_model = aesara.function(
+    test_model = theano.function(
         inputs=[start],
         outputs=T.neq(classifier.y_pred, y),
         givens={
@@ -170,7 +173,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         mode=compile_mode
     )
 
-    validate_model = aesara.function(
+    validate_model = theano.function(
         inputs=[start],
         outputs=T.neq(classifier.y_pred, y),
         givens={
@@ -187,7 +190,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                (classifier.b, classifier.b - learning_rate * g_b)]
 
     # one SGD step on minibatch `index` of train; returns its cost
-    train_model = aesara.function(
+    train_model = theano.function(
         inputs=[index],
         outputs=cost,
         updates=updates,
@@ -284,11 +287,11 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
     with numpy.load(model_path, allow_pickle=False) as saved:
         W, b = saved['W'], saved['b']
     classifier = LogisticRegression(input=T.matrix('x'), n_in=W.shape[0], n_out=W.shape[1])
-    classifier.W.set_value(W.astype(aesara.config.floatX))
-    classifier.b.set_value(b.astype(aesara.config.floatX))
+    classifier.W.set_value(W.astype(theano.config.floatX))
+    classifier.b.set_value(b.astype(theano.config.floatX))
 
     # compile a predictor function
-    predict_model = aesara.function(inputs=[classifier.input], outputs=classifier.y_pred)
+    predict_model = theano.function(inputs=[classifier.input], outputs=classifier.y_pred)
 
     datasets = load_data(dataset)
     test_set_x, test_set_y = datasets[2]
@@ -315,7 +318,7 @@ def main(argv=None):
     parser.add_argument('--batch-size', type=int, default=600,
                         help='minibatch size (default: %(default)s)')
     parser.add_argument('--mode', choices=('c', 'jax'), default='c',
-                        help="'c': Aesara's C backend on the CPU; 'jax': JAX's default "
+                        help="'c': the library's C backend on the CPU; 'jax': JAX's default "
                              "device, a GPU when JAX sees one (default: %(default)s)")
     parser.add_argument('--classic-count', action='store_true',
                         help='score whole minibatches only, dropping the remainder of the '

@@ -1,6 +1,6 @@
 """
 A multilayer perceptron trained by minibatch SGD: the classic deeplearning.net
-tutorial (mlp.py), on Aesara, with its data held as int8.
+tutorial (mlp.py), on PyTensor or Aesara, with its data held as int8.
 
 One tanh hidden layer, then logistic regression on its output; the cost is
 the negative log-likelihood plus L1 and L2 penalties on the weights.
@@ -20,8 +20,11 @@ import timeit
 
 import numpy
 
-import aesara
-import aesara.tensor as T
+# The classic imported Theano here. int8store runs on either of its
+# successors, PyTensor or Aesara (whichever is installed), and sets it up.
+from int8store import tensor_library
+theano = tensor_library()
+T = theano.tensor
 
 from logistic_sgd import LogisticRegression, load_data
 
@@ -50,14 +53,14 @@ class HiddenLayer(object):
                 rng.uniform(low=-numpy.sqrt(6. / (n_in + n_out)),
                             high=numpy.sqrt(6. / (n_in + n_out)),
                             size=(n_in, n_out)),
-                dtype=aesara.config.floatX)
+                dtype=theano.config.floatX)
             if activation == T.sigmoid:
                 W_values *= 4
-            W = aesara.shared(value=W_values, name='W', borrow=True, shape=W_values.shape)
+            W = theano.shared(value=W_values, name='W', borrow=True, shape=W_values.shape)
 
         if b is None:
-            b_values = numpy.zeros((n_out,), dtype=aesara.config.floatX)
-            b = aesara.shared(value=b_values, name='b', borrow=True, shape=b_values.shape)
+            b_values = numpy.zeros((n_out,), dtype=theano.config.floatX)
+            b = theano.shared(value=b_values, name='b', borrow=True, shape=b_values.shape)
 
         self.W = W
         self.b = b
@@ -145,15 +148,15 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     def window(set_x, set_y):
         return {x: set_x[start:start + batch_size], y: set_y[start:start + batch_size]}
 
-    test_model = aesara.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
+    test_model = theano.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
                                  givens=window(test_set_x, test_set_y), mode=compile_mode)
-    validate_model = aesara.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
+    validate_model = theano.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
                                      givens=window(valid_set_x, valid_set_y), mode=compile_mode)
 
     gparams = [T.grad(cost, param) for param in classifier.params]
     updates = [(param, param - learning_rate * gparam)
                for param, gparam in zip(classifier.params, gparams)]
-    train_model = aesara.function([index], cost, updates=updates,
+    train_model = theano.function([index], cost, updates=updates,
                                   givens=givens(train_set_x, train_set_y), mode=compile_mode)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device

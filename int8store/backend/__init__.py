@@ -1,55 +1,67 @@
-"""The one door between int8store and Aesara.
+"""The one door between int8store and its graph library: PyTensor or Aesara.
 
-Everything that touches Aesara or JAX lives in this subpackage: the BLAS set-up
-(:mod:`.blas`), corrections of Aesara defects (:mod:`.fixes`), the modes
-(:mod:`.modes`), the static-size minibatch op (:mod:`.minibatch`), placing data
-on JAX's device (:mod:`.device`) and int8store's JAX conversions
-(:mod:`.jax_ops`).
+Everything that touches PyTensor, Aesara or JAX lives in this subpackage: which
+library runs (:mod:`.selection`), its BLAS set-up (:mod:`.blas`), corrections of
+Aesara defects (:mod:`.fixes`), convolution and pooling for PyTensor, which has
+none (:mod:`.pytensor_nnet`), the modes (:mod:`.modes`), the static-size
+minibatch op (:mod:`.minibatch`), placing data on JAX's device
+(:mod:`.device`) and int8store's JAX conversions (:mod:`.jax_ops`).
 
 ``import int8store`` imports none of it. :func:`activate` is the one entry
 point: the first call that builds a graph makes it (or a user, explicitly),
-and it does its work once, whether or not Aesara was imported first:
+and it does its work once, whether or not the library was imported first:
 
-1. Aesara gets a BLAS (the bundled OpenBLAS) unless the user chose one;
-2. Aesara defects int8store depends on are corrected, on the versions that
+1. the library is chosen: ``$INT8STORE_BACKEND`` (``pytensor`` or ``aesara``)
+   if set, else the one the program already imported, else the one installed
+   (PyTensor first);
+2. it gets a BLAS (the bundled OpenBLAS) unless the user chose one;
+3. Aesara defects int8store depends on are corrected, on the versions that
    have them;
 
 and it returns :mod:`int8store.backend.api`, the names the rest of the
 package builds graphs with. Nothing outside the package changes:
-``os.environ`` is as it was after the call, and Aesara's plain modes are left
-as Aesara ships them (int8store's JAX conversions apply in int8store's JAX
-mode only).
+``os.environ`` is as it was after the call, and the library's plain modes
+are left as it ships them (int8store's JAX conversions apply in int8store's
+JAX mode only).
 """
 
 import threading
 from importlib import import_module
 
-__all__ = ["activate", "is_active", "set_up"]
+from .selection import BACKENDS, chosen_backend
+
+__all__ = ["activate", "is_active", "set_up", "tensor_library", "conv2d", "pool_2d",
+           "BACKENDS", "chosen_backend"]
 
 _lock = threading.RLock()
-_set_up = False
+_library = None
 _api = None
 
 
 def set_up():
-    """Steps 1 and 2 above, once."""
-    global _set_up
+    """Steps 1 to 3 above, once; returns the library's module."""
+    global _library
     with _lock:
-        if not _set_up:
-            from . import blas, fixes
+        if _library is None:
+            from . import blas
 
-            blas.import_aesara_with_blas()
-            fixes.apply_all()
-            _set_up = True
+            name = chosen_backend()
+            library = blas.import_with_blas(name)
+            if name == "aesara":
+                from . import fixes
+                fixes.apply_all()
+            _library = library
+    return _library
 
 
 def activate():
-    """Set up Aesara for int8store (once) and return :mod:`int8store.backend.api`.
+    """Set up the graph library for int8store (once) and return
+    :mod:`int8store.backend.api`.
 
     Examples
     --------
     >>> api = activate()
-    >>> api.aesara.config.blas__ldflags != ""
+    >>> api.NAME in ("pytensor", "aesara") and api.lib.config.blas__ldflags != ""
     True
     """
     global _api
@@ -63,3 +75,31 @@ def activate():
 def is_active():
     """Whether :func:`activate` has run in this process."""
     return _api is not None
+
+
+def tensor_library():
+    """The module int8store builds graphs with, set up: ``pytensor`` or ``aesara``.
+
+    What the bundled tutorials import as the classic ones imported Theano.
+
+    Examples
+    --------
+    >>> tensor_library().__name__ in ("pytensor", "aesara")
+    True
+    """
+    return activate().lib
+
+
+def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid",
+           subsample=(1, 1), filter_flip=True):
+    """Theano's ``conv2d`` (NCHW images, flipped kernels) on either library:
+    Aesara's own, or int8store's ops on PyTensor (see :mod:`.pytensor_nnet`)."""
+    return activate().conv2d(input, filters, input_shape=input_shape,
+                             filter_shape=filter_shape, border_mode=border_mode,
+                             subsample=subsample, filter_flip=filter_flip)
+
+
+def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
+    """Theano's ``pool_2d`` on either library (see :func:`conv2d`)."""
+    return activate().pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad,
+                              mode=mode)

@@ -1,43 +1,83 @@
-"""The Aesara names int8store builds graphs with: get them with
-``int8store.backend.activate()``, which sets Aesara up first.
+"""The names int8store builds graphs with, on PyTensor or Aesara: get them with
+``int8store.backend.activate()``, which sets the library up first.
 
-A second tensor library (PyTensor, the maintained fork) would be added here
-and in :mod:`int8store.backend` without touching the rest of the package.
+The two libraries share their graph model and most module paths
+(``graph.basic``, ``tensor.subtensor``, ``compile.mode``, ...): :func:`module`
+imports one of those from whichever runs. What differs is named here once:
+convolution and pooling (Aesara's own, or :mod:`.pytensor_nnet` on PyTensor)
+and the tensor variable class.
 """
 
 import warnings
+from importlib import import_module
 
 import numpy as np
 
 from . import set_up
 
-set_up()  # Aesara configured and corrected before anything else here imports it
+lib = set_up()  # configured (and corrected) before anything else here imports it
+#: ``"pytensor"`` or ``"aesara"``.
+NAME = lib.__name__
+VERSION = lib.__version__
 
-with warnings.catch_warnings():
-    # conv2d and pooling live only there in Aesara 2.9.4, its last release.
-    for deprecated in ("The module `aesara.tensor.nnet` is deprecated",
-                       "The module `aesara.tensor.signal` is deprecated",
-                       "`aesara.tensor.nnet.basic.logsoftmax` has been moved"):
-        warnings.filterwarnings("ignore", message=deprecated, category=DeprecationWarning)
-    import aesara
-    import aesara.tensor as at
-    from aesara.tensor.nnet import conv2d
-    from aesara.tensor.signal.pool import pool_2d
-    from aesara.tensor.special import softmax
-    from aesara.tensor.var import TensorVariable
+at = import_module(f"{NAME}.tensor")
+function = lib.function
+softmax = import_module(f"{NAME}.tensor.special").softmax
 
-__all__ = ["aesara", "at", "conv2d", "pool_2d", "softmax", "TensorVariable", "float_dtype",
-           "float_constant", "shared", "FLOAT_DTYPES"]
+if NAME == "aesara":
+    with warnings.catch_warnings():
+        # conv2d and pooling live only there in Aesara 2.9.4, its last release.
+        for deprecated in ("The module `aesara.tensor.nnet` is deprecated",
+                           "The module `aesara.tensor.signal` is deprecated",
+                           "`aesara.tensor.nnet.basic.logsoftmax` has been moved"):
+            warnings.filterwarnings("ignore", message=deprecated, category=DeprecationWarning)
+        from aesara.tensor.nnet import conv2d
+        from aesara.tensor.signal.pool import pool_2d
+        from aesara.tensor.var import TensorVariable
+else:
+    from pytensor.tensor.variable import TensorVariable
+
+    def conv2d(*args, **kwargs):
+        """Theano's conv2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
+        from .pytensor_nnet import conv2d
+        return conv2d(*args, **kwargs)
+
+    def pool_2d(*args, **kwargs):
+        """Theano's pool_2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
+        from .pytensor_nnet import pool_2d
+        return pool_2d(*args, **kwargs)
+
+
+__all__ = ["lib", "NAME", "VERSION", "at", "function", "conv2d", "pool_2d", "softmax",
+           "TensorVariable", "module", "float_dtype", "float_constant", "shared",
+           "FLOAT_DTYPES", "describe"]
 
 #: The float dtypes int8store's views can have.
 FLOAT_DTYPES = ("float32", "float64")
 
 
+def module(path):
+    """The running library's module ``path`` (e.g. ``"graph.basic"``)."""
+    return import_module(f"{NAME}.{path}")
+
+
+def describe():
+    """One line naming the library and the versions that set the figures:
+    ``"PyTensor 3.3.7, numpy 2.5.5, JAX 0.12.0 (cpu)"``."""
+    import sys
+    parts = [f"{'PyTensor' if NAME == 'pytensor' else 'Aesara'} {VERSION}",
+             f"numpy {np.__version__}", f"Python {sys.version.split()[0]}"]
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        parts.append(f"JAX {jax.__version__} ({jax.default_backend()})")
+    return ", ".join(parts)
+
+
 def float_dtype(dtype=None):
-    """``dtype`` checked, or Aesara's ``floatX`` when it is None."""
+    """``dtype`` checked, or the library's ``floatX`` when it is None."""
     from ..errors import ArgumentError
 
-    chosen = str(np.dtype(dtype)) if dtype is not None else aesara.config.floatX
+    chosen = str(np.dtype(dtype)) if dtype is not None else lib.config.floatX
     if chosen not in FLOAT_DTYPES:
         raise ArgumentError(f"dtype={dtype!r}: int8store's float views are float32 or float64")
     return chosen
@@ -49,10 +89,10 @@ def float_constant(value, dtype):
 
 
 def shared(value, name=None, static_shape=True):
-    """An Aesara shared variable holding ``value`` (not copied).
+    """A shared variable holding ``value`` (not copied).
 
     With ``static_shape`` the variable's type records the array's shape, which
     lets the optimizer (and JAX tracing) reason about sizes.
     """
     shape = value.shape if static_shape else None
-    return aesara.shared(value, name=name, borrow=True, shape=shape)
+    return lib.shared(value, name=name, borrow=True, shape=shape)

@@ -1,21 +1,25 @@
-"""A BLAS for Aesara: the OpenBLAS of the ``scipy-openblas32`` wheel.
+"""A BLAS for the graph library: the OpenBLAS of the ``scipy-openblas32`` wheel.
 
 Aesara's CPU ``conv2d`` (CorrMM) and fast matrix products need a BLAS it can
 link to. Its own probe goes through ``numpy.distutils`` (gone on Python 3.12,
 where ``import aesara`` then fails unless ``blas__ldflags`` is set) and finds
-nothing on most machines. The ``scipy-openblas32`` wheel, a dependency, needs
+nothing on most machines. PyTensor probes lazily, on the first read of
+``blas__ldflags``, and warns when it finds nothing (a pip install): its C ops
+that call a BLAS get the same OpenBLAS, and the warning has no cause. The ``scipy-openblas32`` wheel, a dependency, needs
 no root; it prefixes its symbols with ``scipy_``, so ``-D`` macros map the
 names Aesara's C code calls (``sgemm_`` → ``scipy_sgemm_``). Aesara passes the
 non-library tokens of ``blas__ldflags`` to the compiler of every BLAS op, so
 macros, library and rpath travel in that one option.
 
 A choice of the user's always wins: ``blas__ldflags`` set in ``$AESARA_FLAGS``
-or an Aesara config file, or a BLAS Aesara found by itself, is left alone.
+/ ``$PYTENSOR_FLAGS`` or the library's config file, or a BLAS Aesara found by
+itself, is left alone.
 
-How the value reaches Aesara:
+How the value reaches the library:
 
-* Aesara already imported (the classic tutorials import it first): the option
-  is set on ``aesara.config``, which Aesara reads when it compiles, not before;
+* PyTensor, and Aesara already imported (the classic tutorials import it
+  first): the option is set on ``config``, which is read when a function is
+  compiled, not before;
 * Aesara not imported yet: Aesara reads its flags once, at import, and probes
   for a BLAS then. The value is given in ``$AESARA_FLAGS`` for the duration of
   that import only, and the variable is restored at once: the process and its
@@ -23,6 +27,7 @@ How the value reaches Aesara:
 """
 
 import configparser
+import contextlib
 import ctypes
 import importlib.util
 import os
@@ -31,7 +36,8 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["openblas_ldflags", "user_has_set", "import_aesara_with_blas", "OPTION"]
+__all__ = ["openblas_ldflags", "user_has_set", "import_with_blas", "import_aesara_with_blas",
+           "blas_in_aesara_flags", "OPTION"]
 
 OPTION = "blas__ldflags"
 # The BLAS routines Aesara's C code declares, in single and double precision.
@@ -67,24 +73,35 @@ def _flag_names(flags):
     return {pair.split("=", 1)[0].strip() for pair in splitter if "=" in pair}
 
 
-def _config_files():
-    listed = os.environ.get("AESARARC", str(Path("~/.aesararc").expanduser()))
+def _config_files(library):
+    prefix = library.upper()
+    listed = os.environ.get(f"{prefix}RC", str(Path(f"~/.{library}rc").expanduser()))
     return [Path(p).expanduser() for p in listed.split(os.pathsep) if p]
 
 
-def user_has_set(option=OPTION):
-    """Whether ``option`` is in ``$AESARA_FLAGS`` or an Aesara config file
-    (read as Aesara reads them, before Aesara is imported)."""
-    if option in _flag_names(os.environ.get("AESARA_FLAGS", "")):
+def user_has_set(option=OPTION, library="aesara"):
+    """Whether ``option`` is in ``$AESARA_FLAGS`` (``$PYTENSOR_FLAGS``) or the
+    library's config file (read as the library reads them, before it is imported)."""
+    if option in _flag_names(os.environ.get(f"{library.upper()}_FLAGS", "")):
         return True
     section, _, key = option.rpartition("__")
     parser = configparser.ConfigParser()
-    for path in _config_files():
+    for path in _config_files(library):
         try:
             parser.read(path)
         except (configparser.Error, OSError, UnicodeDecodeError):
             continue
     return parser.has_option(section or "global", key)
+
+
+def import_with_blas(library):
+    """Import ``library`` ("pytensor" or "aesara") with a BLAS; returns it."""
+    if library == "aesara":
+        return import_aesara_with_blas()
+    import pytensor
+
+    _set_on_config(pytensor.config, lazy_default=True)
+    return pytensor
 
 
 def import_aesara_with_blas():
@@ -93,6 +110,14 @@ def import_aesara_with_blas():
         aesara = sys.modules["aesara"]
         _set_on_config(aesara.config)
         return aesara
+    with blas_in_aesara_flags():
+        return _import_quietly()
+
+
+@contextlib.contextmanager
+def blas_in_aesara_flags():
+    """``$AESARA_FLAGS`` with the bundled OpenBLAS in ``blas__ldflags`` inside
+    the block (unless the user chose a BLAS), as it was after it."""
     value = None if user_has_set() else openblas_ldflags()
     if value is None and not user_has_set() and importlib.util.find_spec("numpy.distutils") is None:
         value = ""  # without any value Aesara's probe fails to import on Python 3.12
@@ -102,7 +127,7 @@ def import_aesara_with_blas():
         os.environ["AESARA_FLAGS"] = ",".join(filter(None, [(saved or "").strip().rstrip(","),
                                                             f'{OPTION}="{value}"']))
     try:
-        return _import_quietly()
+        yield
     finally:
         if saved is None:
             os.environ.pop("AESARA_FLAGS", None)
@@ -110,10 +135,14 @@ def import_aesara_with_blas():
             os.environ["AESARA_FLAGS"] = saved
 
 
-def _set_on_config(config):
+def _set_on_config(config, lazy_default=False):
     param = config._config_var_dict[OPTION]
-    if not param.is_default or config.blas__ldflags:
-        return  # set by the user, or a BLAS Aesara found itself
+    if not param.is_default:
+        return  # set by the user
+    # Aesara's default was probed at import; PyTensor's would be probed (and
+    # warn) on this first read, so it is not read.
+    if not lazy_default and config.blas__ldflags:
+        return  # a BLAS Aesara found itself
     flags = openblas_ldflags()
     if flags:
         config.blas__ldflags = flags

@@ -1,52 +1,34 @@
-"""int8store's JAX conversions: for the Aesara ops int8store's graphs use that
-Aesara 2.9.4 cannot convert (the minibatch op, conv2d and its gradients, max
-pooling and its gradient, the softmax/cross-entropy ops of the classic
-tutorials, Argmax), and corrections of two of Aesara's own (sums returned
-their float64 accumulator; a partial ``specify_shape`` always failed).
+"""int8store's JAX conversions, in :func:`convert`: a dispatcher of int8store's
+own that falls back to the library's ``jax_funcify``. Only int8store's JAX
+mode uses it (see :mod:`.modes`), so the library's plain ``"JAX"`` mode stays
+as it ships.
 
-They live in :func:`convert`, a dispatcher of int8store's own that falls back
-to Aesara's ``jax_funcify``: only int8store's JAX mode uses it (see
-:mod:`.modes`), so Aesara's plain ``"JAX"`` mode stays as Aesara ships it.
-The corrections apply to the Aesara versions they were checked on only.
+Here: the minibatch op and Argmax, on both libraries. Then, by library, the
+ops int8store's graphs use that it cannot convert: on Aesara 2.9.4 conv2d,
+pooling, the classic softmax ops and two corrections (:mod:`.jax_ops_aesara`);
+on PyTensor int8store's own convolution and pooling
+(:mod:`.pytensor_nnet_jax`).
 """
 
 import functools
 
 import jax
 import jax.numpy as jnp
-from aesara.link.jax.dispatch import jax_funcify
-from aesara.tensor.elemwise import CAReduce
-from aesara.tensor.math import Argmax
-from aesara.tensor.shape import SpecifyShape
-from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
-                                              AbstractConv2d_gradWeights)
-from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
-                                      CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
-from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
-from .fixes import in_versions
+from . import activate
 from .minibatch import Minibatch
 
-__all__ = ["convert", "CORRECTED_VERSIONS"]
+__all__ = ["convert"]
 
-#: The Aesara releases whose CAReduce and SpecifyShape conversions int8store
-#: corrects (the ones it was checked on).
-CORRECTED_VERSIONS = ((2, 9, 4), (2, 9, 4))
+_api = activate()
+_jax_funcify = _api.module("link.jax.dispatch").jax_funcify
+Argmax = _api.module("tensor.math").Argmax
 
 
 @functools.singledispatch
 def convert(op, **kwargs):
-    """The JAX function for ``op``: int8store's conversion if it has one, else Aesara's."""
-    return jax_funcify(op, **kwargs)
-
-
-def _correction(op_type):
-    """Register a correction of Aesara's conversion, on the versions it was checked on."""
-    def register(function):
-        if in_versions(CORRECTED_VERSIONS):
-            convert.register(op_type)(function)
-        return function
-    return register
+    """The JAX function for ``op``: int8store's conversion if it has one, else the library's."""
+    return _jax_funcify(op, **kwargs)
 
 
 @convert.register(Minibatch)
@@ -82,264 +64,8 @@ def jax_funcify_Argmax(op, **kwargs):
     return argmax
 
 
-@_correction(SpecifyShape)
-def jax_funcify_SpecifyShape(op, node=None, **kwargs):
-    """Aesara's conversion compares the whole shape with the specification,
-    unknown (None) entries included, so any partial specification fails."""
-    def specify_shape(x, *shape):
-        for axis, (actual, expected) in enumerate(zip(x.shape, shape)):
-            if expected is not None and actual != int(expected):
-                raise ValueError(f"axis {axis} has length {actual}, specified {int(expected)}")
-        return x
-
-    return specify_shape
-
-
-# -- softmax and cross-entropy (rows of x, a bias per column) ---------------------
-
-def _softmax_parts(x, b):
-    """(row, max, exp(row - max), sum) as Aesara's nnet ops compute them."""
-    row = x + b
-    peak = jnp.max(row, axis=1, keepdims=True)
-    unnormalized = jnp.exp(row - peak)
-    return row, peak, unnormalized, jnp.sum(unnormalized, axis=1, keepdims=True)
-
-
-@convert.register(SoftmaxWithBias)
-def jax_funcify_SoftmaxWithBias(op, **kwargs):
-    def softmax_with_bias(x, b):
-        _, _, unnormalized, total = _softmax_parts(x, b)
-        return unnormalized / total
-
-    return softmax_with_bias
-
-
-@convert.register(CrossentropySoftmaxArgmax1HotWithBias)
-def jax_funcify_CrossentropySoftmaxArgmax1HotWithBias(op, **kwargs):
-    def crossentropy_softmax_argmax(x, b, y_idx):
-        row, peak, unnormalized, total = _softmax_parts(x, b)
-        softmax = unnormalized * (1.0 / total)
-        picked = jnp.take_along_axis(row, y_idx[:, None].astype("int32"), axis=1)[:, 0]
-        nll = -picked + peak[:, 0] + jnp.log(total[:, 0])
-        return nll, softmax, jnp.argmax(row, axis=1).astype(y_idx.dtype)
-
-    return crossentropy_softmax_argmax
-
-
-@convert.register(CrossentropySoftmax1HotWithBiasDx)
-def jax_funcify_CrossentropySoftmax1HotWithBiasDx(op, **kwargs):
-    def crossentropy_softmax_dx(dy, softmax, y_idx):
-        rows = softmax.shape[0]
-        dy = jnp.broadcast_to(jnp.reshape(dy, (-1,)), (rows,)).astype(softmax.dtype)
-        dx = dy[:, None] * softmax
-        return dx.at[jnp.arange(rows), y_idx].add(-dy)
-
-    return crossentropy_softmax_dx
-
-
-# -- reductions ------------------------------------------------------------------
-
-@_correction(CAReduce)
-def jax_funcify_CAReduce(op, node=None, **kwargs):
-    """Aesara's conversion returns the accumulator's dtype (a float64 sum of
-    float32 values stays float64, and an update then fails to store it):
-    accumulate in that dtype, as the C backend does, and return the output's."""
-    out_dtype = node.outputs[0].dtype if node is not None else None
-    acc_dtype = getattr(op, "acc_dtype", None)
-    numpy_name = (getattr(op, "nfunc_spec", None) or (None,))[0]
-    if numpy_name in ("sum", "prod") and acc_dtype and out_dtype:
-        axis = None if op.axis is None else tuple(op.axis)
-        reduce_numpy = getattr(jnp, numpy_name)
-
-        # 64-bit types only where JAX has them (x64 enabled): else 32-bit, as
-        # before, without JAX's warning about a truncated dtype.
-        accumulate = jax.dtypes.canonicalize_dtype(acc_dtype)
-        result = jax.dtypes.canonicalize_dtype(out_dtype)
-
-        def careduce(x):
-            # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
-            # a widened copy of x (a float64 copy of a float32 activation).
-            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(result)
-
-        return careduce
-    reduce = jax_funcify(op, node=node, **kwargs)
-
-    def careduce_cast(x):
-        out = reduce(x)
-        return out.astype(jax.dtypes.canonicalize_dtype(out_dtype)) if out_dtype else out
-
-    return careduce_cast
-
-
-# -- conv2d and its gradients -------------------------------------------------------
-
-def _conv2d_function(op):
-    """``conv(img, kern)`` with the op's border_mode, subsample, filter_flip,
-    dilation and groups, through ``jax.lax.conv_general_dilated``."""
-    if op.unshared:
-        raise NotImplementedError("unshared convolutions have no JAX conversion in int8store")
-    strides = tuple(int(s) for s in op.subsample)
-    dilation = tuple(int(d) for d in op.filter_dilation)
-    groups = int(op.num_groups)
-
-    def padding(kernel_shape):
-        extents = [(k - 1) * d for k, d in zip(kernel_shape, dilation)]
-        mode = op.border_mode
-        if mode == "valid":
-            return [(0, 0), (0, 0)]
-        if mode == "full":
-            return [(e, e) for e in extents]
-        if mode == "half":  # Aesara pads the dilated kernel's size // 2 on both sides
-            return [((e + 1) // 2, (e + 1) // 2) for e in extents]
-        return [(m, m) if isinstance(m, int) else tuple(m) for m in mode]
-
-    def conv(img, kern):
-        if op.filter_flip:
-            kern = kern[:, :, ::-1, ::-1]  # a true convolution; lax correlates
-        return jax.lax.conv_general_dilated(
-            img, kern, window_strides=strides, padding=padding(kern.shape[2:]),
-            rhs_dilation=dilation, dimension_numbers=("NCHW", "OIHW", "NCHW"),
-            feature_group_count=groups)
-
-    return conv
-
-
-def _static_shape(node, what, hint):
-    """The output's shape: its static type, completed from the op's shape hint
-    (``imshp`` / ``kshp``, from conv2d's ``input_shape`` / ``filter_shape``)."""
-    shape = [n if n is not None else h for n, h in zip(node.outputs[0].type.shape, hint)]
-    if any(n is None for n in shape):
-        raise NotImplementedError(
-            f"{type(node.op).__name__} in JAX needs the static shape of {what}; "
-            "give conv2d its input_shape and filter_shape"
-        )
-    return tuple(int(n) for n in shape)
-
-
-def _pullback(linear, shape, dtype, cotangent):
-    """The gradient through ``linear`` (linear in its one argument, of ``shape``):
-    its pullback of ``cotangent``, which is what the conv2d gradient ops compute."""
-    _, pullback = jax.vjp(linear, jnp.zeros(shape, dtype))
-    return pullback(cotangent)[0]
-
-
-@convert.register(AbstractConv2d)
-def jax_funcify_AbstractConv2d(op, **kwargs):
-    return _conv2d_function(op)
-
-
-@convert.register(AbstractConv2d_gradWeights)
-def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
-    conv = _conv2d_function(op)
-    kernel_shape = _static_shape(node, "the filters", op.kshp)
-
-    def conv_grad_weights(img, topgrad, *shape):
-        return _pullback(lambda kern: conv(img, kern), kernel_shape, img.dtype, topgrad)
-
-    return conv_grad_weights
-
-
-@convert.register(AbstractConv2d_gradInputs)
-def jax_funcify_AbstractConv2d_gradInputs(op, node=None, **kwargs):
-    conv = _conv2d_function(op)
-    image_shape = _static_shape(node, "the images", op.imshp)
-
-    def conv_grad_inputs(kern, topgrad, *shape):
-        return _pullback(lambda img: conv(img, kern), image_shape, kern.dtype, topgrad)
-
-    return conv_grad_inputs
-
-
-# -- max pooling and its gradient ---------------------------------------------------
-
-def _pool_geometry(op, node, first_param):
-    """(window, stride) of a 2-D max pooling with no padding, from the node's constants."""
-    from aesara.graph.basic import Constant
-
-    if op.mode != "max" or op.ndim != 2:
-        raise NotImplementedError(f"only 2-D max pooling has a JAX conversion, not {op.mode}")
-    values = []
-    for variable in node.inputs[first_param:first_param + 3]:
-        if not isinstance(variable, Constant):
-            raise NotImplementedError("pooling in JAX needs a constant window, stride and pad")
-        values.append(tuple(int(v) for v in variable.data))
-    window, stride, pad = values
-    if any(pad):
-        raise NotImplementedError("max pooling with padding has no JAX conversion in int8store")
-    return window, stride
-
-
-def _pool_out_size(size, window, stride, ignore_border):
-    # Aesara's Pool.out_shape, for one axis without padding.
-    if ignore_border:
-        return max(0, (size - window) // stride + 1)
-    if stride >= window:
-        return (size - 1) // stride + 1
-    return max(0, (size - 1 - window + stride) // stride) + 1
-
-
-def _padded_for_pooling(x, window, stride, ignore_border):
-    """``x`` padded at the end with the lowest value so that every window Aesara
-    pools is whole (partial windows when ``ignore_border`` is false)."""
-    lowest = jnp.finfo(x.dtype).min if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
-    out = [_pool_out_size(x.shape[-2 + i], window[i], stride[i], ignore_border) for i in range(2)]
-    extra = [max(0, (out[i] - 1) * stride[i] + window[i] - x.shape[-2 + i]) for i in range(2)]
-    pad = [(0, 0)] * (x.ndim - 2) + [(0, extra[0]), (0, extra[1])]
-    return jnp.pad(x, pad, constant_values=lowest), out
-
-
-@convert.register(Pool)
-def jax_funcify_Pool(op, node=None, **kwargs):
-    window, stride = _pool_geometry(op, node, 1)
-
-    def max_pool(x, *geometry):
-        padded, out = _padded_for_pooling(x, window, stride, op.ignore_border)
-        dims = (1,) * (x.ndim - 2)
-        pooled = jax.lax.reduce_window(padded, -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating)
-                                       else jnp.iinfo(x.dtype).min, jax.lax.max,
-                                       dims + window, dims + stride, "VALID")
-        return pooled[..., :out[0], :out[1]]
-
-    return max_pool
-
-
-@convert.register(MaxPoolGrad)
-def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
-    window, stride = _pool_geometry(op, node, 3)
-
-    def max_pool_grad(x, maxout, gz, *geometry):
-        # As Aesara does: every input equal to its window's maximum receives
-        # that window's gradient (ties included, overlapping windows add up).
-        if window == stride:
-            return _tiled_max_pool_grad(x, maxout, gz, window)
-        padded, out = _padded_for_pooling(x, window, stride, op.ignore_border)
-        grad = jnp.zeros_like(padded)
-        for i in range(window[0]):
-            for j in range(window[1]):
-                rows = slice(i, i + stride[0] * (out[0] - 1) + 1, stride[0])
-                cols = slice(j, j + stride[1] * (out[1] - 1) + 1, stride[1])
-                hit = padded[..., rows, cols] == maxout
-                grad = grad.at[..., rows, cols].add(jnp.where(hit, gz, 0).astype(grad.dtype))
-        return grad[..., :x.shape[-2], :x.shape[-1]]
-
-    return max_pool_grad
-
-
-def _tiled_max_pool_grad(x, maxout, gz, window):
-    """Windows that tile the input (stride = window, the common case): one
-    elementwise expression over the input, which XLA fuses into the output
-    buffer, instead of a masked update per window position, each of which XLA
-    keeps as a temporary the size of the pooled output."""
-    # Rows and columns the windows cover: all of them but a remainder that
-    # ignore_border=True leaves out; partial border windows are cut to x.
-    rows = min(maxout.shape[-2] * window[0], x.shape[-2])
-    cols = min(maxout.shape[-1] * window[1], x.shape[-1])
-
-    def spread(pooled):
-        return jnp.repeat(jnp.repeat(pooled, window[0], axis=-2), window[1], axis=-1)[..., :rows, :cols]
-
-    grad = jnp.where(x[..., :rows, :cols] == spread(maxout), spread(gz), 0).astype(x.dtype)
-    if (rows, cols) == tuple(x.shape[-2:]):
-        return grad
-    extra = [(0, 0)] * (x.ndim - 2) + [(0, x.shape[-2] - rows), (0, x.shape[-1] - cols)]
-    return jnp.pad(grad, extra)
+if _api.NAME == "aesara":
+    from .jax_ops_aesara import register
+else:
+    from .pytensor_nnet_jax import register
+register(convert)

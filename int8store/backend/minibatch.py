@@ -24,7 +24,7 @@ from ..errors import ArgumentError, MinibatchIndexError
 from . import activate
 
 _api = activate()
-aesara, at = _api.aesara, _api.at
+at = _api.at
 
 __all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice"]
 
@@ -43,7 +43,7 @@ def check_index(index, size, rows, name="data", stride=None):
             f"{rows} rows (starts 0..{rows - size})")
 
 
-class Minibatch(aesara.graph.op.Op):
+class Minibatch(_api.module("graph.op").Op):
     """``data[index * stride:index * stride + size]`` with the static length
     ``size`` (``stride`` defaults to ``size``: minibatch ``index``)."""
 
@@ -68,7 +68,7 @@ class Minibatch(aesara.graph.op.Op):
         if rows is not None and rows < self.size:
             raise ArgumentError(f"{data.name or 'data'}: {rows} rows cannot fill a minibatch of {self.size}")
         out = at.TensorType(data.dtype, shape=(self.size,) + tuple(data.type.shape[1:]))()
-        return aesara.graph.basic.Apply(self, [data, index], [out])
+        return _api.module("graph.basic").Apply(self, [data, index], [out])
 
     def perform(self, node, inputs, outputs):
         data, index = inputs
@@ -76,12 +76,15 @@ class Minibatch(aesara.graph.op.Op):
         start = int(index) * self.stride
         outputs[0][0] = data[start:start + self.size]
 
-    def infer_shape(self, fgraph, node, shapes):
+    def infer_shape(self, *node_and_shapes):
+        # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
+        shapes = node_and_shapes[-1]
         return [(at.constant(self.size, dtype="int64"),) + tuple(shapes[0][1:])]
 
     def grad(self, inputs, output_grads):
         # The stored images are data, never parameters: nothing to differentiate.
-        from aesara.gradient import DisconnectedType, grad_not_implemented
+        gradient = _api.module("gradient")
+        DisconnectedType, grad_not_implemented = gradient.DisconnectedType, gradient.grad_not_implemented
         return [grad_not_implemented(self, 0, inputs[0],
                                      "minibatches of stored data are not differentiable"),
                 DisconnectedType()()]
@@ -100,8 +103,8 @@ def minibatch_of_slice(node):
     """``Minibatch(size)(data, index)`` for a node ``data[index * size:(index + 1) * size]``
     (the classic tutorials' slice; ``size`` a constant) or ``data[begin:begin + size]``
     with ``begin = index * size`` (the deep-network tutorials'), else None."""
-    from aesara.tensor.basic import ScalarFromTensor
-    from aesara.tensor.subtensor import Subtensor
+    ScalarFromTensor = _api.module("tensor.basic").ScalarFromTensor
+    Subtensor = _api.module("tensor.subtensor").Subtensor
 
     if not isinstance(node.op, Subtensor) or len(node.op.idx_list) != 1:
         return None
@@ -130,9 +133,8 @@ def minibatch_of_slice(node):
 
 def _times_constant(variable):
     """``(x, c)`` when ``variable`` is ``x * c`` or ``c * x`` with an integer constant c."""
-    from aesara.graph.basic import Constant
-    from aesara.scalar import Mul
-    from aesara.tensor.elemwise import Elemwise
+    Constant, Mul = _api.module("graph.basic").Constant, _api.module("scalar").Mul
+    Elemwise = _api.module("tensor.elemwise").Elemwise
 
     owner = variable.owner if variable is not None else None
     if owner is None or not (isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, Mul)) \
@@ -147,9 +149,8 @@ def _times_constant(variable):
 
 def _plus_constant(variable):
     """``(x, c)`` when ``variable`` is ``x + c`` or ``c + x`` with an integer constant c."""
-    from aesara.graph.basic import Constant
-    from aesara.scalar import Add
-    from aesara.tensor.elemwise import Elemwise
+    Constant, Add = _api.module("graph.basic").Constant, _api.module("scalar").Add
+    Elemwise = _api.module("tensor.elemwise").Elemwise
 
     owner = variable.owner if variable is not None else None
     if owner is None or not (isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, Add)) \

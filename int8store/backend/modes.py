@@ -1,9 +1,9 @@
-"""Where graphs run: ``"c"`` (Aesara's C backend, on the CPU) or ``"jax"``
+"""Where graphs run: ``"c"`` (the library's C backend, on the CPU) or ``"jax"``
 (JAX's default device: a GPU when JAX sees one).
 
-:func:`function_mode` gives the Aesara mode to compile with. int8store's JAX
-mode is Aesara's JAX mode with three additions, all local to this mode
-(Aesara's own ``mode="JAX"`` is left as Aesara ships it):
+:func:`function_mode` gives the mode to compile with. int8store's JAX mode is
+the library's JAX mode (PyTensor's or Aesara's) with three additions, all
+local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 
 * the classic slice ``data[index * size:(index + 1) * size]`` becomes the
   static-size :class:`~.minibatch.Minibatch` op (JAX refuses a slice with a
@@ -32,7 +32,7 @@ def require_jax():
     except ImportError as error:
         raise MissingDependencyError(
             "JAX mode needs JAX: pip install 'int8store[jax]' (CPU) or "
-            "'int8store[cuda12]' (NVIDIA GPUs)"
+            "'int8store[cuda13]' / 'int8store[cuda12]' (NVIDIA GPUs)"
         ) from error
     return jax
 
@@ -46,11 +46,12 @@ def check_mode(mode):
 
 
 def function_mode(mode):
-    """The ``mode=`` argument of ``aesara.function`` for an int8store mode.
+    """The ``mode=`` argument of ``function`` (PyTensor's or Aesara's) for an
+    int8store mode.
 
     Examples
     --------
-    >>> function_mode("c") is None   # Aesara's default, the C backend
+    >>> function_mode("c") is None   # the library's default, the C backend
     True
     """
     global _JAX_MODE
@@ -65,13 +66,19 @@ def function_mode(mode):
 
 
 def _make_jax_mode():
-    from aesara.compile.mode import JAX, Mode, optdb
-    from aesara.graph.basic import Constant
-    from aesara.graph.rewriting.basic import GraphRewriter, in2out, node_rewriter
-    from aesara.link.jax.dispatch import jax_typify
-    from aesara.link.jax.linker import JAXLinker
-    from aesara.link.utils import fgraph_to_python
-    from aesara.tensor.subtensor import Subtensor
+    from . import activate
+
+    api = activate()
+    compile_mode = api.module("compile.mode")
+    JAX, Mode, optdb = compile_mode.JAX, compile_mode.Mode, compile_mode.optdb
+    Constant = api.module("graph.basic").Constant
+    rewriting = api.module("graph.rewriting.basic")
+    GraphRewriter, in2out, node_rewriter = (rewriting.GraphRewriter, rewriting.in2out,
+                                            rewriting.node_rewriter)
+    jax_typify = api.module("link.jax.dispatch").jax_typify
+    JAXLinker = api.module("link.jax.linker").JAXLinker
+    fgraph_to_python = api.module("link.utils").fgraph_to_python
+    Subtensor = api.module("tensor.subtensor").Subtensor
 
     from .jax_ops import convert
     from .minibatch import Minibatch, check_index, minibatch_of_slice
@@ -149,8 +156,14 @@ def _make_jax_mode():
             for part in (self.first, self.rest):
                 part.print_summary(stream, level, depth)
 
-    # Keep conv2d abstract (int8store converts the abstract ops to JAX): leave
-    # out the rewrites to CPU convolutions and the check that none remain.
-    query = JAX.provided_optimizer.excluding("conv_opts", "AbstractConvCheck")
+    if api.NAME == "aesara":
+        # Keep conv2d abstract (int8store converts the abstract ops to JAX): leave
+        # out the rewrites to CPU convolutions and the check that none remain.
+        query = JAX.provided_optimizer.excluding("conv_opts", "AbstractConvCheck")
+    else:
+        # What PyTensor's Mode adds for its JAX linker when given a query (a
+        # rewriter, as here, is taken as it is).
+        query = JAX.provided_optimizer.including(*JAXLinker.required_rewrites) \
+            .excluding(*JAXLinker.incompatible_rewrites)
     first = in2out(classic_slices_to_minibatches, name="int8store_minibatches")
     return Mode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, optdb.query(query)))

@@ -1,6 +1,6 @@
 """What a compiled step holds in memory, read from its graph without running it.
 
-Shapes come from Aesara's shape inference (each variable's static shape, else
+Shapes come from the library's shape inference (each variable's static shape, else
 its :class:`ShapeFeature` expression, evaluated by a function of constants
 only). Then the compiled graph is walked in its execution order, as Aesara's
 VM runs it with garbage collection on: each node's outputs are allocated
@@ -42,8 +42,11 @@ class StepMemory:
 def static_sizes(fgraph, variables):
     """``{variable: bytes}`` for tensor ``variables`` of ``fgraph`` (shapes from
     static types, else from the graph's shape inference)."""
-    import aesara
-    from aesara.tensor.rewriting.shape import ShapeFeature
+    from . import activate
+
+    api = activate()
+    ShapeFeature = api.module("tensor.rewriting.shape").ShapeFeature
+    graph_basic = api.module("graph.basic")
 
     if not hasattr(fgraph, "shape_feature"):
         fgraph.attach_feature(ShapeFeature())
@@ -61,12 +64,12 @@ def static_sizes(fgraph, variables):
             pending.append((variable, itemsize, shape_of[variable]))
     if pending:
         flat = [dim for _, _, shape in pending for dim in shape]
-        inputs = [v for v in aesara.graph.basic.graph_inputs(flat)
-                  if v.owner is None and not isinstance(v, aesara.graph.basic.Constant)]
+        inputs = [v for v in graph_basic.graph_inputs(flat)
+                  if v.owner is None and not isinstance(v, graph_basic.Constant)]
         if inputs:
             names = ", ".join(str(v) for v in inputs[:5])
             raise ValueError(f"shapes depend on {names}: give every input a static shape")
-        values = aesara.function([], flat, mode="FAST_COMPILE", on_unused_input="ignore")() \
+        values = api.function([], flat, mode="FAST_COMPILE", on_unused_input="ignore")() \
             if flat else []
         position = 0
         for variable, itemsize, shape in pending:
@@ -77,7 +80,7 @@ def static_sizes(fgraph, variables):
 
 
 def step_memory(function):
-    """The :class:`StepMemory` of a compiled Aesara function (C or JAX mode),
+    """The :class:`StepMemory` of a compiled function (C or JAX mode),
     from its rewritten graph; every input needs a static shape."""
     # A copy: shape inference attaches a feature that the function's own graph
     # should not carry.

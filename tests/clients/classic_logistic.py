@@ -1,4 +1,5 @@
-"""A client written as users have the classic logistic_sgd.py: Aesara first,
+"""A client written as users have the classic logistic_sgd.py: Aesara first
+(or PyTensor, its successor, with ``--library pytensor``),
 floatX everywhere, batch counts and predictions from x.get_value(), data in
 ../data/ beside this file. ``--loader classic`` uses its own loader (the
 classic lines); ``--loader int8store`` has it replaced by the one-line import.
@@ -12,9 +13,12 @@ import sys
 
 import numpy
 
-import aesara
-import aesara.tensor as T
-
+if "--library" in sys.argv and sys.argv[sys.argv.index("--library") + 1] == "pytensor":
+    import pytensor as aesara
+    import pytensor.tensor as T
+else:
+    import aesara
+    import aesara.tensor as T
 
 
 def option(name, default=None):
@@ -103,7 +107,7 @@ def main(batch_size=50, learning_rate=0.13):
         "last_costs": costs[-3:], "valid_errors": valid_errors, "test_error": test_error,
         "predicted": predict_model(values[:20]).tolist(),
         "W": classifier.W.get_value().tolist()[300][:10],
-        "AESARA_FLAGS": os.environ.get("AESARA_FLAGS"),
+        "flags": os.environ.get(aesara.__name__.upper() + "_FLAGS"),
     }))
 
 
