@@ -147,15 +147,21 @@ def _divide_exactly(x, divisor, dtype):
     Aesara rewrites ``x / constant`` as ``x * (1 / constant)``, which rounds
     differently unless the divisor is a power of two (u/255 would be off by an
     ulp for half the levels). A shared divisor is not a constant, so it keeps
-    a true division.
+    a true division. PyTensor's default mode, Numba, compiles with fast-math,
+    which turns even that into a multiplication: a float32 quotient is taken
+    in float64 and rounded to float32 once, which gives the correctly rounded
+    float32 quotient whatever the float64 step does (53 >= 2 * 24 + 2 bits:
+    Figueroa's double-rounding bound).
     """
     api = activate()
     if divisor & (divisor - 1) == 0:
         return x / api.float_constant(divisor, dtype)
-    key = (divisor, dtype)
+    wide = "float64" if dtype == "float32" else dtype
+    key = (divisor, wide)
     if key not in _DIVISORS:
-        _DIVISORS[key] = api.shared(np.asarray(divisor, dtype=dtype), name=f"divisor_{divisor}")
-    return x / _DIVISORS[key]
+        _DIVISORS[key] = api.shared(np.asarray(divisor, dtype=wide), name=f"divisor_{divisor}")
+    quotient = api.at.cast(x, wide) / _DIVISORS[key]
+    return quotient if wide == dtype else api.at.cast(quotient, dtype)
 
 
 # Read-only shared divisors, one per value and dtype (see _divide_exactly).

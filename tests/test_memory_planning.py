@@ -19,12 +19,12 @@ def vgg16(batch_size=1):
     """VGG16's layers on 224x224x3 images (input, 13 convolutions, 5 poolings,
     flatten, 3 dense, as Keras lists them), symbolically: static shapes only,
     nothing allocated (its 138 million parameters are symbolic tensors)."""
-    x = at.tensor("float32", shape=(batch_size, 3, 224, 224), name="images")
+    x = at.TensorType("float32", shape=(batch_size, 3, 224, 224))("images")
     layers, params, h, channels = [x], [], x, 3
     for block, (width, convs) in enumerate([(64, 2), (128, 2), (256, 3), (512, 3), (512, 3)]):
         for i in range(convs):
-            w = at.tensor("float32", shape=(width, channels, 3, 3), name=f"W{block}_{i}")
-            b = at.tensor("float32", shape=(width,), name=f"b{block}_{i}")
+            w = at.TensorType("float32", shape=(width, channels, 3, 3))(f"W{block}_{i}")
+            b = at.TensorType("float32", shape=(width,))(f"b{block}_{i}")
             h = at.maximum(conv2d(h, w, border_mode="half", filter_shape=w.type.shape)
                            + b.dimshuffle("x", 0, "x", "x"), 0)
             layers.append(h)
@@ -35,8 +35,8 @@ def vgg16(batch_size=1):
     h = h.reshape((batch_size, 512 * 7 * 7))
     layers.append(h)  # the Flatten layer, one of VGG16's layers as Keras defines them
     for i, (n_in, n_out) in enumerate([(25088, 4096), (4096, 4096), (4096, 1000)]):
-        w = at.tensor("float32", shape=(n_in, n_out), name=f"fc{i}")
-        b = at.tensor("float32", shape=(n_out,), name=f"fc{i}_b")
+        w = at.TensorType("float32", shape=(n_in, n_out))(f"fc{i}")
+        b = at.TensorType("float32", shape=(n_out,))(f"fc{i}_b")
         h = at.dot(h, w) + b
         h = at.maximum(h, 0) if i < 2 else h
         layers.append(h)

@@ -23,6 +23,7 @@ __all__ = ["MODES", "function_mode", "check_mode", "require_jax"]
 MODES = ("c", "jax")
 
 _JAX_MODE = None
+_C_MODE = None
 
 
 def require_jax():
@@ -49,14 +50,25 @@ def function_mode(mode):
     """The ``mode=`` argument of ``function`` (PyTensor's or Aesara's) for an
     int8store mode.
 
+    ``"c"`` is Aesara's default mode; on PyTensor, whose default is now
+    Numba, it is PyTensor's C backend (``Mode("cvm", "fast_run")``): int8store's
+    convolution and pooling are numpy-and-BLAS ops, which Numba could run
+    only in its slow object mode.
+
     Examples
     --------
-    >>> function_mode("c") is None   # the library's default, the C backend
+    >>> function_mode("c") is None or function_mode("c").linker is not None
     True
     """
-    global _JAX_MODE
+    global _JAX_MODE, _C_MODE
     if check_mode(mode) == "c":
-        return None
+        from . import activate
+        api = activate()
+        if api.NAME == "aesara":
+            return None
+        if _C_MODE is None:
+            _C_MODE = api.module("compile.mode").Mode(linker="cvm", optimizer="fast_run")
+        return _C_MODE
     if _JAX_MODE is None:
         require_jax()
         from . import activate
@@ -136,14 +148,14 @@ def _make_jax_mode():
         return [replacement] if replacement is not None else None
 
     class MinibatchesFirst(GraphRewriter):
-        """The slice rewrite on its own, then Aesara's JAX rewrites. Run as one
-        sequence, Aesara's would attach their shape tracker first, which keeps
-        the slices' symbolic lengths (JAX cannot trace them) after the slices
-        are gone."""
+        """The slice rewrite on its own, then the library's JAX rewrites (the
+        ``query`` on its rewrite database). Run as one sequence, the library's
+        would attach their shape tracker first, which keeps the slices'
+        symbolic lengths (JAX cannot trace them) after the slices are gone."""
 
-        def __init__(self, first, rest):
+        def __init__(self, first, query):
             super().__init__()
-            self.first, self.rest = first, rest
+            self.first, self.query, self.rest = first, query, optdb.query(query)
 
         def add_requirements(self, fgraph):
             pass  # each part adds its own, in turn
@@ -151,6 +163,17 @@ def _make_jax_mode():
         def apply(self, fgraph):
             self.first.rewrite(fgraph)
             return self.rest.rewrite(fgraph)
+
+        # What a mode asks of its optimizer's query (PyTensor's rewrites of
+        # inner graphs ask the mode for ``excluding``).
+        def including(self, *tags):
+            return MinibatchesFirst(self.first, self.query.including(*tags))
+
+        def excluding(self, *tags):
+            return MinibatchesFirst(self.first, self.query.excluding(*tags))
+
+        def requiring(self, *tags):
+            return MinibatchesFirst(self.first, self.query.requiring(*tags))
 
         def print_summary(self, stream=None, level=0, depth=-1):
             for part in (self.first, self.rest):
@@ -166,4 +189,4 @@ def _make_jax_mode():
         query = JAX.provided_optimizer.including(*JAXLinker.required_rewrites) \
             .excluding(*JAXLinker.incompatible_rewrites)
     first = in2out(classic_slices_to_minibatches, name="int8store_minibatches")
-    return Mode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, optdb.query(query)))
+    return Mode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, query))

@@ -43,15 +43,15 @@ def _step(codes, labels, layers, probabilities, params, learning_rate=0.1):
 
 
 def _inputs(batch_size, image_shape):
-    codes = at.tensor("int8", shape=(batch_size,) + tuple(image_shape), name="codes")
-    labels = at.tensor("int32", shape=(batch_size,), name="labels")
+    codes = at.TensorType("int8", shape=(batch_size,) + tuple(image_shape))("codes")
+    labels = at.TensorType("int32", shape=(batch_size,))("labels")
     # The minibatch's float copy, as int8store's "unit" view makes it.
     x = (at.cast(codes, _FLOAT) + at.constant(128, dtype=_FLOAT)) / at.constant(256, dtype=_FLOAT)
     return codes, labels, x
 
 
 def _param(name, *shape):
-    return at.tensor(_FLOAT, shape=shape, name=name)
+    return at.TensorType(_FLOAT, shape=shape)(name)
 
 
 def logistic(batch_size, image_shape, n_classes):
