@@ -7,7 +7,7 @@
 (c) int8 resident: the int8 images placed on the device once, each minibatch
     widened to float32 on the device.
 
-All three keep the parameters on the device; (c) is also timed with Aesara's
+All three keep the parameters on the device; (c) is also timed with the library's
 default parameter handling (updates copied back to numpy after each call).
 Everything is measured alternately in one run, on JAX's default device (a GPU
 when JAX sees one). Targets: (c) <= 1.05 x (b); on a GPU (c) <= 0.5 x (a) for
@@ -105,7 +105,8 @@ def main(argv=None):
         for way in steps:
             rows.append((model, batch_size, way, median[way], median[way] / median[WAYS[1]],
                          median[way] / median[WAYS[0]], device_bytes[way]))
-    print(f"JAX {jax.__version__} on {device.platform}: {device.device_kind}; "
+    from int8store.backend import activate
+    print(f"{activate().describe()} on {device.platform}: {device.device_kind}; "
           f"{args.examples} training images of 28x28; medians of {args.rounds} alternating "
           f"rounds of {args.steps} steps")
     print(f"{'model':20} {'batch':>5}  {'way':34} {'ms/step':>9} {'vs resident f32':>15} "

@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def measure(rounds, steps, examples):
+def measure(rounds, steps, examples, mode="c"):
     """{model: (float32 s/step, int8 s/step, median ratio)} in this process."""
     sys.path.insert(0, str(HERE))
     from models import MODELS, build
@@ -40,7 +40,10 @@ def measure(rounds, steps, examples):
             held = "float" if storage == "float32" else storage
             splits = {name: SharedDataset.from_arrays(images, labels, storage=held, name=name)
                       for name in ("train", "valid", "test")}
-            train[storage] = build(model, splits, batch_size, rate)[1]
+            if mode == "jax":
+                from int8store import place
+                place(list(splits.values()), "jax")
+            train[storage] = build(model, splits, batch_size, rate, mode=mode)[1]
             for step in range(3):  # warm up
                 train[storage](step % n_batches)
         times = {"float32": [], "int8": []}
@@ -63,10 +66,14 @@ def main(argv=None):
     parser.add_argument("--examples", type=int, default=6000)
     parser.add_argument("--threads", nargs="+", default=["default", "1"],
                         help="BLAS thread settings to measure ('default' leaves it to OpenBLAS)")
+    parser.add_argument("--mode", default="c", choices=["c", "jax"],
+                        help="int8store's mode: the library's C backend, or JAX")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(measure(args.rounds, args.steps, args.examples)))
+        results = measure(args.rounds, args.steps, args.examples, args.mode)
+        from int8store.backend import activate
+        print(json.dumps({"backend": activate().describe(), "results": results}))
         return
     sys.path.insert(0, str(HERE))
     from models import MODELS
@@ -77,12 +84,14 @@ def main(argv=None):
         if threads != "default":
             env["OPENBLAS_NUM_THREADS"] = threads
         command = [sys.executable, __file__, "--worker", "--rounds", str(args.rounds),
-                   "--steps", str(args.steps), "--examples", str(args.examples)]
+                   "--steps", str(args.steps), "--examples", str(args.examples), "--mode", args.mode]
         output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-        for model, (float32, int8, ratio) in json.loads(output.splitlines()[-1]).items():
+        report = json.loads(output.splitlines()[-1])
+        backend = report["backend"]
+        for model, (float32, int8, ratio) in report["results"].items():
             rows.append((model, MODELS[model][0], threads, float32, int8, ratio))
-    print(f"CPU, Aesara C backend, {os.cpu_count()} cores; medians of {args.rounds} alternating "
-          f"rounds of {args.steps} steps per storage")
+    print(f"CPU, {backend}, mode {args.mode!r}, {os.cpu_count()} cores; medians of "
+          f"{args.rounds} alternating rounds of {args.steps} steps per storage")
     print(f"{'model':20} {'batch':>5} {'BLAS threads':>12} {'float32 ms/step':>16} "
           f"{'int8 ms/step':>13} {'int8/float32':>13}")
     for model, batch, threads, float32, int8, ratio in rows:

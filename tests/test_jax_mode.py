@@ -155,3 +155,22 @@ def test_lenet5_tutorial_in_jax_mode_matches_c_mode():
     assert runs["jax"]["best_iter"] == runs["c"]["best_iter"]
     for jax_param, c_param in zip(runs["jax"]["params"], runs["c"]["params"]):
         np.testing.assert_allclose(jax_param, c_param, rtol=0, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_lenet5_trains_in_jax_mode_with_its_images_placed_once(monkeypatch):
+    import int8store
+    placed = []
+    place_once = int8store.place
+
+    def recording_place(data, mode):
+        data = place_once(data, mode)
+        placed.extend((x.dataset.data, x.dataset.data.get_value(borrow=True)) for x, _ in data)
+        return data
+
+    monkeypatch.setattr(int8store, "place", recording_place)
+    run = convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=2, mode="jax")
+    assert run["test_score"] < 0.95 and len(placed) == 3
+    for variable, images in placed:  # the very array placed before the first step: never re-sent
+        assert isinstance(images, jax.Array) and images.dtype == np.int8
+        assert variable.get_value(borrow=True) is images

@@ -26,6 +26,8 @@ int8store's memory planning need it. Their JAX conversions are in
 :mod:`.pytensor_nnet_jax`; this module imports only NumPy and PyTensor.
 """
 
+import threading
+
 import numpy as np
 import pytensor.tensor as pt
 from numpy.lib.stride_tricks import sliding_window_view
@@ -145,13 +147,50 @@ def _spatial_shape(variable):
 
 # -- the numerics ---------------------------------------------------------------------------
 #
-# Positions are the output pixels of all images: the im2col matrix is
-# ``(C*kh*kw, positions)``, the kernel ``(O, C*kh*kw)``, and every product is
-# a single GEMM. The "cnhw" layout orders positions (N, Ho, Wo): its copies
-# move rows of Wo values (a whole image plane when transposing back), good for
-# large images. The "chwn" layout orders them (Ho, Wo, N): its copies move runs
-# of N values whatever the stride, good for small images in large batches, at
-# the price of two transposes (input and output) between NCHW and CHWN.
+# Positions are the output pixels of the images: the im2col matrix is
+# ``(C*kh*kw, positions)``, the kernel ``(O, C*kh*kw)``, and each product is a
+# single GEMM. The images go through in chunks whose im2col matrix fits in
+# _CHUNK_BYTES (memory stays bounded whatever the batch, and the matrix is
+# still in cache when the GEMM reads it), in scratch buffers reused from call
+# to call (a fresh 64 MB array costs the kernel ~6 ms of page zeroing).
+#
+# The "cnhw" layout orders positions (N, Ho, Wo): its copies move rows of Wo
+# values (a whole image plane when transposing back), good for large images.
+# The "chwn" layout orders them (Ho, Wo, N): its copies move runs of N values
+# whatever the stride, good for small images in large batches, at the price of
+# two transposes (input and output) between NCHW and CHWN.
+
+#: The most bytes of im2col matrix that one chunk of images makes.
+_CHUNK_BYTES = 8 << 20
+
+_scratch_buffers = threading.local()
+
+
+def _scratch(name, shape, dtype):
+    """An uninitialized array from a per-thread buffer kept between calls (never returned
+    to the caller: the ops' outputs are always fresh arrays)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buffers = _scratch_buffers.__dict__
+    buffer = buffers.get(name)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = buffers[name] = np.empty(max(nbytes, 1), np.uint8)
+    return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def _chunks(n, bytes_per_image):
+    """Balanced ``(start, stop)`` chunks of ``range(n)`` of at most _CHUNK_BYTES each."""
+    per_chunk = max(1, min(n, _CHUNK_BYTES // max(bytes_per_image, 1)))
+    count = -(-n // per_chunk)
+    bounds = [n * i // count for i in range(count + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype):
+    """The scratch bytes one image takes: its patches or products, and its padded copy."""
+    padded = c * (rows + 2 * pad[0]) * (cols + 2 * pad[1])
+    return (max(c * kh * kw, o) * out_rows * out_cols + padded) * dtype.itemsize
+
 
 def _copy_cost(elements, run):
     """A rough time (ns) to copy ``elements`` values in contiguous runs of ``run``."""
@@ -159,14 +198,19 @@ def _copy_cost(elements, run):
 
 
 def _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, stride, pad):
+    """The im2col layout that moves the fewest short runs for these shapes."""
     positions = n * out_rows * out_cols
     k = c * kh * kw
     transpose = 1.5  # ns per value of a 2-D transpose (NCHW <-> CHWN)
     inner = out_cols if stride[1] == 1 else 1
     cnhw = (_copy_cost(k * positions, inner) + _copy_cost(o * positions, out_rows * out_cols)
             + (_copy_cost(n * c * rows * cols, cols) if c > 1 or any(pad) else 0))
-    chwn = (_copy_cost(k * positions, n) + transpose * (o * positions + n * c * rows * cols))
+    chwn = _copy_cost(k * positions, n) + transpose * (o * positions + n * c * rows * cols)
     return "chwn" if chwn < cnhw else "cnhw"
+
+
+_AXES = {"cnhw": (1, 0, 2, 3), "chwn": (1, 2, 3, 0)}
+_BACK = {"cnhw": (1, 0, 2, 3), "chwn": (3, 0, 1, 2)}
 
 
 def _kernel_matrix(kern, flip, dtype):
@@ -176,20 +220,31 @@ def _kernel_matrix(kern, flip, dtype):
     return np.ascontiguousarray(kern, dtype=dtype).reshape(kern.shape[0], -1)
 
 
-def _to_layout(img, layout, pad, dtype):
-    """The images, padded with zeros, as (C, N, H, W) or (C, H, W, N)."""
-    n, c, rows, cols = img.shape
-    axes = (1, 0, 2, 3) if layout == "cnhw" else (1, 2, 3, 0)
-    if not any(pad):
-        if layout == "cnhw":
-            return img.transpose(axes).astype(dtype, copy=False)  # a view: the copy is im2col's
-        return np.ascontiguousarray(img.transpose(axes), dtype=dtype)
-    if layout == "cnhw":
-        padded = np.zeros((c, n, rows + 2 * pad[0], cols + 2 * pad[1]), dtype)
-        padded[:, :, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols] = img.transpose(axes)
-    else:
-        padded = np.zeros((c, rows + 2 * pad[0], cols + 2 * pad[1], n), dtype)
-        padded[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols, :] = img.transpose(axes)
+def _spatial_slices(layout, rows, cols):
+    return (slice(None), slice(None), rows, cols) if layout == "cnhw" else (slice(None), rows, cols)
+
+
+def _zero_borders(array, layout, pad, rows, cols):
+    """Zero the margins of a padded (C, N, H, W) or (C, H, W, N) scratch array."""
+    axis = 2 if layout == "cnhw" else 1
+    for margin in (slice(0, pad[0]), slice(pad[0] + rows, None)):
+        array[(slice(None),) * axis + (margin,)] = 0
+    for margin in (slice(0, pad[1]), slice(pad[1] + cols, None)):
+        array[(slice(None),) * (axis + 1) + (margin,)] = 0
+
+
+def _in_layout(images, layout, pad, dtype):
+    """A chunk of NCHW images, zero-padded, as (C, N, H, W) or (C, H, W, N)."""
+    n, c, rows, cols = images.shape
+    moved = images.transpose(_AXES[layout])
+    if not any(pad) and layout == "cnhw":
+        return moved if moved.dtype == dtype else moved.astype(dtype)  # the copy is im2col's
+    padded_rows, padded_cols = rows + 2 * pad[0], cols + 2 * pad[1]
+    shape = (c, n, padded_rows, padded_cols) if layout == "cnhw" else (c, padded_rows, padded_cols, n)
+    padded = _scratch("images", shape, dtype)
+    if any(pad):
+        _zero_borders(padded, layout, pad, rows, cols)
+    padded[_spatial_slices(layout, slice(pad[0], pad[0] + rows), slice(pad[1], pad[1] + cols))] = moved
     return padded
 
 
@@ -198,37 +253,35 @@ def _window(offset, count, stride):
 
 
 def _im2col(padded, layout, kh, kw, out_rows, out_cols, stride):
-    """The ``(C*kh*kw, positions)`` patches of the padded images, in ``layout``."""
+    """The ``(C*kh*kw, positions)`` patches of padded images in ``layout``."""
     if layout == "cnhw":
         c, n = padded.shape[:2]
+        cols = _scratch("im2col", (c, kh, kw, n, out_rows, out_cols), padded.dtype)
         # sliding_window_view: (C, N, Ho', Wo', kh, kw), a view; one strided copy.
         view = sliding_window_view(padded, (kh, kw), axis=(2, 3))
         view = view[:, :, ::stride[0], ::stride[1]][:, :, :out_rows, :out_cols]
-        cols = np.empty((c, kh, kw, n, out_rows, out_cols), padded.dtype)
         np.copyto(cols, view.transpose(0, 4, 5, 1, 2, 3))
     else:
         c, n = padded.shape[0], padded.shape[3]
-        cols = np.empty((c, kh, kw, out_rows, out_cols, n), padded.dtype)
+        cols = _scratch("im2col", (c, kh, kw, out_rows, out_cols, n), padded.dtype)
         for a in range(kh):
             for b in range(kw):
                 cols[:, a, b] = padded[:, _window(a, out_rows, stride[0]), _window(b, out_cols, stride[1])]
     return cols.reshape(c * kh * kw, -1)
 
 
-def _from_positions(matrix, layout, n, out_rows, out_cols, dtype):
-    """A ``(channels, positions)`` matrix as NCHW images."""
-    channels = matrix.shape[0]
-    if layout == "cnhw":
-        blocks = matrix.reshape(channels, n, out_rows, out_cols).transpose(1, 0, 2, 3)
-    else:
-        blocks = matrix.reshape(channels, out_rows, out_cols, n).transpose(3, 0, 1, 2)
-    return np.ascontiguousarray(blocks, dtype=dtype)
+def _positions(top, layout, dtype):
+    """A chunk of NCHW output gradients as a ``(channels, positions)`` matrix."""
+    moved = top.transpose(_AXES[layout])
+    matrix = _scratch("positions", moved.shape, dtype)
+    np.copyto(matrix, moved)
+    return matrix.reshape(top.shape[1], -1)
 
 
-def _to_positions(top, layout, dtype):
-    """NCHW gradients of the output as a ``(channels, positions)`` matrix."""
-    axes = (1, 0, 2, 3) if layout == "cnhw" else (1, 2, 3, 0)
-    return np.ascontiguousarray(top.transpose(axes), dtype=dtype).reshape(top.shape[1], -1)
+def _from_positions(matrix, layout, n, out_rows, out_cols, out):
+    """Write a ``(channels, positions)`` matrix into ``out``, a chunk of NCHW images."""
+    shape = (-1, n, out_rows, out_cols) if layout == "cnhw" else (-1, out_rows, out_cols, n)
+    np.copyto(out, matrix.reshape(shape).transpose(_BACK[layout]))
 
 
 def _geometry(border_mode, stride, rows, cols, kh, kw, what):
@@ -241,6 +294,26 @@ def _geometry(border_mode, stride, rows, cols, kh, kw, what):
     return pad, out_rows, out_cols
 
 
+def _add_product(total, a, b):
+    """``total += a @ b.T`` for ``(M, P)`` and ``(N, P)`` matrices. A small ``total`` and a
+    long ``P`` (the weight gradient of a first layer) go as a batch of short products:
+    OpenBLAS splits one long product between its threads, which then meet once per
+    few hundred of P; on a shared machine each meeting can wait a whole time slice."""
+    m, p = a.shape
+    n = b.shape[0]
+    piece = max(256, (1 << 18) // max(m * n, 1))  # OpenBLAS stays on one thread below 2**18 M*N*K
+    pieces = p // piece
+    if m * n > 1024 or pieces < 4:
+        total += a @ b.T
+        return
+    whole = pieces * piece
+    stacked_a = a[:, :whole].reshape(m, pieces, piece).transpose(1, 0, 2)
+    stacked_b = b[:, :whole].reshape(n, pieces, piece).transpose(1, 2, 0)
+    total += np.matmul(stacked_a, stacked_b).sum(axis=0)
+    if whole < p:
+        total += a[:, whole:] @ b[:, whole:].T
+
+
 def conv2d_forward(img, kern, border_mode="valid", subsample=(1, 1), filter_flip=True, dtype=None):
     """NumPy: Theano's conv2d of NCHW ``img`` by OIHW ``kern`` (the ops' ``perform``)."""
     dtype = np.dtype(dtype or np.result_type(img.dtype, kern.dtype))
@@ -249,12 +322,21 @@ def conv2d_forward(img, kern, border_mode="valid", subsample=(1, 1), filter_flip
     if kc != c:
         raise ValueError(f"conv2d: the images have {c} channels, the filters {kc}")
     pad, out_rows, out_cols = _geometry(border_mode, subsample, rows, cols, kh, kw, "conv2d")
-    if n == 0 or o == 0 or c == 0:
-        return np.zeros((n, o, out_rows, out_cols), dtype)
+    out = np.empty((n, o, out_rows, out_cols), dtype)
+    if out.size == 0:
+        return out
+    if c * kh * kw == 0:
+        out[...] = 0
+        return out
     layout = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad)
-    patches = _im2col(_to_layout(img, layout, pad, dtype), layout, kh, kw, out_rows, out_cols, subsample)
-    product = _kernel_matrix(kern, filter_flip, dtype) @ patches
-    return _from_positions(product, layout, n, out_rows, out_cols, dtype)
+    weights = _kernel_matrix(kern, filter_flip, dtype)
+    for start, stop in _chunks(n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)):
+        patches = _im2col(_in_layout(img[start:stop], layout, pad, dtype), layout, kh, kw,
+                          out_rows, out_cols, subsample)
+        product = _scratch("product", (o, patches.shape[1]), dtype)
+        np.matmul(weights, patches, out=product)
+        _from_positions(product, layout, stop - start, out_rows, out_cols, out[start:stop])
+    return out
 
 
 def conv2d_grad_weights(img, topgrad, kernel_shape, border_mode="valid", subsample=(1, 1),
@@ -269,14 +351,16 @@ def conv2d_grad_weights(img, topgrad, kernel_shape, border_mode="valid", subsamp
     if topgrad.shape != (n, o, out_rows, out_cols):
         raise ValueError(f"conv2d's weight gradient: the output gradient has shape {topgrad.shape}, "
                          f"the convolution gives {(n, o, out_rows, out_cols)}")
-    if n == 0 or o == 0 or c == 0:
-        return np.zeros((o, c, kh, kw), dtype)
+    grad = np.zeros((o, c * kh * kw), dtype)
+    if n == 0 or grad.size == 0:
+        return grad.reshape(o, c, kh, kw)
     layout = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad)
-    patches = _im2col(_to_layout(img, layout, pad, dtype), layout, kh, kw, out_rows, out_cols, subsample)
-    grad = (_to_positions(topgrad, layout, dtype) @ patches.T).reshape(o, c, kh, kw)
-    if filter_flip:
-        grad = grad[:, :, ::-1, ::-1]
-    return np.ascontiguousarray(grad)
+    for start, stop in _chunks(n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)):
+        patches = _im2col(_in_layout(img[start:stop], layout, pad, dtype), layout, kh, kw,
+                          out_rows, out_cols, subsample)
+        _add_product(grad, _positions(topgrad[start:stop], layout, dtype), patches)
+    grad = grad.reshape(o, c, kh, kw)
+    return np.ascontiguousarray(grad[:, :, ::-1, ::-1]) if filter_flip else grad
 
 
 def conv2d_grad_inputs(kern, topgrad, image_shape, border_mode="valid", subsample=(1, 1),
@@ -292,26 +376,35 @@ def conv2d_grad_inputs(kern, topgrad, image_shape, border_mode="valid", subsampl
     if topgrad.shape != (n, o, out_rows, out_cols):
         raise ValueError(f"conv2d's input gradient: the output gradient has shape {topgrad.shape}, "
                          f"the convolution gives {(n, o, out_rows, out_cols)}")
-    if n == 0 or o == 0 or c == 0:
-        return np.zeros((n, c, rows, cols), dtype)
+    grad = np.empty((n, c, rows, cols), dtype)
+    if grad.size == 0:
+        return grad
+    if o == 0:
+        grad[...] = 0
+        return grad
     layout = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad)
-    patches = _kernel_matrix(kern, filter_flip, dtype).T @ _to_positions(topgrad, layout, dtype)
+    weights_t = _kernel_matrix(kern, filter_flip, dtype).T
     padded_rows, padded_cols = rows + 2 * pad[0], cols + 2 * pad[1]
-    if layout == "cnhw":
-        patches = patches.reshape(c, kh, kw, n, out_rows, out_cols)
-        grad = np.zeros((c, n, padded_rows, padded_cols), dtype)
-        for a in range(kh):
+    for start, stop in _chunks(n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)):
+        nb = stop - start
+        top = _positions(topgrad[start:stop], layout, dtype)
+        patches = _scratch("im2col", (c * kh * kw, top.shape[1]), dtype)
+        np.matmul(weights_t, top, out=patches)
+        if layout == "cnhw":
+            patches = patches.reshape(c, kh, kw, nb, out_rows, out_cols)
+            padded = _scratch("images", (c, nb, padded_rows, padded_cols), dtype)
+        else:
+            patches = patches.reshape(c, kh, kw, out_rows, out_cols, nb)
+            padded = _scratch("images", (c, padded_rows, padded_cols, nb), dtype)
+        padded[...] = 0
+        for a in range(kh):  # col2im
             for b in range(kw):
-                grad[:, :, _window(a, out_rows, subsample[0]), _window(b, out_cols, subsample[1])] += patches[:, a, b]
-        grad = grad[:, :, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols].transpose(1, 0, 2, 3)
-    else:
-        patches = patches.reshape(c, kh, kw, out_rows, out_cols, n)
-        grad = np.zeros((c, padded_rows, padded_cols, n), dtype)
-        for a in range(kh):
-            for b in range(kw):
-                grad[:, _window(a, out_rows, subsample[0]), _window(b, out_cols, subsample[1])] += patches[:, a, b]
-        grad = grad[:, pad[0]:pad[0] + rows, pad[1]:pad[1] + cols].transpose(3, 0, 1, 2)
-    return np.ascontiguousarray(grad)
+                window = _spatial_slices(layout, _window(a, out_rows, subsample[0]),
+                                         _window(b, out_cols, subsample[1]))
+                padded[window] += patches[:, a, b]
+        inside = padded[_spatial_slices(layout, slice(pad[0], pad[0] + rows), slice(pad[1], pad[1] + cols))]
+        np.copyto(grad[start:stop], inside.transpose(_BACK[layout]))
+    return grad
 
 
 # -- the convolution ops ------------------------------------------------------------------------

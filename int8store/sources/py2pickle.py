@@ -56,7 +56,7 @@ def _reconstruct(subtype, shape, dtype):
 
 
 def _dtype(spec, align=False, copy=False):
-    dtype = np.dtype(spec, align, copy)
+    dtype = np.dtype(spec, bool(align), bool(copy))  # numpy 2.4 wants booleans
     if dtype.hasobject:
         raise Unsupported("an array of Python objects")
     return dtype
