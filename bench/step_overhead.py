@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -51,7 +53,8 @@ def measure(rounds, steps, examples, mode="c"):
             for storage in (("float32", "int8") if round_ % 2 == 0 else ("int8", "float32")):
                 start = time.perf_counter()
                 for step in range(steps):
-                    train[storage](step % n_batches)
+                    cost = train[storage](step % n_batches)
+                float(numpy.asarray(cost))  # JAX dispatches asynchronously: wait for the last step
                 times[storage].append((time.perf_counter() - start) / steps)
         ratios = [i / f for i, f in zip(times["int8"], times["float32"])]
         results[model] = (statistics.median(times["float32"]), statistics.median(times["int8"]),

@@ -17,7 +17,7 @@ rng = np.random.default_rng(0)
 
 
 def both_modes(inputs, outputs, expect_op):
-    c = lib.function(inputs, outputs)
+    c = lib.function(inputs, outputs, mode=function_mode("c"))
     jax = lib.function(inputs, outputs, mode=function_mode("jax"))
     names = {type(node.op).__name__ for node in jax.maker.fgraph.toposort()}
     assert expect_op in names, f"{expect_op} is not in the JAX graph ({sorted(names)})"

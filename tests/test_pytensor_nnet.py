@@ -20,6 +20,14 @@ from int8store.backend import pytensor_nnet as nnet  # noqa: E402
 from int8store.backend.pytensor_nnet import (Conv2d, Conv2dGradInputs, Conv2dGradWeights,  # noqa: E402
                                              MaxPool2d, MaxPool2dGrad, conv2d, pool_2d)
 
+
+@pytest.fixture(autouse=True)
+def float64_graphs():
+    """The ops are checked against float64 references: the graphs here are
+    float64 whatever the run's floatX (float32 cases name their dtype)."""
+    with pytensor.config.change_flags(floatX="float64"):
+        yield
+
 # The ops run their NumPy perform whatever the linker; the Python VM compiles
 # at once (PyTensor's default, Numba, would run them in object mode after a
 # long compilation, and warn).
@@ -106,7 +114,7 @@ BORDER_MODES = ["valid", "full", "half", 1, (2, 1), (0, 3)]
 def test_conv2d_matches_the_direct_formula(border_mode, subsample):
     img = rng(1).standard_normal((2, 3, 9, 8))
     kern = rng(2).standard_normal((4, 3, 3, 2))
-    x, w = pt.tensor4("x"), pt.tensor4("w")
+    x, w = pt.dtensor4("x"), pt.dtensor4("w")
     f = function([x, w], conv2d(x, w, border_mode=border_mode, subsample=subsample))
     np.testing.assert_allclose(f(img, kern), reference_conv(img, kern, border_mode, subsample), rtol=1e-10)
 
@@ -116,7 +124,7 @@ def test_filter_flip_is_a_convolution_and_no_flip_a_correlation(filter_flip):
     img = np.zeros((1, 1, 5, 5))
     img[0, 0, 2, 2] = 1.0  # an impulse: the output is the kernel, flipped by a convolution
     kern = np.arange(9.0).reshape(1, 1, 3, 3)
-    x, w = pt.tensor4("x"), pt.tensor4("w")
+    x, w = pt.dtensor4("x"), pt.dtensor4("w")
     out = function([x, w], conv2d(x, w, border_mode="half", filter_flip=filter_flip))(img, kern)
     expected = kern[0, 0] if filter_flip else kern[0, 0, ::-1, ::-1]
     np.testing.assert_array_equal(out[0, 0, 1:4, 1:4], expected)
@@ -167,7 +175,7 @@ def test_conv2d_static_shapes_and_hints():
     assert conv2d(x, w, border_mode="half", subsample=(2, 3)).type.shape == (None, 20, 14, 10)
     assert conv2d(x, w, border_mode=(1, 2)).type.shape == (None, 20, 26, 28)
     # Hints complete what the types leave open.
-    x4, w4 = pt.tensor4("x"), pt.tensor4("w")
+    x4, w4 = pt.dtensor4("x"), pt.dtensor4("w")
     assert conv2d(x4, w4).type.shape == (None,) * 4
     y = conv2d(x4, w4, input_shape=(500, None, 12, 12), filter_shape=(50, 20, 5, 5))
     assert y.type.shape == (500, 50, 8, 8)
@@ -182,7 +190,7 @@ def test_conv2d_static_shapes_and_hints():
 
 
 def test_conv2d_rejects():
-    x, w = pt.tensor4("x"), pt.tensor4("w")
+    x, w = pt.dtensor4("x"), pt.dtensor4("w")
     with pytest.raises(NotImplementedError, match="filter_dilation"):
         conv2d(x, w, filter_dilation=(2, 2))
     with pytest.raises(NotImplementedError, match="num_groups"):
@@ -235,7 +243,7 @@ def test_grad_ops_directly():
                     rng=rng(19), mode=MODE)
     verify_grad(lambda x, t: Conv2dGradWeights(subsample=(2, 2))(x, t, [3, 3]), [img, top],
                 rng=rng(20), mode=MODE)
-    node = Conv2dGradInputs()(pt.tensor4(), pt.tensor4(), [4, 5]).owner
+    node = Conv2dGradInputs()(pt.dtensor4(), pt.dtensor4(), [4, 5]).owner
     assert node.op.connection_pattern(node) == [[True], [True], [False]]
     assert node.outputs[0].type.shape == (None, None, 4, 5)
 
@@ -290,7 +298,7 @@ def test_max_pool_gradient_ties(ws, stride, ignore_border, pad):
 def test_max_pool_tie_rule_by_hand():
     data = np.array([[1.0, 3.0, 0.0, 0.0],
                      [3.0, 2.0, 0.0, 0.0]])
-    x = pt.matrix("x")
+    x = pt.dmatrix("x")
     gx = pytensor.grad(pool_2d(x, (2, 2)).sum(), x)
     np.testing.assert_array_equal(function([x], gx)(data), [[0, 1, 1, 1], [1, 0, 1, 1]])
     # Overlapping windows add up: the middle 3 is the maximum of both windows.
@@ -313,7 +321,7 @@ def test_pool_dtypes_and_static_shapes():
 
 
 def test_pool_rejects():
-    x = pt.tensor4("x")
+    x = pt.dtensor4("x")
     with pytest.raises(NotImplementedError, match="average_exc_pad"):
         pool_2d(x, (2, 2), mode="average_exc_pad")
     with pytest.raises(ValueError, match="mode"):
@@ -327,13 +335,13 @@ def test_pool_rejects():
 
 
 def test_max_pool_second_derivative_is_declared():
-    x = pt.tensor4("x")
+    x = pt.dtensor4("x")
     y = pool_2d(x, (2, 2))
     gx = pytensor.grad(y.sum(), x)
     grad_node = gx.owner
     while not isinstance(grad_node.op, MaxPool2dGrad):
         grad_node = grad_node.inputs[0].owner
-    ggz = grad_node.op.pullback(grad_node.inputs, grad_node.outputs, [pt.tensor4("g")])
+    ggz = grad_node.op.pullback(grad_node.inputs, grad_node.outputs, [pt.dtensor4("g")])
     assert "NullType" in type(ggz[2].type).__name__
 
 
