@@ -64,8 +64,44 @@ def jax_funcify_Argmax(op, **kwargs):
     return argmax
 
 
+
+def jax_funcify_CAReduce(op, node=None, **kwargs):
+    """The library's conversion returns the accumulator's dtype (Aesara 2.9.4 and PyTensor 3.3) (a float64 sum of
+    float32 values stays float64, and an update then fails to store it):
+    accumulate in that dtype, as the C backend does, and return the output's."""
+    out_dtype = node.outputs[0].dtype if node is not None else None
+    acc_dtype = getattr(op, "acc_dtype", None)
+    numpy_name = (getattr(op, "nfunc_spec", None) or (None,))[0]
+    if numpy_name in ("sum", "prod") and acc_dtype and out_dtype:
+        axis = None if op.axis is None else tuple(op.axis)
+        reduce_numpy = getattr(jnp, numpy_name)
+
+        # 64-bit types only where JAX has them (x64 enabled): else 32-bit, as
+        # before, without JAX's warning about a truncated dtype.
+        accumulate = jax.dtypes.canonicalize_dtype(acc_dtype)
+        result = jax.dtypes.canonicalize_dtype(out_dtype)
+
+        def careduce(x):
+            # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
+            # a widened copy of x (a float64 copy of a float32 activation).
+            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(result)
+
+        return careduce
+    reduce = _jax_funcify(op, node=node, **kwargs)
+
+    def careduce_cast(x):
+        out = reduce(x)
+        return out.astype(jax.dtypes.canonicalize_dtype(out_dtype)) if out_dtype else out
+
+    return careduce_cast
+
+
 if _api.NAME == "aesara":
-    from .jax_ops_aesara import register
+    from .jax_ops_aesara import CORRECTED_VERSIONS, register
+    from .fixes import in_versions
+    if in_versions(CORRECTED_VERSIONS):
+        convert.register(_api.module("tensor.elemwise").CAReduce)(jax_funcify_CAReduce)
 else:
     from .pytensor_nnet_jax import register
+    convert.register(_api.module("tensor.elemwise").CAReduce)(jax_funcify_CAReduce)
 register(convert)

@@ -10,7 +10,6 @@ versions they were checked on only.
 import jax
 import jax.numpy as jnp
 from aesara.link.jax.dispatch import jax_funcify
-from aesara.tensor.elemwise import CAReduce
 from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
                                               AbstractConv2d_gradWeights)
 from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
@@ -101,38 +100,6 @@ def jax_funcify_CrossentropySoftmax1HotWithBiasDx(op, **kwargs):
 
 
 # -- reductions ------------------------------------------------------------------
-
-@_conversion(CAReduce, correction=True)
-def jax_funcify_CAReduce(op, node=None, **kwargs):
-    """Aesara's conversion returns the accumulator's dtype (a float64 sum of
-    float32 values stays float64, and an update then fails to store it):
-    accumulate in that dtype, as the C backend does, and return the output's."""
-    out_dtype = node.outputs[0].dtype if node is not None else None
-    acc_dtype = getattr(op, "acc_dtype", None)
-    numpy_name = (getattr(op, "nfunc_spec", None) or (None,))[0]
-    if numpy_name in ("sum", "prod") and acc_dtype and out_dtype:
-        axis = None if op.axis is None else tuple(op.axis)
-        reduce_numpy = getattr(jnp, numpy_name)
-
-        # 64-bit types only where JAX has them (x64 enabled): else 32-bit, as
-        # before, without JAX's warning about a truncated dtype.
-        accumulate = jax.dtypes.canonicalize_dtype(acc_dtype)
-        result = jax.dtypes.canonicalize_dtype(out_dtype)
-
-        def careduce(x):
-            # dtype=, not x.astype(): XLA then accumulates in acc_dtype without
-            # a widened copy of x (a float64 copy of a float32 activation).
-            return reduce_numpy(x, axis=axis, dtype=accumulate).astype(result)
-
-        return careduce
-    reduce = jax_funcify(op, node=node, **kwargs)
-
-    def careduce_cast(x):
-        out = reduce(x)
-        return out.astype(jax.dtypes.canonicalize_dtype(out_dtype)) if out_dtype else out
-
-    return careduce_cast
-
 
 # -- conv2d and its gradients -------------------------------------------------------
 

@@ -165,6 +165,9 @@ _CHUNK_BYTES = 8 << 20
 
 _scratch_buffers = threading.local()
 
+#: The matrix products (NumPy's BLAS).
+_matmul = np.matmul
+
 
 def _scratch(name, shape, dtype):
     """An uninitialized array from a per-thread buffer kept between calls (never returned
@@ -304,14 +307,14 @@ def _add_product(total, a, b):
     piece = max(256, (1 << 18) // max(m * n, 1))  # OpenBLAS stays on one thread below 2**18 M*N*K
     pieces = p // piece
     if m * n > 1024 or pieces < 4:
-        total += a @ b.T
+        total += _matmul(a, b.T)
         return
     whole = pieces * piece
     stacked_a = a[:, :whole].reshape(m, pieces, piece).transpose(1, 0, 2)
     stacked_b = b[:, :whole].reshape(n, pieces, piece).transpose(1, 2, 0)
-    total += np.matmul(stacked_a, stacked_b).sum(axis=0)
+    total += _matmul(stacked_a, stacked_b).sum(axis=0)
     if whole < p:
-        total += a[:, whole:] @ b[:, whole:].T
+        total += _matmul(a[:, whole:], b[:, whole:].T)
 
 
 def conv2d_forward(img, kern, border_mode="valid", subsample=(1, 1), filter_flip=True, dtype=None):
@@ -334,7 +337,7 @@ def conv2d_forward(img, kern, border_mode="valid", subsample=(1, 1), filter_flip
         patches = _im2col(_in_layout(img[start:stop], layout, pad, dtype), layout, kh, kw,
                           out_rows, out_cols, subsample)
         product = _scratch("product", (o, patches.shape[1]), dtype)
-        np.matmul(weights, patches, out=product)
+        _matmul(weights, patches, out=product)
         _from_positions(product, layout, stop - start, out_rows, out_cols, out[start:stop])
     return out
 
@@ -389,7 +392,7 @@ def conv2d_grad_inputs(kern, topgrad, image_shape, border_mode="valid", subsampl
         nb = stop - start
         top = _positions(topgrad[start:stop], layout, dtype)
         patches = _scratch("im2col", (c * kh * kw, top.shape[1]), dtype)
-        np.matmul(weights_t, top, out=patches)
+        _matmul(weights_t, top, out=patches)
         if layout == "cnhw":
             patches = patches.reshape(c, kh, kw, nb, out_rows, out_cols)
             padded = _scratch("images", (c, nb, padded_rows, padded_cols), dtype)
