@@ -28,6 +28,7 @@ def float64_graphs():
     with pytensor.config.change_flags(floatX="float64"):
         yield
 
+
 # The ops run their NumPy perform whatever the linker; the Python VM compiles
 # at once (PyTensor's default, Numba, would run them in object mode after a
 # long compilation, and warn).
@@ -131,11 +132,14 @@ def test_filter_flip_is_a_convolution_and_no_flip_a_correlation(filter_flip):
     np.testing.assert_allclose(out, reference_conv(img, kern, "half", filter_flip=filter_flip))
 
 
+@pytest.mark.parametrize("chunk_bytes", [None, 1])  # 1: the images go one by one
 @pytest.mark.parametrize("layout", ["cnhw", "chwn"])
 @pytest.mark.parametrize("shapes", [((3, 1, 7, 11), (2, 1, 3, 5)), ((5, 4, 6, 5), (3, 4, 5, 2)),
                                     ((1, 2, 3, 3), (1, 2, 3, 3))])
-def test_both_im2col_layouts(monkeypatch, layout, shapes):
+def test_both_im2col_layouts(monkeypatch, layout, shapes, chunk_bytes):
     monkeypatch.setattr(nnet, "_layout", lambda *args: layout)
+    if chunk_bytes is not None:
+        monkeypatch.setattr(nnet, "_CHUNK_BYTES", chunk_bytes)
     img, kern = rng(3).standard_normal(shapes[0]), rng(4).standard_normal(shapes[1])
     for border_mode, subsample in [("valid", (1, 1)), ("full", (2, 1)), ((1, 2), (1, 3))]:
         expected = reference_conv(img, kern, border_mode, subsample)
@@ -148,6 +152,21 @@ def test_both_im2col_layouts(monkeypatch, layout, shapes):
         dw, dx = rng(6).standard_normal(kern.shape), rng(7).standard_normal(img.shape)
         np.testing.assert_allclose(np.sum(grad_w * dw), np.sum(top * reference_conv(img, dw, border_mode, subsample)))
         np.testing.assert_allclose(np.sum(grad_x * dx), np.sum(top * reference_conv(dx, kern, border_mode, subsample)))
+
+
+def test_long_products_of_small_results():
+    """The weight gradient of a first layer: a small result summed over many positions
+    goes as a batch of short products (same sum)."""
+    a, b = rng(41).standard_normal((2, 20, 5000)), rng(42).standard_normal((2, 25, 5000))
+    expected = a[0] @ b[0].T + a[1] @ b[1].T
+    for length in [5000, 4999, 300]:  # in pieces of 500; prime: whole; short: whole
+        total = np.ones((20, 25))
+        nnet._add_products(total, a[..., :length], b[..., :length])
+        np.testing.assert_allclose(total, 1 + a[0, :, :length] @ b[0, :, :length].T
+                                   + a[1, :, :length] @ b[1, :, :length].T, rtol=1e-12)
+    total = np.zeros((20, 25), "float32")
+    nnet._add_products(total, a.astype("float32"), b.astype("float32"))
+    np.testing.assert_allclose(total, expected, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("dtypes", [("float32", "float32", "float32"), ("float64", "float64", "float64"),
@@ -165,6 +184,9 @@ def test_conv2d_dtypes(dtypes):
     tolerance = 1e-5 if out_dtype == "float32" else 1e-12
     np.testing.assert_allclose(out, reference_conv(img.astype("float64"), kern.astype("float64"), "full", (1, 2)),
                                rtol=tolerance, atol=tolerance)
+    # The filters' gradient, also for int8 images (PyTensor wants float gradients).
+    gw = function([x, w], pytensor.grad(y.sum(), w))(img, kern)
+    assert gw.dtype == kern_dtype and gw.shape == kern.shape
 
 
 def test_conv2d_static_shapes_and_hints():
@@ -419,7 +441,8 @@ def test_jax_conv_grads_with_unknown_static_shapes(convert):
 def test_jax_conv_mixed_dtypes(convert):
     img = rng(36).integers(-3, 3, (1, 2, 5, 5)).astype("int8")
     kern = rng(37).standard_normal((2, 2, 2, 2)).astype("float32")
-    node = Conv2d()(pt.tensor("x", dtype="int8", shape=img.shape), pt.tensor("w", dtype="float32", shape=kern.shape)).owner
+    x = pt.tensor("x", dtype="int8", shape=img.shape)
+    node = Conv2d()(x, pt.tensor("w", dtype="float32", shape=kern.shape)).owner
     out, jax_out = _run_both(convert, node, img, kern)
     assert jax_out.dtype == np.float32
     np.testing.assert_allclose(jax_out, out, rtol=1e-5, atol=1e-5)
@@ -444,3 +467,36 @@ def test_jax_pool_on_other_ranks(convert):
     node = MaxPool2d((2, 2), ignore_border=False)(pt.tensor("x", dtype="float64", shape=data.shape)).owner
     out, jax_out = _run_both(convert, node, data)
     np.testing.assert_allclose(jax_out, out)  # float32 in JAX unless x64 is enabled
+
+
+def test_jax_conversions_under_jit(convert):
+    """Traced (as in a JAX function): the static shapes come from the node's types."""
+    import jax
+
+    img = rng(43).standard_normal((2, 3, 9, 8)).astype("float32")
+    kern = rng(44).standard_normal((4, 3, 3, 2)).astype("float32")
+    x = pt.tensor("x", dtype="float32", shape=img.shape)
+    w = pt.tensor("w", dtype="float32", shape=kern.shape)
+    settings = dict(border_mode="half", subsample=(2, 3))
+    forward = Conv2d(**settings)(x, w)
+    top = rng(45).standard_normal(forward.type.shape).astype("float32")
+    t = pt.tensor("t", dtype="float32", shape=top.shape)
+    pooled = MaxPool2d((3, 3), stride=(2, 2), pad=(1, 1))(x)
+    gz = rng(46).standard_normal(pooled.type.shape).astype("float32")
+    maxout = nnet.max_pool_forward(img, (3, 3), (2, 2), (1, 1), True)
+    cases = [(forward.owner, [img, kern]),
+             (Conv2dGradWeights(**settings)(x, t, kern.shape[2:]).owner, [img, top, np.array(kern.shape[2:])]),
+             (Conv2dGradInputs(**settings)(w, t, img.shape[2:]).owner, [kern, top, np.array(img.shape[2:])]),
+             (pooled.owner, [img]),
+             (MaxPool2dGrad((3, 3), stride=(2, 2), pad=(1, 1))(x, pooled, pooled).owner, [img, maxout, gz])]
+    for node, values in cases:
+        storage = [[None]]
+        node.op.perform(node, values, storage)
+        traced = np.asarray(jax.jit(convert(node.op, node=node))(*values))
+        np.testing.assert_allclose(traced, storage[0][0], rtol=1e-4, atol=1e-4)
+    # Left open in the types, the images' size is unknown while tracing: said so.
+    open_node = Conv2dGradInputs()(pt.tensor("k", dtype="float32", shape=(None,) * 4),
+                                   pt.tensor("g", dtype="float32", shape=(None,) * 4),
+                                   pt.vector("s", dtype="int64")).owner
+    with pytest.raises(NotImplementedError, match="input_shape"):
+        jax.jit(convert(open_node.op, node=open_node))(kern, np.zeros((2, 4, 7, 7), "float32"), np.array([9, 8]))

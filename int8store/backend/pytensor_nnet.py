@@ -14,11 +14,15 @@ the last two axes. Five ops carry them, each with a NumPy ``perform``, an
   every input equal to its window's maximum gets the window's gradient, ties
   included, overlapping windows adding up).
 
-The convolutions are an im2col copy and one BLAS matrix product (NumPy's own
-OpenBLAS). The copy's layout is chosen per call from the shapes: channel-major
-``(C, kh, kw, N, Ho, Wo)`` when output rows are long, batch-last ``(C, kh,
-kw, Ho, Wo, N)`` when the images are small and the batch large (LeNet's second
-layer), so that every copy moves long contiguous runs.
+The convolutions are an im2col copy and a BLAS matrix product (NumPy's own
+OpenBLAS), the images taken in chunks of a few MB of patches. The copy's
+layout is chosen per call from the shapes: channel-major ``(C, kh, kw, N, Ho,
+Wo)`` when output rows are long, batch-last ``(C, kh, kw, Ho, Wo, N)`` when
+the images are small and the batch large (LeNet's second layer), so that every
+copy moves long contiguous runs. The weight gradient is one product of the
+output gradient with the same patches; the input gradient the kernel's
+transpose times the output gradient, scattered back (col2im). Max pooling
+takes the maximum of ``ws[0]*ws[1]`` strided views of the input.
 
 Every op's static output shape is set whenever the input shapes (or
 conv2d's ``input_shape``/``filter_shape`` hints) make it known: JAX mode and
@@ -37,7 +41,7 @@ from pytensor.graph.op import Op
 from pytensor.scalar import upcast
 from pytensor.tensor.basic import get_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
-from pytensor.tensor.type import TensorType, integer_dtypes
+from pytensor.tensor.type import TensorType, float_dtypes, integer_dtypes
 
 __all__ = ["conv2d", "pool_2d", "Conv2d", "Conv2dGradInputs", "Conv2dGradWeights",
            "MaxPool2d", "MaxPool2dGrad"]
@@ -134,6 +138,12 @@ def _constant_entries(shape):
         except NotScalarConstantError:
             values.append(None)
     return tuple(values)
+
+
+def _like(grad, variable):
+    """``grad`` in ``variable``'s dtype if that is a float (PyTensor wants float
+    gradients, even for integer inputs such as int8 images)."""
+    return pt.cast(grad, variable.dtype) if variable.dtype in float_dtypes else grad
 
 
 def _spatial_shape(variable):
@@ -297,24 +307,22 @@ def _geometry(border_mode, stride, rows, cols, kh, kw, what):
     return pad, out_rows, out_cols
 
 
-def _add_product(total, a, b):
-    """``total += a @ b.T`` for ``(M, P)`` and ``(N, P)`` matrices. A small ``total`` and a
-    long ``P`` (the weight gradient of a first layer) go as a batch of short products:
-    OpenBLAS splits one long product between its threads, which then meet once per
-    few hundred of P; on a shared machine each meeting can wait a whole time slice."""
-    m, p = a.shape
-    n = b.shape[0]
-    piece = max(256, (1 << 18) // max(m * n, 1))  # OpenBLAS stays on one thread below 2**18 M*N*K
-    pieces = p // piece
-    if m * n > 1024 or pieces < 4:
-        total += _matmul(a, b.T)
-        return
-    whole = pieces * piece
-    stacked_a = a[:, :whole].reshape(m, pieces, piece).transpose(1, 0, 2)
-    stacked_b = b[:, :whole].reshape(n, pieces, piece).transpose(1, 2, 0)
-    total += _matmul(stacked_a, stacked_b).sum(axis=0)
-    if whole < p:
-        total += _matmul(a[:, whole:], b[:, whole:].T)
+def _add_products(total, a, b):
+    """``total += sum(a[i] @ b[i].T)`` for stacks of ``(M, L)`` and ``(N, L)`` matrices.
+
+    A small ``total`` and a long ``L`` (the weight gradient of a first layer) go as
+    more, shorter products: OpenBLAS splits one long product between its threads,
+    which then meet once per few hundred of L, and on a shared machine each
+    meeting can wait a whole time slice; below 2**18 M*N*L it stays on one thread."""
+    stack, m, length = a.shape
+    n = b.shape[1]
+    limit = max(256, (1 << 18) // max(m * n, 1))
+    if m * n <= 1024 and length > limit:
+        piece = next(d for d in range(limit, 0, -1) if length % d == 0)
+        if piece >= 64:  # pieces of L that divide it, the products' shapes all alike
+            a = a.reshape(stack, m, length // piece, piece).transpose(0, 2, 1, 3)
+            b = b.reshape(stack, n, length // piece, piece).transpose(0, 2, 1, 3)
+    total += _matmul(a, b.swapaxes(-1, -2)).sum(axis=tuple(range(a.ndim - 2)))
 
 
 def conv2d_forward(img, kern, border_mode="valid", subsample=(1, 1), filter_flip=True, dtype=None):
@@ -361,7 +369,12 @@ def conv2d_grad_weights(img, topgrad, kernel_shape, border_mode="valid", subsamp
     for start, stop in _chunks(n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)):
         patches = _im2col(_in_layout(img[start:stop], layout, pad, dtype), layout, kh, kw,
                           out_rows, out_cols, subsample)
-        _add_product(grad, _positions(topgrad[start:stop], layout, dtype), patches)
+        if layout == "cnhw":  # positions (N, Ho, Wo): one product per image, no transpose
+            nb = stop - start
+            tops = topgrad[start:stop].reshape(nb, o, -1).astype(dtype, copy=False)
+            _add_products(grad, tops, patches.reshape(-1, nb, tops.shape[2]).transpose(1, 0, 2))
+        else:
+            _add_products(grad, _positions(topgrad[start:stop], layout, dtype)[None], patches[None])
     grad = grad.reshape(o, c, kh, kw)
     return np.ascontiguousarray(grad[:, :, ::-1, ::-1]) if filter_flip else grad
 
@@ -501,7 +514,7 @@ class Conv2d(_Conv2dBase):
         (top,) = cotangents
         d_img = Conv2dGradInputs(**self._settings())(kern, top, _spatial_shape(img))
         d_kern = Conv2dGradWeights(**self._settings())(img, top, _spatial_shape(kern))
-        return [pt.cast(d_img, img.dtype), pt.cast(d_kern, kern.dtype)]
+        return [_like(d_img, img), _like(d_kern, kern)]
 
 
 class Conv2dGradWeights(_Conv2dBase):
@@ -541,7 +554,7 @@ class Conv2dGradWeights(_Conv2dBase):
         (g_kern,) = cotangents
         d_img = Conv2dGradInputs(**self._settings())(g_kern, topgrad, _spatial_shape(img))
         d_top = Conv2d(**self._settings())(img, g_kern)
-        return [pt.cast(d_img, img.dtype), pt.cast(d_top, topgrad.dtype), disconnected_type()]
+        return [_like(d_img, img), _like(d_top, topgrad), disconnected_type()]
 
 
 class Conv2dGradInputs(_Conv2dBase):
@@ -581,7 +594,7 @@ class Conv2dGradInputs(_Conv2dBase):
         (g_img,) = cotangents
         d_kern = Conv2dGradWeights(**self._settings())(g_img, topgrad, _spatial_shape(kern))
         d_top = Conv2d(**self._settings())(g_img, kern)
-        return [pt.cast(d_kern, kern.dtype), pt.cast(d_top, topgrad.dtype), disconnected_type()]
+        return [_like(d_kern, kern), _like(d_top, topgrad), disconnected_type()]
 
 
 def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid",
@@ -645,27 +658,31 @@ def _pool_input(x, ws, stride, pad, out):
     return padded
 
 
+def _max_pool_into(padded, result, ws, stride):
+    """``result`` = the max pooling of ``padded`` (whose windows all lie inside it):
+    the maximum of ws[0]*ws[1] strided views, rows first (long runs). NumPy's
+    reductions over short axes (reshape + max) are many times slower."""
+    out = result.shape[-2:]
+    row_windows = [padded[..., _window(i, out[0], stride[0]), :] for i in range(ws[0])]
+    if ws[0] == 1:
+        rows = row_windows[0]
+    else:
+        rows = np.maximum(row_windows[0], row_windows[1])
+        for window in row_windows[2:]:
+            np.maximum(rows, window, out=rows)
+    np.copyto(result, rows[..., _window(0, out[1], stride[1])])
+    for j in range(1, ws[1]):
+        np.maximum(result, rows[..., _window(j, out[1], stride[1])], out=result)
+
+
 def max_pool_forward(x, ws, stride, pad, ignore_border):
     """NumPy: Aesara's max pooling of the last two axes of ``x`` (the op's ``perform``)."""
     out = tuple(pool_out_len(x.shape[-2 + i], ws[i], stride[i], pad[i], ignore_border) for i in range(2))
-    if min(out) == 0 or x.size == 0:
-        return np.zeros(x.shape[:-2] + out, x.dtype) if min(out) == 0 else np.empty(x.shape[:-2] + out, x.dtype)
-    padded = _pool_input(x, ws, stride, pad, out)
-    if ws[0] == 1 and ws[1] == 1:
-        return np.ascontiguousarray(padded[..., _window(0, out[0], stride[0]), _window(0, out[1], stride[1])])
-    # The maximum of ws[0]*ws[1] strided views: NumPy's reductions over short
-    # axes (reshape + max) are many times slower. Rows first (long runs).
-    rows = padded[..., _window(0, out[0], stride[0]), :]
-    if ws[0] > 1:
-        rows = np.maximum(rows, padded[..., _window(1, out[0], stride[0]), :])
-        for i in range(2, ws[0]):
-            np.maximum(rows, padded[..., _window(i, out[0], stride[0]), :], out=rows)
-    result = rows[..., _window(0, out[1], stride[1])]
-    if ws[1] > 1:
-        result = np.maximum(result, rows[..., _window(1, out[1], stride[1])])
-        for j in range(2, ws[1]):
-            np.maximum(result, rows[..., _window(j, out[1], stride[1])], out=result)
-    return np.ascontiguousarray(result)
+    result = np.empty(x.shape[:-2] + out, x.dtype)
+    if result.size == 0:
+        return result
+    _max_pool_into(_pool_input(x, ws, stride, pad, out), result, ws, stride)
+    return result
 
 
 def max_pool_grad(x, maxout, gz, ws, stride, pad, ignore_border):
@@ -678,12 +695,12 @@ def max_pool_grad(x, maxout, gz, ws, stride, pad, ignore_border):
                          f"gradient {gz.shape} do not match")
     if min(out) == 0 or x.size == 0:
         return np.zeros(x.shape, x.dtype)
-    gz = gz.astype(x.dtype, copy=False)
     padded = _pool_input(x, ws, stride, pad, out)
     rows, cols = x.shape[-2:]
+    # Windows that tile x exactly (the common case): each input is written once.
     tiled = ws == stride and padded is x and out[0] * ws[0] == rows and out[1] * ws[1] == cols
-    # The windows tile x exactly (the common case): every input is written once.
     grad = np.empty(x.shape, x.dtype) if tiled else np.zeros(padded.shape, x.dtype)
+    gz = gz.astype(x.dtype, copy=False)
     for i in range(ws[0]):
         for j in range(ws[1]):
             window = (Ellipsis, _window(i, out[0], stride[0]), _window(j, out[1], stride[1]))
@@ -737,7 +754,8 @@ class _PoolBase(Op):
 
 
 class MaxPool2d(_PoolBase):
-    """Aesara's ``Pool(mode="max")`` of the last two axes: ``MaxPool2d(ws, stride, ignore_border, pad)(x)``."""
+    """Aesara's ``Pool(mode="max")`` of the last two axes:
+    ``MaxPool2d(ws, stride, ignore_border, pad)(x)``."""
 
     def make_node(self, x):
         x = pt.as_tensor_variable(x)
