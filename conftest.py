@@ -7,6 +7,7 @@ from int8store.backend.selection import chosen_backend
 # int8store's JAX conversions import JAX: without the [jax] extra their modules
 # are not collected for doctests (the JAX tests skip, saying why).
 _JAX_MODULES = ["int8store/backend/jax_ops.py", "int8store/backend/jax_ops_aesara.py",
+                "int8store/backend/jax_pooling.py",
                 "int8store/backend/pytensor_nnet_jax.py"]
 collect_ignore = [] if importlib.util.find_spec("jax") else list(_JAX_MODULES)
 # Each backend's own modules import it: collected for doctests on that backend only.

@@ -5,6 +5,7 @@
 #   Aesara (INT8STORE_BACKEND=aesara): Python 3.10-3.12, numpy < 2, JAX < 0.8.
 #   bash scripts/setup.sh            the library and tutorials
 #   bash scripts/setup.sh test,jax   ... plus extras
+#   bash scripts/setup.sh --find-python   print the Python the stack would use (exit 2: none)
 # VENV=path chooses the environment (default .venv); PYTHON=/path/to/python the
 # interpreter. An environment made for the other stack is made anew.
 set -euo pipefail
@@ -21,9 +22,8 @@ highest=$(tr ' ' '\n' <<<"$minors" | sort -n | tail -1)
 lowest=$(tr ' ' '\n' <<<"$minors" | sort -n | head -1)
 supported="import sys; sys.exit(not (3, $lowest) <= sys.version_info[:2] <= (3, $highest))"
 
-if ! { [ -x "$venv/bin/python" ] && [ "$(cat "$venv/int8store-backend" 2>/dev/null)" = "$backend" ] \
-        && "$venv/bin/python" -c "$supported" 2>/dev/null; }; then
-    candidates=${PYTHON:-}
+find_python() {  # the first supported interpreter, or an error and exit 2
+    local candidates=${PYTHON:-} minor candidate
     for minor in $minors; do
         candidates="$candidates python3.$minor"
         # A Python that pyenv installed but did not put on the PATH.
@@ -31,18 +31,25 @@ if ! { [ -x "$venv/bin/python" ] && [ "$(cat "$venv/int8store-backend" 2>/dev/nu
             candidates="$candidates $(ls -d "$(pyenv root)"/versions/3."$minor".*/bin/python3."$minor" 2>/dev/null | sort -V | tail -1)"
         fi
     done
-    python=
     for candidate in $candidates python3; do
         if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "$supported" 2>/dev/null; then
-            python=$candidate
-            break
+            echo "$candidate"
+            return
         fi
     done
-    if [ -z "$python" ]; then
-        echo "error: the $backend stack needs Python 3.$lowest to 3.$highest; none found." \
-             "Set PYTHON=/path/to/python3.x" >&2
-        exit 2
-    fi
+    echo "error: the $backend stack needs Python 3.$lowest to 3.$highest; none found." \
+         "Set PYTHON=/path/to/python3.x" >&2
+    exit 2
+}
+
+if [ "${1:-}" = --find-python ]; then  # say which Python this stack would use, set up nothing
+    find_python
+    exit 0
+fi
+
+if ! { [ -x "$venv/bin/python" ] && [ "$(cat "$venv/int8store-backend" 2>/dev/null)" = "$backend" ] \
+        && "$venv/bin/python" -c "$supported" 2>/dev/null; }; then
+    python=$(find_python)
     rm -rf "$venv"
     echo "... creating $venv with $("$python" --version) for the $backend stack"
     "$python" -m venv "$venv"

@@ -34,25 +34,13 @@ aesara_stack() {
     run aesara "Aesara 2/2" float32
 }
 
-has_python_for_aesara() {
-    local candidate
-    for candidate in ${PYTHON:-} python3.11 python3.12 python3.10 python3 \
-            $( (command -v pyenv >/dev/null && ls -d "$(pyenv root)"/versions/3.1[012].*/bin/python3.1[012]) 2>/dev/null); do
-        if command -v "$candidate" >/dev/null 2>&1 \
-                && "$candidate" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))' 2>/dev/null; then
-            return 0
-        fi
-    done
-    return 1
-}
-
 pytest_args=("$@")
 case ${INT8STORE_BACKEND:-both} in
     pytensor) pytensor_stack ;;
     aesara) aesara_stack ;;
     both)
         pytensor_stack
-        if has_python_for_aesara; then
+        if INT8STORE_BACKEND=aesara bash scripts/setup.sh --find-python >/dev/null 2>&1; then
             aesara_stack
         else
             echo "=== Aesara stack skipped: it needs Python 3.10-3.12, and this machine has none ==="

@@ -9,7 +9,6 @@ versions they were checked on only.
 
 import jax
 import jax.numpy as jnp
-from aesara.link.jax.dispatch import jax_funcify
 from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
                                               AbstractConv2d_gradWeights)
 from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
@@ -18,6 +17,7 @@ from aesara.tensor.shape import SpecifyShape
 from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
 from .fixes import in_versions
+from .jax_pooling import tiled_max_pool_grad
 
 __all__ = ["register", "CORRECTED_VERSIONS"]
 
@@ -241,7 +241,7 @@ def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
         # As Aesara does: every input equal to its window's maximum receives
         # that window's gradient (ties included, overlapping windows add up).
         if window == stride:
-            return _tiled_max_pool_grad(x, maxout, gz, window)
+            return tiled_max_pool_grad(x, maxout, gz, window)
         padded, out = _padded_for_pooling(x, window, stride, op.ignore_border)
         grad = jnp.zeros_like(padded)
         for i in range(window[0]):
@@ -253,23 +253,3 @@ def jax_funcify_MaxPoolGrad(op, node=None, **kwargs):
         return grad[..., :x.shape[-2], :x.shape[-1]]
 
     return max_pool_grad
-
-
-def _tiled_max_pool_grad(x, maxout, gz, window):
-    """Windows that tile the input (stride = window, the common case): one
-    elementwise expression over the input, which XLA fuses into the output
-    buffer, instead of a masked update per window position, each of which XLA
-    keeps as a temporary the size of the pooled output."""
-    # Rows and columns the windows cover: all of them but a remainder that
-    # ignore_border=True leaves out; partial border windows are cut to x.
-    rows = min(maxout.shape[-2] * window[0], x.shape[-2])
-    cols = min(maxout.shape[-1] * window[1], x.shape[-1])
-
-    def spread(pooled):
-        return jnp.repeat(jnp.repeat(pooled, window[0], axis=-2), window[1], axis=-1)[..., :rows, :cols]
-
-    grad = jnp.where(x[..., :rows, :cols] == spread(maxout), spread(gz), 0).astype(x.dtype)
-    if (rows, cols) == tuple(x.shape[-2:]):
-        return grad
-    extra = [(0, 0)] * (x.ndim - 2) + [(0, x.shape[-2] - rows), (0, x.shape[-1] - cols)]
-    return jnp.pad(grad, extra)

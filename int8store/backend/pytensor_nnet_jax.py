@@ -11,8 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .jax_pooling import tiled_max_pool_grad
 from .pytensor_nnet import (Conv2d, Conv2dGradInputs, Conv2dGradWeights, MaxPool2d, MaxPool2dGrad,
-                            _padding, pool_out_len)
+                            _lowest, _padding, pool_out_len)
 
 __all__ = ["register"]
 
@@ -100,15 +101,6 @@ def jax_funcify_Conv2dGradInputs(op, node=None, **kwargs):
 
 # -- max pooling and its gradient ---------------------------------------------------------------
 
-def _lowest(dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return -np.inf
-    if dtype.kind == "b":
-        return False
-    return np.iinfo(dtype).min
-
-
 def _pool_geometry(op, shape):
     """The output's spatial shape, and the padding (before, after) that puts every
     window inside the input (``pad``, then the rows and columns that
@@ -145,7 +137,7 @@ def jax_funcify_MaxPool2dGrad(op, node=None, **kwargs):
         if min(out) == 0:
             return jnp.zeros_like(x)
         if op.ws == op.stride and not any(op.pad):
-            return _tiled_max_pool_grad(x, maxout, gz, op.ws)
+            return tiled_max_pool_grad(x, maxout, gz, op.ws)
         padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + padding, constant_values=_lowest(x.dtype))
         grad = jnp.zeros_like(padded)
         for i in range(op.ws[0]):
@@ -157,20 +149,3 @@ def jax_funcify_MaxPool2dGrad(op, node=None, **kwargs):
         return grad[..., op.pad[0]:op.pad[0] + rows, op.pad[1]:op.pad[1] + cols]
 
     return max_pool_grad
-
-
-def _tiled_max_pool_grad(x, maxout, gz, window):
-    """Windows that tile the input (stride = window): one elementwise expression over the
-    input, which XLA fuses, instead of a masked update per window offset."""
-    # The rows and columns the windows cover: all but the remainder that
-    # ignore_border=True leaves out; partial border windows are cut to x.
-    rows = min(maxout.shape[-2] * window[0], x.shape[-2])
-    cols = min(maxout.shape[-1] * window[1], x.shape[-1])
-
-    def spread(pooled):
-        return jnp.repeat(jnp.repeat(pooled, window[0], axis=-2), window[1], axis=-1)[..., :rows, :cols]
-
-    grad = jnp.where(x[..., :rows, :cols] == spread(maxout), spread(gz), 0).astype(x.dtype)
-    if (rows, cols) == tuple(x.shape[-2:]):
-        return grad
-    return jnp.pad(grad, [(0, 0)] * (x.ndim - 2) + [(0, x.shape[-2] - rows), (0, x.shape[-1] - cols)])
