@@ -504,7 +504,8 @@ class Conv2d(_Conv2dBase):
         _check_hint(kern.shape, self.kshp, "conv2d's filters")
         output_storage[0][0] = conv2d_forward(img, kern, dtype=node.outputs[0].dtype, **self._kwargs())
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, *node_and_shapes):
+        node, input_shapes = node_and_shapes[-2:]  # PyTensor 3.0 passes the fgraph first
         ishape, kshape = input_shapes
         symbolic = [ishape[0], kshape[0]] + self._symbolic_out_spatial(ishape[2:], kshape[2:])
         return [self._known(node.outputs[0].type.shape, symbolic)]
@@ -540,7 +541,8 @@ class Conv2dGradWeights(_Conv2dBase):
         output_storage[0][0] = conv2d_grad_weights(img, topgrad, shape, dtype=node.outputs[0].dtype,
                                                    **self._kwargs())
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, *node_and_shapes):
+        node, input_shapes = node_and_shapes[-2:]  # PyTensor 3.0 passes the fgraph first
         ishape, tshape, _ = input_shapes
         shape = node.inputs[2]
         symbolic = [tshape[1], ishape[1], shape[0], shape[1]]
@@ -580,7 +582,8 @@ class Conv2dGradInputs(_Conv2dBase):
         output_storage[0][0] = conv2d_grad_inputs(kern, topgrad, shape, dtype=node.outputs[0].dtype,
                                                   **self._kwargs())
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, *node_and_shapes):
+        node, input_shapes = node_and_shapes[-2:]  # PyTensor 3.0 passes the fgraph first
         kshape, tshape, _ = input_shapes
         shape = node.inputs[2]
         symbolic = [tshape[0], kshape[1], shape[0], shape[1]]
@@ -768,7 +771,8 @@ class MaxPool2d(_PoolBase):
         (x,) = inputs
         output_storage[0][0] = max_pool_forward(x, self.ws, self.stride, self.pad, self.ignore_border)
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, *node_and_shapes):
+        node, input_shapes = node_and_shapes[-2:]  # PyTensor 3.0 passes the fgraph first
         (shape,) = input_shapes
         static = node.outputs[0].type.shape
         symbolic = list(shape[:-2]) + [self._symbolic_out(shape[-2 + i], i) for i in range(2)]
@@ -799,7 +803,8 @@ class MaxPool2dGrad(_PoolBase):
         output_storage[0][0] = max_pool_grad(x, maxout, gz, self.ws, self.stride, self.pad,
                                              self.ignore_border)
 
-    def infer_shape(self, node, input_shapes):
+    def infer_shape(self, *node_and_shapes):
+        node, input_shapes = node_and_shapes[-2:]  # PyTensor 3.0 passes the fgraph first
         return [input_shapes[0]]
 
     def pullback(self, inputs, outputs, cotangents):
