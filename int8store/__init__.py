@@ -62,6 +62,8 @@ _LAZY = {
     "StoreShards": "streaming",
     "ArrayShards": "streaming",
     "stream": "streaming",
+    "load_streams": "stream_loading",
+    "fits_in_memory": "stream_loading",
     "tensor_library": "backend",
     "conv2d": "backend",
     "pool_2d": "backend",

@@ -5,7 +5,9 @@ evaluation time (the activations of 10,000 images at once), and averaging
 per-chunk means is wrong whenever the last chunk is smaller. The classic
 tutorials dropped the remainder (with batch 600 they scored 9,600 of the
 10,000 test images); :func:`evaluate_in_chunks` scores all of them, or only
-whole chunks when asked to reproduce the published figures.
+whole chunks when asked to reproduce the published figures. A streamed
+split (:class:`~int8store.StreamingSplit`) is scored the same way, shard by
+shard, each loaded in turn.
 """
 
 import numpy as np
@@ -29,7 +31,11 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
         its examples not yet scored count. With ``static=False``,
         ``evaluate(start, stop)`` returns the mean over ``[start, stop)``,
         weighted by ``stop - start``.
-    n_examples, chunk_size : int
+    n_examples : int or StreamingSplit
+        How many examples to score; or a streamed split, whose shards are
+        loaded one after the other (in the split's order) and scored with
+        ``evaluate(start)`` reading the shard now loaded.
+    chunk_size : int
     classic_count : bool
         Score whole chunks only, dropping the remainder, as the classic
         tutorials did (their published figures).
@@ -46,6 +52,8 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
     >>> evaluate_in_chunks(lambda start: errors[start:start + 3], 7, 3, classic_count=True)
     (0.5, 6)
     """
+    if hasattr(n_examples, "epoch"):
+        return _evaluate_stream(evaluate, n_examples, int(chunk_size), classic_count, static)
     n_examples, chunk_size = int(n_examples), int(chunk_size)
     if chunk_size < 1 or n_examples < 0:
         raise ArgumentError(f"chunk_size={chunk_size} and n_examples={n_examples}: expected a "
@@ -78,3 +86,30 @@ def _chunk_sum(evaluate, start, stop, static, chunk_size):
                                 f"{chunk_size}: with static=True it gives one per example")
         return float(values.sum())
     return float(evaluate(start, stop)) * (stop - start)
+
+
+def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
+    """:func:`evaluate_in_chunks` over a streamed split, shard by shard. Only
+    the examples of each shard are scored: a partial chunk is evaluated where
+    it fits in the shard's buffer (padding or the examples before it fill
+    the rest) and only its own examples count."""
+    if not static:
+        raise ArgumentError("a streamed split is scored with static chunks (evaluate(start))")
+    if chunk_size < 1 or chunk_size > stream.shard_size:
+        raise ArgumentError(f"chunk_size={chunk_size}: expected 1 to the {stream.shard_size} "
+                            f"examples of a shard of {stream.name}")
+    if classic_count and stream.seed is not None:
+        raise ArgumentError(f"classic_count needs {stream.name} in its own order (no seed)")
+    limit = stream.n_examples // chunk_size * chunk_size if classic_count else stream.n_examples
+    total, count = 0.0, 0
+    for shard in stream.passes():
+        scored = min(shard.count, limit - shard.start)
+        for first in range(0, max(scored, 0), chunk_size):
+            base = min(first, stream.shard_size - chunk_size)
+            values = np.asarray(evaluate(base), dtype=np.float64).reshape(-1)
+            if values.size != chunk_size:
+                raise ArgumentError(f"evaluate({base}) gave {values.size} values for a chunk "
+                                    f"of {chunk_size}: with static=True it gives one per example")
+            total += float(values[first - base:min(scored, first + chunk_size) - base].sum())
+        count += max(scored, 0)
+    return (total / count if count else float("nan")), count

@@ -57,7 +57,9 @@ def memory_table(splits):
     """A printable table of image bytes per split, as int8 and as float32.
 
     ``splits`` maps split names to :class:`~int8store.SharedDataset` objects,
-    or is what :func:`~int8store.load_data` returns.
+    or is what :func:`~int8store.load_data` (or :func:`~int8store.load_streams`)
+    returns. A streamed split counts all its examples, and says in how many
+    shards it goes to the device.
 
     Examples
     --------
@@ -69,16 +71,23 @@ def memory_table(splits):
     """
     if isinstance(splits, (list, tuple)):
         from .vocabulary import SPLITS
-        splits = {name: x.dataset for name, (x, _) in zip(SPLITS, splits)}
+        splits = {name: split if hasattr(split, "n_shards") else split[0].dataset
+                  for name, split in zip(SPLITS, splits)}
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
              "held as")]
     totals = [0, 0, 0]
-    for name, ds in splits.items():
-        rows.append((name, f"{ds.n_examples}", "x".join(map(str, ds.image_shape)),
-                     f"{ds.int8_nbytes:,}", f"{ds.float32_nbytes:,}",
-                     f"{ds.int8_nbytes / ds.float32_nbytes:.2f}", ds.storage))
-        totals = [totals[0] + ds.n_examples, totals[1] + ds.int8_nbytes,
-                  totals[2] + ds.float32_nbytes]
+    for name, split in splits.items():
+        streamed = hasattr(split, "n_shards")
+        ds = split.dataset if streamed else split
+        n = split.n_examples
+        int8 = n * ds.n_features
+        float32 = FLOAT32_BYTES * int8
+        held = ds.storage
+        if streamed and split.n_shards > 1:
+            held += f", {split.n_shards} shards of {split.shard_size}"
+        rows.append((name, f"{n}", "x".join(map(str, ds.image_shape)), f"{int8:,}", f"{float32:,}",
+                     f"{int8 / float32:.2f}", held))
+        totals = [totals[0] + n, totals[1] + int8, totals[2] + float32]
     rows.append(("total", f"{totals[0]}", "", f"{totals[1]:,}", f"{totals[2]:,}",
                  f"{totals[1] / totals[2]:.2f}", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -1,6 +1,6 @@
 """The int8store file format: one self-describing, checksummed HDF5 file.
 
-Layout (format version 2)::
+Layout (format version 3; version 2 differs only in its chunk checksum)::
 
     user block             the manifest (see :mod:`int8store.manifest`): what
                            the data means and the checksum of every byte
@@ -14,6 +14,8 @@ Layout (format version 2)::
     /label_names           class names by label (optional)
     /SPLIT/x               int8 codes, shape (N, *image_shape), in chunks of
                            about 1 MiB along N, each with its own checksum
+                           (XXH3-128; SHA-256 in format 2: see
+                           :mod:`int8store.checksums`)
     /SPLIT/y               int32 labels (little-endian), shape (N,)
                            SPLIT attributes: count, code_mean
 
@@ -23,11 +25,12 @@ ranges itself, checking each chunk as it goes. :func:`open_store` refuses a
 newer format version, naming the release that reads it.
 """
 
-import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 
+from .checksums import CHUNK_CHECKSUMS, chunk_hasher
 from .encoding import Encoding
 from .errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import HDF5_SIGNATURE, MAGIC, read_manifest
@@ -36,9 +39,9 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "open_store
            "is_store", "axes_for", "refuse_unreadable_store"]
 
 FORMAT_NAME = "int8store"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: For each format version, the first int8store release that reads it.
-FIRST_READER = {1: "0.1.0", 2: "0.2.0"}
+FIRST_READER = {1: "0.1.0", 2: "0.2.0", 3: "0.3.0"}
 
 
 def _version():
@@ -160,8 +163,13 @@ class Store:
                 f"({_version()}) reads (up to version {FORMAT_VERSION}); it was written by "
                 f"{manifest.get('writer', 'a newer int8store')}: install int8store >= "
                 f"{manifest.get('requires_int8store', 'a newer release')} to read it")
-        if version != FORMAT_VERSION:
+        if version not in CHUNK_CHECKSUMS:
             raise StoreFormatError(f"{self.path}: unknown format version {version!r}")
+        # Format 2 checked chunks with SHA-256; format 3 names its checksum.
+        self.chunk_checksum = manifest.get("chunk_checksum", CHUNK_CHECKSUMS[version])
+        if self.chunk_checksum != CHUNK_CHECKSUMS[version]:
+            raise StoreFormatError(f"{self.path}: format version {version} with chunk checksum "
+                                   f"{self.chunk_checksum!r}, which it does not use")
         self.provenance = {key: str(manifest[key]) for key in
                            ("writer", "command_line", "source", "created")}
         self.provenance["format_version"] = version
@@ -185,7 +193,7 @@ class Store:
         """The int32 labels of split ``name``."""
         layout = self._split(name)
         labels = np.empty(layout.count, dtype="<i4")
-        with open(self.path, "rb") as f:
+        with open(self.path, "rb", buffering=0) as f:
             for offset, nbytes, digest in layout.labels:
                 self._read_range(f, offset, memoryview(labels).cast("B"), digest if verify else None,
                                  f"split {name!r} labels")
@@ -203,68 +211,116 @@ class Store:
         before it is yielded."""
         layout = self._split(name)
         scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
-        with open(self.path, "rb") as f:
+        with open(self.path, "rb", buffering=0) as f:
             for start in range(0, layout.count, layout.rows):
                 codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
                                  dtype=np.int8)
                 self._read_rows(f, layout, name, start, start + len(codes), codes, verify, scratch)
                 yield start, codes
 
-    def read_rows(self, name, start, stop, out, verify=True, scratch=None):
+    def chunk_bytes(self, name):
+        """Bytes of one stored chunk of split ``name`` (the ``scratch`` of :meth:`read_rows`)."""
+        layout = self._split(name)
+        return layout.rows * layout.row_bytes
+
+    def read_rows(self, name, start, stop, out, verify=True, scratch=None, positions=None):
         """Read examples ``[start, stop)`` of split ``name`` into ``out`` (int8,
-        ``stop - start`` rows), checking every stored chunk they touch. Whole
-        chunks are read straight into ``out``; a chunk cut by ``start`` or
-        ``stop`` is read whole into ``scratch`` (a chunk-sized uint8 buffer,
-        allocated if not given), checked, then copied. Each call opens its own
-        file handle: calls may run in several threads."""
+        ``stop - start`` rows), checking every stored chunk they touch.
+
+        Example ``start + i`` goes to row ``i`` of ``out``, or to row
+        ``positions[i]`` when ``positions`` (a permutation) is given: the
+        shuffled shard is gathered in the same pass that reads it. Whole
+        chunks in order are read straight into ``out``, then hashed while
+        they are still in the cache; any other chunk is read whole into
+        ``scratch`` (a uint8 buffer of :meth:`chunk_bytes`, allocated if not
+        given), checked there, and its rows copied once to their places.
+        Reads and hashing release the GIL; each call opens its own file
+        handle, so calls may run in several threads."""
         layout = self._split(name)
         if scratch is None:
             scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
-        with open(self.path, "rb") as f:
-            self._read_rows(f, layout, name, start, stop, out, verify, scratch)
+        with open(self.path, "rb", buffering=0) as f:
+            self._read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
 
-    def _read_rows(self, f, layout, name, start, stop, out, verify, scratch):
+    def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
         flat = out.reshape(len(out), layout.row_bytes)
         for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
             offset, nbytes, digest = layout.chunks[index]
             first = index * layout.rows
             last = min(first + layout.rows, layout.count)
             what = f"split {name!r} chunk {index} (examples {first} to {last - 1})"
-            if start <= first and last <= stop:
+            if positions is None and start <= first and last <= stop:
                 held = (last - first) * layout.row_bytes
                 views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
                          memoryview(scratch)[:nbytes - held]]
                 self._read_range(f, offset, views, digest if verify else None, what)
-            else:
-                self._read_range(f, offset, memoryview(scratch)[:nbytes],
-                                 digest if verify else None, what)
-                rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
-                lo, hi = max(start, first), min(stop, last)
+                continue
+            self._read_range(f, offset, memoryview(scratch)[:nbytes],
+                             digest if verify else None, what)
+            rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
+            lo, hi = max(start, first), min(stop, last)
+            if positions is None:
                 flat[lo - start:hi - start] = rows[lo - first:hi - first]
+            else:
+                flat[positions[lo - start:hi - start]] = rows[lo - first:hi - first]
 
     def _read_range(self, f, offset, views, digest, what):
         views = views if isinstance(views, list) else [views]
-        hasher = hashlib.sha256()
+        hasher = chunk_hasher(self.chunk_checksum)
         f.seek(offset)
         for view in views:
-            got = f.readinto(view)
-            if got != len(view):
-                raise StoreChecksumError(f"{self.path}: {what}: the file ends early: it is truncated")
-            hasher.update(view)
+            done = 0
+            while done < len(view):  # a raw file may read less than asked
+                got = f.readinto(view[done:])
+                if not got:
+                    raise StoreChecksumError(f"{self.path}: {what}: the file ends early: it is truncated")
+                done += got
+            if digest is not None:
+                hasher.update(view)
         if digest is not None and hasher.hexdigest() != digest:
             raise StoreChecksumError(
                 f"{self.path}: {what} does not match its checksum: the file is damaged")
 
-    def verify(self, splits=True):
+    def verify(self, splits=True, workers=None):
         """Check every chunk and label range against its checksum (the manifest
-        and the metadata were checked on opening); returns what was checked."""
+        and the metadata were checked on opening), chunks in ``workers``
+        threads (default: one per core, up to 4); returns what was checked.
+        The first damaged range found raises :class:`StoreChecksumError`
+        naming it."""
         checked = ["manifest", "metadata"]
         for name in self.splits if splits else ():
-            for _ in self.chunks(name):
-                pass
+            layout = self._split(name)
+            starts = range(0, layout.count, layout.rows)
+            workers = workers or min(4, os.cpu_count() or 1)
+            if workers > 1 and len(starts) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+                with ThreadPoolExecutor(workers, thread_name_prefix="int8store-verify") as pool:
+                    for _ in pool.map(lambda first: self._check_chunks(name, first, workers),
+                                      starts[:workers]):
+                        pass
+            else:
+                self._check_chunks(name, 0, 1)
             self.read_labels(name)
             checked += [f"{name}/x", f"{name}/y"]
         return checked
+
+    def _check_chunks(self, name, first, step):
+        """Check every ``step``-th stored chunk of ``name`` from example ``first``."""
+        layout = self._split(name)
+        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        with open(self.path, "rb", buffering=0) as f:
+            for index in range(first // layout.rows, len(layout.chunks), step):
+                offset, nbytes, digest = layout.chunks[index]
+                last = min((index + 1) * layout.rows, layout.count) - 1
+                self._read_range(f, offset, memoryview(scratch)[:nbytes], digest,
+                                 f"split {name!r} chunk {index} (examples {index * layout.rows} "
+                                 f"to {last})")
+
+    @property
+    def nbytes(self):
+        """Bytes of data (codes and labels) the store holds: what :meth:`verify` reads."""
+        return sum(n for layout in self._layout.values()
+                   for _, n, _ in layout.chunks + layout.labels)
 
     def _split(self, name):
         if name not in self.splits:

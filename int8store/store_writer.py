@@ -8,7 +8,6 @@ the user block; then the file is published atomically
 (:mod:`int8store.atomic`). A failure at any point leaves no output.
 """
 
-import hashlib
 import json
 import os
 import shlex
@@ -18,6 +17,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .atomic import atomic_output
+from .checksums import CHUNK_CHECKSUMS, chunk_digest
 from .errors import Int8StoreError, OutputError, StoreFormatError
 from .interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import data_ranges, hash_outside, pack, userblock_size_for
@@ -27,7 +27,9 @@ __all__ = ["StoreWriter", "CHUNK_BYTES"]
 
 #: Bytes of codes per stored chunk (one checksum each).
 CHUNK_BYTES = 1 << 20
-# Manifest bytes per chunk entry, at most: [offset,size,"sha256"], with margin.
+#: The checksum of each chunk and label range (format 3's).
+CHUNK_CHECKSUM = CHUNK_CHECKSUMS[FORMAT_VERSION]
+# Manifest bytes per chunk entry, at most: [offset,size,"hex digest"], with margin.
 _ENTRY_BYTES = 2 * 21 + 64 + 8
 
 
@@ -185,6 +187,7 @@ class StoreWriter:
             "axes": list(axes_for(self.image_shape)), "label_names": self.label_names,
             "splits": list(splits), "userblock_size": getattr(self, "userblock_size", 0),
             "file_size": file_size, "metadata_sha256": metadata_sha256,
+            "chunk_checksum": CHUNK_CHECKSUM,
         }
 
     def _write_manifest(self, entries):
@@ -221,7 +224,7 @@ class StoreWriter:
         for entry in entries:
             for offset, nbytes, digest in entry["x"]["chunks"][:1] + entry["y"]:
                 f.seek(offset)
-                if hashlib.sha256(f.read(nbytes)).hexdigest() != digest:
+                if chunk_digest(CHUNK_CHECKSUM, f.read(nbytes)) != digest:
                     raise StoreFormatError(f"{self.path}: data not found where HDF5 says it "
                                            "is: a bug in int8store")
 
@@ -237,7 +240,7 @@ class _SplitWriter:
                                       chunks=(self.rows,) + image_shape if self.count else None)
         labels = labels.astype("<i4")
         group.create_dataset("y", data=labels)
-        self.labels_entry = [[0, labels.nbytes, hashlib.sha256(labels).hexdigest()]] if self.count else []
+        self.labels_entry = [[0, labels.nbytes, chunk_digest(CHUNK_CHECKSUM, labels)]] if self.count else []
         self.group = group
         self.buffer = None  # one chunk, from the first append to finish()
         self.filled = 0  # rows in the buffer
@@ -269,7 +272,7 @@ class _SplitWriter:
         # The last chunk is written whole, zero-padded: every stored byte is hashed.
         self.buffer[self.filled:] = 0
         self.x.id.write_direct_chunk((self.written,) + (0,) * len(self.image_shape), self.buffer)
-        self.chunks.append([0, self.buffer.nbytes, hashlib.sha256(self.buffer).hexdigest()])
+        self.chunks.append([0, self.buffer.nbytes, chunk_digest(CHUNK_CHECKSUM, self.buffer)])
         self.written += self.filled
         self.filled = 0
 

@@ -63,35 +63,45 @@ class ArrayShards:
         self.name, self.delay = name, delay
         self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
 
-    def read(self, start, stop, out=None):
+    def read(self, start, stop, out, positions=None):
+        """Codes of examples ``[start, stop)`` into ``out`` (row ``positions[i]``
+        for example ``start + i`` when given), and their labels."""
         if self.delay:
             time.sleep(self.delay)  # an artificially slow producer (benchmarks)
-        if out is not None:
-            out[...] = self.codes[start:stop].reshape(out.shape)
-            return out, self.labels[start:stop]
-        return self.codes[start:stop], self.labels[start:stop]
+        rows = self.codes[start:stop].reshape(len(out), -1)
+        flat = out.reshape(len(out), -1)
+        if positions is None:
+            flat[...] = rows
+        else:
+            flat[positions] = rows
+        return self.labels[start:stop]
 
 
 class StoreShards:
-    """Shards of a store's split, read from the file chunk by chunk and each
+    """Shards of a store's split, read from the file chunk by chunk, each
     chunk checked against its checksum as it is read (a shard's rows may span
-    several stored chunks, or part of one)."""
+    several stored chunks, or part of one), straight into the shard's buffer
+    in the order asked. Only the split's labels are held in memory
+    (4 bytes an example); the images stay in the file."""
 
-    def __init__(self, path, split="train", delay=0.0):
+    def __init__(self, path, split="train", delay=0.0, store=None):
         from .store import open_store
 
-        self.store = open_store(path, verify=False)
+        self.store = store if store is not None else open_store(path, verify=False)
         self.name, self.delay = split, delay
         self.labels = self.store.read_labels(split)
         self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
+        self._scratch = threading.local()  # one chunk-sized buffer per reading thread
 
-    def read(self, start, stop, out=None):
+    def read(self, start, stop, out, positions=None):
+        """As :meth:`ArrayShards.read`."""
         if self.delay:
             time.sleep(self.delay)
-        if out is None:
-            out = np.empty((stop - start,) + tuple(self.row_shape), dtype=np.int8)
-        self.store.read_rows(self.name, start, stop, out)
-        return out, self.labels[start:stop]
+        scratch = getattr(self._scratch, "buffer", None)
+        if scratch is None:
+            scratch = self._scratch.buffer = np.empty(self.store.chunk_bytes(self.name), np.uint8)
+        self.store.read_rows(self.name, start, stop, out, scratch=scratch, positions=positions)
+        return self.labels[start:stop]
 
 
 def shard_size_for(max_device_bytes, row_bytes, batch_size=1):
@@ -116,9 +126,17 @@ class StreamingSplit:
         Shuffle shards and examples within shards, differently each epoch.
     workers, prefetch : int
         Threads that read shards, and how many shards may be read ahead;
-        ``prefetch=0`` reads each shard when it is needed, in the caller's thread.
+        ``prefetch=0`` reads each shard when it is needed, in the caller's
+        thread, into the one buffer the split then has.
+    max_prefetch_bytes : int, optional
+        The most bytes of shards in flight (read ahead, or being read): the
+        prefetch is lowered to what fits, and a shard that alone does not
+        fit is refused here, naming both sizes.
     mode : {"c", "jax"}
         Where the shared variables live.
+
+    Host memory holds ``prefetch + 2`` shard buffers (one when ``prefetch``
+    is 0): the one in the shared variables and those in flight.
 
     Examples
     --------
@@ -136,7 +154,7 @@ class StreamingSplit:
 
     def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
                  dtype=None, seed=None, workers=2, prefetch=2, mode="c", name=None,
-                 dataset_mean=None):
+                 dataset_mean=None, max_prefetch_bytes=None):
         from .dataset import SharedDataset
 
         if int(shard_size) != shard_size or shard_size < 1:
@@ -147,6 +165,15 @@ class StreamingSplit:
         self.source, self.seed = source, seed
         self.name = name or source.name
         self.shard_size = min(int(shard_size), max(1, source.n_examples))
+        row = int(np.prod(source.row_shape))
+        self.shard_bytes = self.shard_size * (row + _LABEL_BYTES)
+        if max_prefetch_bytes is not None:
+            if self.shard_bytes > max_prefetch_bytes:
+                raise ArgumentError(
+                    f"{self.name}: a shard of {self.shard_size} examples takes {self.shard_bytes:,} "
+                    f"bytes, more than the {int(max_prefetch_bytes):,} bytes allowed in flight: "
+                    "use smaller shards or allow more memory")
+            prefetch = min(prefetch, int(max_prefetch_bytes) // self.shard_bytes - 1)
         self.workers, self.prefetch, self.mode = workers, prefetch, mode
         self.dataset = SharedDataset(np.zeros((self.shard_size,) + tuple(source.row_shape), np.int8),
                                      np.zeros(self.shard_size, np.int32), encoding,
@@ -157,18 +184,27 @@ class StreamingSplit:
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
         # Shard buffers, reused: the one in the shared variables, and one for
-        # each shard in flight (prefetch + 1): memory stays bounded.
-        row = int(np.prod(source.row_shape))
+        # each shard in flight (prefetch + 1); with no prefetch, one buffer,
+        # read into in place. Memory stays bounded.
         self._free = queue.SimpleQueue()
-        for _ in range(self.prefetch + 2):
+        for _ in range(self.prefetch + 2 if self.prefetch else 1):
             self._free.put((np.zeros((self.shard_size, row), np.int8),
                             np.zeros(self.shard_size, np.int32)))
         self._loaded = None
         self._pool, self._ahead, self._ahead_epoch = None, deque(), None
+        # A split that is one shard in its own order is read once and kept.
+        self._kept = self.n_shards == 1 and seed is None
+        self._holds_all = False
+        self._passes = 0  # evaluation passes (see evaluate)
 
     @property
     def n_examples(self):
         return self.source.n_examples
+
+    @property
+    def labels(self):
+        """The whole split's labels (host memory, in the split's order)."""
+        return self.source.labels
 
     @property
     def n_shards(self):
@@ -185,19 +221,23 @@ class StreamingSplit:
         worker thread)."""
         start = index * self.shard_size
         stop = min(start + self.shard_size, self.n_examples)
-        codes, labels = self._free.get()  # never empty: at most prefetch + 1 in flight
+        in_place = self.prefetch == 0 and self._loaded is not None
+        # Never empty: at most prefetch + 1 in flight. Without prefetch, the
+        # buffer in use is read into: nothing reads it meanwhile.
+        codes, labels = self._loaded if in_place else self._free.get()
         count = stop - start
         try:
-            if self.seed is None:  # the split's order: read straight into the buffer
-                _, read_labels = self.source.read(start, stop, out=codes[:count])
-                labels[:count] = read_labels
-            else:
-                read_codes, read_labels = self.source.read(start, stop)
+            if self.seed is None:  # the split's order
+                labels[:count] = self.source.read(start, stop, codes[:count])
+            else:  # read and shuffled in one pass: example start + i goes to row positions[i]
                 order = np.random.default_rng((self.seed, epoch, index)).permutation(count)
-                np.take(read_codes.reshape(count, -1), order, axis=0, out=codes[:count])
+                positions = np.empty_like(order)
+                positions[order] = np.arange(count)
+                read_labels = self.source.read(start, stop, codes[:count], positions)
                 np.take(read_labels, order, out=labels[:count])
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
-            self._free.put((codes, labels))
+            if not in_place:
+                self._free.put((codes, labels))
             raise StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): "
                               f"{error}") from error
         codes[count:] = 0  # the last shard's padding
@@ -211,7 +251,7 @@ class StreamingSplit:
         if self.mode == "c":
             self.dataset.data.set_value(codes, borrow=True)
             self.y.set_value(labels, borrow=True)
-            if self._loaded is not None:
+            if self._loaded is not None and self._loaded[0] is not codes:
                 self._free.put(self._loaded)
             self._loaded = (codes, labels)
         else:
@@ -231,6 +271,9 @@ class StreamingSplit:
         silent in pipes."""
         from tqdm import tqdm
 
+        if self._holds_all:  # its one shard is in the shared variables already
+            yield Shard(0, 0, 0, self.n_examples)
+            return
         order = self.shard_order(epoch)
         bar = tqdm(total=self.n_examples, unit="img", desc=f"{self.name} epoch {epoch}",
                    disable=None if progress is None else not progress, leave=False)
@@ -240,6 +283,7 @@ class StreamingSplit:
                 for number, index in enumerate(order):
                     yield self._deliver(number, self._prepare(epoch, index), bar)
                 completed = True
+                self._holds_all = self._kept
                 return
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers,
@@ -248,7 +292,9 @@ class StreamingSplit:
                 self._release(self._ahead)  # read ahead for another epoch than this one
                 self._ahead = deque()
             pending, self._ahead = self._ahead, deque()
-            jobs = [(epoch, i) for i in order] + [(epoch + 1, i) for i in self.shard_order(epoch + 1)]
+            jobs = [(epoch, i) for i in order]
+            if not self._kept:
+                jobs += [(epoch + 1, i) for i in self.shard_order(epoch + 1)]
             submitted = len(pending)
             for number in range(len(order)):
                 while submitted < len(jobs) and len(pending) <= self.prefetch:
@@ -257,6 +303,7 @@ class StreamingSplit:
                 yield self._deliver(number, pending.popleft().result(), bar)
             self._ahead, self._ahead_epoch = pending, epoch + 1
             completed = True
+            self._holds_all = self._kept
         finally:
             if not completed:
                 self._ahead.extend(pending)
@@ -295,6 +342,14 @@ class StreamingSplit:
         self._load(codes, labels)
         bar.update(count)
         return Shard(number, index, start, count)
+
+    def passes(self):
+        """The shards of one more pass over the split, in its own order when it
+        has no seed (evaluation; see :func:`~int8store.evaluate_in_chunks`).
+        Each pass counts as an epoch, so the workers read the next pass's
+        first shards ahead."""
+        self._passes += 1
+        return self.epoch(self._passes - 1, progress=False)
 
     def n_batches(self, batch_size):
         """Whole minibatches in an epoch: each shard's, its remainder dropped."""

@@ -122,8 +122,17 @@ def normalization_mean(codes, encoding):
 
     Computed exactly from a 256-bin histogram of the codes.
     """
-    counts = np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).view(np.uint8),
-                         minlength=256)
+    return mean_of_code_counts(code_counts(codes), encoding)
+
+
+def code_counts(codes):
+    """How many of ``codes`` take each byte value (bin ``b`` for the code whose
+    byte is ``b``): histograms of parts of a split add up to the split's."""
+    return np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).view(np.uint8), minlength=256)
+
+
+def mean_of_code_counts(counts, encoding):
+    """:func:`normalization_mean` from :func:`code_counts`."""
     counts = np.roll(counts, 128)  # bin of code c at c + 128
     if counts.sum() == 0:
         raise ArgumentError("cannot take the mean of an empty set of codes")

@@ -194,7 +194,7 @@ def test_provenance_and_info(tmp_path, capsys):
                              capsys)
     assert status == 0
     with h5py.File(tmp_path / "m.h5") as f:
-        assert f.attrs["format"] == "int8store" and f.attrs["format_version"] == 2
+        assert f.attrs["format"] == "int8store" and f.attrs["format_version"] == 3
         assert f.attrs["command_line"].startswith("int8store convert ")
         assert f.attrs["source"] == str(folder) and f.attrs["created"].endswith("+00:00")
         assert f["train/x"].chunks[0] >= 1 and f["train/x"].dtype == np.int8
@@ -325,9 +325,9 @@ def test_a_label_name_edited_with_h5py_is_caught_on_opening(tmp_path):
 def test_a_newer_format_is_refused_naming_the_release_that_reads_it(tmp_path, capsys):
     out = tmp_path / "m.h5"
     convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), out)
-    rewrite_manifest(out, lambda m: m.update(format_version=3, requires_int8store="0.4.0",
+    rewrite_manifest(out, lambda m: m.update(format_version=4, requires_int8store="0.4.0",
                                              writer="int8store 0.4.0"))
-    with pytest.raises(StoreFormatError, match=r"format version 3 is newer .* install int8store >= 0.4.0"):
+    with pytest.raises(StoreFormatError, match=r"format version 4 is newer .* install int8store >= 0.4.0"):
         open_store(out)
     status, _, err = run_cli(["info", out], capsys)
     assert status == 2 and "int8store >= 0.4.0" in err

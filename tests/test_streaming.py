@@ -2,12 +2,14 @@
 from a seed, damage named in the training loop, no thread left behind."""
 
 from contextlib import nullcontext
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from archives import fake_mnist, write_mnist_idx_folder
-from int8store import StreamError, quantize
+from int8store import (ArgumentError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
+                       load_streams, quantize)
 from int8store.converter import convert
 from int8store.store import open_store
 from int8store.streaming import ArrayShards, StoreShards, StreamingSplit, worker_threads
@@ -118,7 +120,7 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
     common = ["--dataset", "digits", "--epochs", "20", "--save-model", ""]
     assert logistic_sgd.main(common + ["--max-device-bytes", "16384"]) == 0
     streamed = capsys.readouterr().out
-    assert "streaming train in 5 shards of 240 examples" in streamed
+    assert "train: 1197 examples streamed in 5 shards of 240 examples" in streamed
     # The same batch size and the split's own order: the same minibatches.
     assert logistic_sgd.main(common + ["--batch-size", "240"]) == 0
     resident = capsys.readouterr().out
@@ -145,4 +147,104 @@ def test_switching_epochs_while_reading_ahead_never_loses_a_buffer():
         assert sorted(np.concatenate([labels for labels, _ in visit(stream, epoch)])) == list(range(60))
     stream.close()  # shards read ahead give their buffers back
     assert stream._free.qsize() == stream.prefetch + 1  # all but the loaded one
+    assert worker_threads() == []
+
+
+# -- from a store on disk, without loading it ---------------------------------
+
+FORMAT2 = Path(__file__).resolve().parent / "data" / "format2-digits.h5"
+
+
+def test_load_streams_never_reads_a_split_whole(monkeypatch):
+    from int8store.store import Store
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a split was read whole")
+
+    monkeypatch.setattr(Store, "read_split", refuse)
+    monkeypatch.setattr(Store, "chunks", refuse)
+    train, valid, test = load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=10)
+    assert [s.n_shards for s in (train, valid, test)] == [10, 3, 3]
+    assert [s.prefetch for s in (train, valid, test)] == [2, 0, 0]
+    expected = open_store(FORMAT2)
+    seen = np.concatenate([np.asarray(train.y.get_value())[:shard.count] for shard in train.epoch(0)])
+    np.testing.assert_array_equal(seen, expected.read_labels("train"))
+    train.close()
+
+
+def test_a_split_that_fits_in_a_shard_is_read_once_and_kept(monkeypatch):
+    train, valid, test = load_streams(FORMAT2, max_device_bytes=1 << 20, batch_size=10)
+    assert [s.n_shards for s in (train, valid, test)] == [1, 1, 1]
+    reads = []
+    original = valid.source.read
+    monkeypatch.setattr(valid.source, "read", lambda *a: reads.append(a[:2]) or original(*a))
+    for _ in range(3):
+        assert sum(shard.count for shard in valid.passes()) == 50
+    assert reads == [(0, 50)]
+
+
+@pytest.mark.parametrize("shard_size", [7, 10, 50])
+@pytest.mark.parametrize("classic_count", [False, True])
+def test_a_streamed_split_is_scored_like_a_resident_one(shard_size, classic_count):
+    """Per-example values summed shard by shard, each example once: the same
+    mean and count as evaluate_in_chunks over the split in memory, whatever
+    the shard size against the chunk size."""
+    stream, codes = array_stream(n=50, shard_size=shard_size, prefetch=1)
+    values = (np.arange(50) * 7919 % 13).astype(float)  # a value per example, by its label
+
+    def on_the_device(start):  # the chunk of 5 from `start` in the shard now loaded
+        return values[np.asarray(stream.y.get_value())[start:start + 5]]
+
+    expected = evaluate_in_chunks(lambda start: values[start:start + 5], 50, 5, classic_count)
+    assert evaluate_in_chunks(on_the_device, stream, 5, classic_count) == pytest.approx(expected)
+    stream.close()
+
+
+def test_prefetch_is_bounded_in_bytes():
+    stream, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=3 * 70)
+    assert stream.shard_bytes == 70 and stream.prefetch == 2  # 3 shards in flight at most
+    assert stream._free.qsize() == stream.prefetch + 2
+    with pytest.raises(ArgumentError, match=r"a shard of 10 examples takes 70 bytes, more than "
+                                            r"the 69 bytes allowed in flight"):
+        array_stream(n=100, shard_size=10, max_prefetch_bytes=69)
+    alone, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=70)
+    assert alone.prefetch == 0 and alone._free.qsize() == 1  # read in place, in the caller's thread
+    assert sorted(np.concatenate([labels for labels, _ in visit(alone, 0)])) == list(range(100))
+
+
+def test_load_streams_refuses_a_shard_larger_than_the_memory_ceiling():
+    with pytest.raises(ArgumentError, match=r"train: a shard of 200 examples takes 13,600 bytes, "
+                                            r"more than the 10,000 bytes allowed in flight"):
+        load_streams(FORMAT2, max_device_bytes=1 << 20, max_memory=10_000)
+
+
+def test_dataset_normalization_streamed_uses_the_whole_training_split():
+    train, valid, _ = load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=10,
+                                   normalize="dataset")
+    (resident_x, _), _, _ = load_data(FORMAT2, normalize="dataset")
+    assert train.dataset.dataset_mean == resident_x.dataset.dataset_mean
+    assert valid.dataset.dataset_mean == resident_x.dataset.dataset_mean
+
+
+def test_a_store_too_large_for_memory_is_streamed_by_the_tutorial(capsys):
+    import logistic_sgd
+
+    common = ["--dataset", str(FORMAT2), "--epochs", "6", "--batch-size", "10", "--save-model", ""]
+    nbytes = open_store(FORMAT2).nbytes
+    assert not fits_in_memory(FORMAT2, nbytes - 1) and fits_in_memory(FORMAT2, nbytes)
+    assert fits_in_memory("digits", 1)  # other sources are held to the ceiling as they are read
+    assert logistic_sgd.main(common + ["--max-memory", str(4 * nbytes)]) == 0
+    resident = capsys.readouterr().out
+    assert "streamed" not in resident
+    assert logistic_sgd.main(common + ["--max-memory", str(nbytes - 1)]) == 0
+    streamed = capsys.readouterr().out
+    assert "... train: 200 examples streamed in 3 shards of 70 examples" in streamed  # a quarter of the ceiling each
+    assert logistic_sgd.main(common + ["--max-device-bytes", str(20 * 68)]) == 0
+    sharded = capsys.readouterr().out
+    assert "... train: 200 examples streamed in 10 shards of 20 examples" in sharded
+
+    def errors(out):
+        return [line for line in out.splitlines() if "error" in line]
+
+    assert len(errors(resident)) > 6 and errors(streamed) == errors(resident) == errors(sharded)
     assert worker_threads() == []

@@ -40,7 +40,7 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import LogisticRegression, load_data
+from logistic_sgd import LogisticRegression, load_data, load_for_training
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -129,7 +129,7 @@ class LeNetConvPoolLayer(object):
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
-                    classic_count=False, max_device_bytes=None, seed=None):
+                    classic_count=False, max_device_bytes=None, seed=None, max_memory=None):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -143,11 +143,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param mode: 'c' (the library's C backend) or 'jax' (int8store's JAX mode)
     :param classic_count: score whole minibatches of the validation and test
                           splits only, as the classic did (else every example)
-    :param max_device_bytes: if the training split's images and labels take
-                             more, it is streamed to the device in shards
-                             that fit (int8store.stream)
-    :param seed: streamed shards and their examples are shuffled each epoch
-                 from this seed (None: the split's own order)
+    :param max_device_bytes, seed, max_memory: streaming, as in
+                             logistic_sgd.sgd_optimization_mnist
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -155,38 +152,14 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     """
     rng = numpy.random.RandomState(23455)
 
-    datasets = load_data(dataset)
-
+    # -- int8store: the splits, in memory or streamed, and the batch counts
+    # (logistic_sgd.load_for_training)
+    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
-
-    # -- int8store's JAX mode (see logistic_sgd.py)
-    if mode == 'jax':
-        int8store.place(datasets, 'jax')
     compile_mode = int8store.function_mode(mode)
-
-    # number of minibatches, counted from the labels (a batch larger than a
-    # split, as on the 300-example digits splits, is cut to fit)
-    smallest = min(s.get_value(borrow=True).shape[0] for s in (train_set_y, valid_set_y, test_set_y))
-    if batch_size > smallest:
-        print('... batch size %i is larger than a split of %i examples: using %i'
-              % (batch_size, smallest, smallest))
-        batch_size = smallest
-    # -- int8store: a training split larger than max_device_bytes is streamed
-    # to the device shard by shard, read ahead by background threads
-    train_stream = None
-    if max_device_bytes:
-        train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
-                                        seed=seed, mode=mode, report=print)
-    if train_stream is not None:
-        batch_size = min(batch_size, train_stream.shard_size)
-        train_set_x, train_set_y = train_stream.x, train_stream.y
-        n_train_batches = train_stream.n_batches(batch_size)
-    else:
-        n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_valid = valid_set_y.get_value(borrow=True).shape[0]
-    n_test = test_set_y.get_value(borrow=True).shape[0]
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -234,7 +207,6 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         activation=T.tanh
     )
 
-    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
     layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=n_out)
 
     cost = layer3.negative_log_likelihood(y)
@@ -307,7 +279,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (train_stream.minibatches(epoch, batch_size) if train_stream is not None
+        batches = (streams[0].minibatches(epoch, batch_size) if streams
                    else ((i, i) for i in range(n_train_batches)))
         for minibatch_index, index_on_device in batches:
 
@@ -349,8 +321,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
-    if train_stream is not None:
-        train_stream.close()  # its reading threads stop
+    for stream in streams or ():
+        stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete.')
     print('Best validation score of %f %% obtained at iteration %i, '
@@ -366,7 +338,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'test_count': test_count,
         'epochs': epoch,
         'params': [numpy.asarray(p.get_value()) for p in params],
-        'datasets': datasets,
+        'datasets': streams or datasets,
         'train_model': train_model,
     }
 
@@ -396,11 +368,14 @@ def main(argv=None):
                              'validation and test splits, as the classic tutorial (and its '
                              'published figures) did; by default every example is scored')
     parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='stream the training split to the device in shards of at most '
-                             'N bytes when it takes more (default: keep it all there)')
+                        help='feed each split to the device in shards of at most N bytes, '
+                             'read from the file for a store (default: hold it all)')
+    parser.add_argument('--max-memory', metavar='SIZE',
+                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
+                             "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed shards and their examples each epoch from '
-                             'this seed (default: the split\'s own order)')
+                        help='shuffle streamed training shards and their examples each '
+                             'epoch from this seed (default: the split\'s own order)')
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
@@ -410,7 +385,8 @@ def main(argv=None):
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             nkerns=args.nkerns, batch_size=args.batch_size, model_path=args.save_model,
             mode=args.mode, classic_count=args.classic_count,
-            max_device_bytes=args.max_device_bytes, seed=args.seed)
+            max_device_bytes=args.max_device_bytes, seed=args.seed,
+            max_memory=args.max_memory)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

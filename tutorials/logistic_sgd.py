@@ -80,10 +80,57 @@ class LogisticRegression(object):
         raise NotImplementedError()
 
 
+def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed=None,
+                      max_memory=None):
+    """
+    int8store's additions to the classic loading, shared by the tutorials.
+
+    With max_device_bytes, or a store larger than memory, the splits go to
+    the device shard by shard (int8store.load_streams: read from the file
+    for a store, ahead of use by background threads), and only the shards
+    in flight are in memory; otherwise load_data holds them whole (in JAX
+    mode, placed on JAX's device once).
+
+    Returns the classic [(x, y)] * 3, the streams (None when held whole),
+    the batch size (cut to the smallest split or shard) and the counts
+    (training minibatches, validation and test examples or their streams,
+    which int8store.evaluate_in_chunks scores alike, and classes).
+    """
+    streams = None
+    if max_device_bytes or not int8store.fits_in_memory(dataset, max_memory):
+        streams = int8store.load_streams(dataset, max_device_bytes, batch_size, seed=seed,
+                                         mode=mode, max_memory=max_memory, report=print)
+        datasets = [(s.x, s.y) for s in streams]
+        labels = [s.labels for s in streams]
+    else:
+        datasets = load_data(dataset, max_memory=max_memory)
+        # -- int8store's JAX mode: the data goes to JAX's device once, and
+        # the functions compile for JAX (the classic slices in their givens
+        # become static-size minibatches there).
+        if mode == 'jax':
+            int8store.place(datasets, 'jax')
+        # counted from the labels (x.get_value(borrow=True).shape[0] gives
+        # the same count, but decodes every image to give it)
+        labels = [y.get_value(borrow=True) for _, y in datasets]
+    smallest, what = min(len(l) for l in labels), 'split'
+    if streams and min(s.shard_size for s in streams) < smallest:
+        smallest, what = min(s.shard_size for s in streams), 'shard'
+    if batch_size > smallest:
+        print('... batch size %i is larger than a %s of %i examples: using %i'
+              % (batch_size, what, smallest, smallest))
+        batch_size = smallest
+    if streams:  # a streamed split counts its batches shard by shard, and is scored so
+        counts = (streams[0].n_batches(batch_size), streams[1], streams[2])
+    else:
+        counts = (len(labels[0]) // batch_size, len(labels[1]), len(labels[2]))
+    return datasets, streams, batch_size, counts + (1 + int(max(l.max() for l in labels)),)
+
+
 def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
-                           classic_count=False, max_device_bytes=None, seed=None):
+                           classic_count=False, max_device_bytes=None, seed=None,
+                           max_memory=None):
     """
     Train the logistic regression by minibatch SGD with early stopping.
 
@@ -97,51 +144,28 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :param mode: 'c' (the library's C backend) or 'jax' (int8store's JAX mode)
     :param classic_count: score whole minibatches of the validation and test
                           splits only, as the classic did (else every example)
-    :param max_device_bytes: if the training split's images and labels take
-                             more, it is streamed to the device in shards
-                             that fit (int8store.stream)
-    :param seed: streamed shards and their examples are shuffled each epoch
-                 from this seed (None: the split's own order)
+    :param max_device_bytes: each split is fed to the device in shards of
+                             images and labels of at most this many bytes
+                             (int8store.load_streams): read from the file
+                             for a store, so a store larger than memory
+                             trains too
+    :param seed: streamed training shards and their examples are shuffled
+                 each epoch from this seed (None: the split's own order)
+    :param max_memory: memory ceiling (bytes, or '4GiB'): a store larger than
+                       it is streamed even without max_device_bytes
 
     Returns a dict with the best validation error, the test error of the
     best model and how many examples it is over, the epochs run and the
     seconds taken.
     """
-    datasets = load_data(dataset)
-
+    # -- int8store: the splits, in memory or streamed, and the batch counts
+    # (load_for_training, above)
+    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
-
-    # -- int8store's JAX mode: the data goes to JAX's device once, and the
-    # functions below compile for JAX (the classic slices in their givens
-    # become static-size minibatches there).
-    if mode == 'jax':
-        int8store.place(datasets, 'jax')
     compile_mode = int8store.function_mode(mode)
-
-    # compute number of minibatches for training, validation and testing,
-    # from the labels (train_set_x.get_value(borrow=True).shape[0] gives the
-    # same count, but decodes every image to give it)
-    smallest = min(s.get_value(borrow=True).shape[0] for s in (train_set_y, valid_set_y, test_set_y))
-    if batch_size > smallest:
-        print('... batch size %i is larger than a split of %i examples: using %i'
-              % (batch_size, smallest, smallest))
-        batch_size = smallest
-    # -- int8store: a training split larger than max_device_bytes is streamed
-    # to the device shard by shard, read ahead by background threads
-    train_stream = None
-    if max_device_bytes:
-        train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
-                                        seed=seed, mode=mode, report=print)
-    if train_stream is not None:
-        batch_size = min(batch_size, train_stream.shard_size)
-        train_set_x, train_set_y = train_stream.x, train_stream.y
-        n_train_batches = train_stream.n_batches(batch_size)
-    else:
-        n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_valid = valid_set_y.get_value(borrow=True).shape[0]
-    n_test = test_set_y.get_value(borrow=True).shape[0]
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -154,7 +178,6 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     y = T.ivector('y')  # its labels
 
     n_in = train_set_x.dataset.n_features  # 28 * 28 for MNIST
-    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
     classifier = LogisticRegression(input=x, n_in=n_in, n_out=n_out)
 
     cost = classifier.negative_log_likelihood(y)
@@ -225,7 +248,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (train_stream.minibatches(epoch, batch_size) if train_stream is not None
+        batches = (streams[0].minibatches(epoch, batch_size) if streams
                    else ((i, i) for i in range(n_train_batches)))
         for minibatch_index, index_on_device in batches:
 
@@ -265,8 +288,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
-    if train_stream is not None:
-        train_stream.close()  # its reading threads stop
+    for stream in streams or ():
+        stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete with best validation score of %f %%, '
           'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
@@ -276,7 +299,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
           ' ran for %.1fs' % (end_time - start_time), file=sys.stderr)
     return {'best_validation_loss': float(best_validation_loss),
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
-            'seconds': end_time - start_time, 'datasets': datasets,
+            'seconds': end_time - start_time, 'datasets': streams or datasets,
             'train_model': train_model}
 
 
@@ -325,11 +348,14 @@ def main(argv=None):
                              'validation and test splits, as the classic tutorial (and its '
                              'published figures) did; by default every example is scored')
     parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='stream the training split to the device in shards of at most '
-                             'N bytes when it takes more (default: keep it all there)')
+                        help='feed each split to the device in shards of at most N bytes, '
+                             'read from the file for a store (default: hold it all)')
+    parser.add_argument('--max-memory', metavar='SIZE',
+                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
+                             "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed shards and their examples each epoch from '
-                             'this seed (default: the split\'s own order)')
+                        help='shuffle streamed training shards and their examples each '
+                             'epoch from this seed (default: the split\'s own order)')
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
@@ -339,7 +365,7 @@ def main(argv=None):
             learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
             batch_size=args.batch_size, model_path=args.save_model, mode=args.mode,
             classic_count=args.classic_count, max_device_bytes=args.max_device_bytes,
-            seed=args.seed)
+            seed=args.seed, max_memory=args.max_memory)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

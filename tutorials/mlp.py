@@ -26,7 +26,7 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import LogisticRegression, load_data
+from logistic_sgd import LogisticRegression, load_data, load_for_training
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -89,40 +89,22 @@ class MLP(object):
 
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
              dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
-             classic_count=False, max_device_bytes=None, seed=None):
+             classic_count=False, max_device_bytes=None, seed=None, max_memory=None):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
     the best validation error, the test error of the best model (over every
     example, or whole minibatches only with ``classic_count``, as the classic
-    did) and the epochs run. With ``max_device_bytes`` a training split that
-    takes more is streamed to the device in shards (``seed`` shuffles them).
+    did) and the epochs run. ``max_device_bytes``, ``seed`` and ``max_memory``
+    stream the splits, as in logistic_sgd.sgd_optimization_mnist.
     """
-    datasets = load_data(dataset)
-
+    # -- int8store: the splits, in memory or streamed, and the batch counts
+    # (logistic_sgd.load_for_training)
+    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
-
-    # -- int8store's JAX mode (see logistic_sgd.py)
-    if mode == 'jax':
-        int8store.place(datasets, 'jax')
     compile_mode = int8store.function_mode(mode)
-
-    # number of minibatches, counted from the labels
-    # -- int8store: a training split larger than max_device_bytes is streamed
-    # to the device shard by shard, read ahead by background threads
-    train_stream = None
-    if max_device_bytes:
-        train_stream = int8store.stream(train_set_x, train_set_y, max_device_bytes, batch_size,
-                                        seed=seed, mode=mode, report=print)
-    if train_stream is not None:
-        batch_size = min(batch_size, train_stream.shard_size)
-        train_set_x, train_set_y = train_stream.x, train_stream.y
-        n_train_batches = train_stream.n_batches(batch_size)
-    else:
-        n_train_batches = train_set_y.get_value(borrow=True).shape[0] // batch_size
-    n_valid = valid_set_y.get_value(borrow=True).shape[0]
-    n_test = test_set_y.get_value(borrow=True).shape[0]
 
     print('... building the model')
     index = T.lscalar()
@@ -130,7 +112,6 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     y = T.ivector('y')
     rng = numpy.random.RandomState(1234)
 
-    n_out = 1 + int(max(s.get_value(borrow=True).max() for s in (train_set_y, valid_set_y, test_set_y)))
     classifier = MLP(rng=rng, input=x, n_in=train_set_x.dataset.n_features,
                      n_hidden=n_hidden, n_out=n_out)
 
@@ -179,7 +160,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (train_stream.minibatches(epoch, batch_size) if train_stream is not None
+        batches = (streams[0].minibatches(epoch, batch_size) if streams
                    else ((i, i) for i in range(n_train_batches)))
         for minibatch_index, index_on_device in batches:
             minibatch_avg_cost = train_model(index_on_device)
@@ -208,8 +189,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
-    if train_stream is not None:
-        train_stream.close()  # its reading threads stop
+    for stream in streams or ():
+        stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
     print('Optimization complete. Best validation score of %f %% obtained at iteration %i, '
           'with test performance %f %%' % (best_validation_loss * 100., best_iter + 1,
@@ -231,16 +212,20 @@ def main(argv=None):
     parser.add_argument('--classic-count', action='store_true',
                         help='score whole minibatches only, as the classic tutorial did')
     parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='stream the training split to the device in shards of at most '
-                             'N bytes when it takes more (default: keep it all there)')
+                        help='feed each split to the device in shards of at most N bytes, '
+                             'read from the file for a store (default: hold it all)')
+    parser.add_argument('--max-memory', metavar='SIZE',
+                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
+                             "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed shards and their examples each epoch from '
-                             'this seed (default: the split\'s own order)')
+                        help='shuffle streamed training shards and their examples each '
+                             'epoch from this seed (default: the split\'s own order)')
     args = parser.parse_args(argv)
     try:
         test_mlp(n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
                  n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
-                 max_device_bytes=args.max_device_bytes, seed=args.seed)
+                 max_device_bytes=args.max_device_bytes, seed=args.seed,
+                 max_memory=args.max_memory)
     except int8store.Int8StoreError as error:
         print('error: %s' % error, file=sys.stderr)
         return 2

@@ -1,0 +1,160 @@
+"""``load_streams()``: :func:`~int8store.load_data`'s sibling for sets that
+are not to be held whole, read shard by shard from a store on disk.
+
+From a store, nothing of the images is read at start: each split is a
+:class:`~int8store.StreamingSplit` over the file (:class:`StoreShards`), so
+host memory holds the labels (4 bytes an example) and the shards in flight,
+whatever the store's size, and every chunk is checked as it is read. A
+split whose images and labels fit in a shard is read once and kept, as
+``load_data`` would hold it. Any other source is read whole into host
+memory (as int8, a quarter of float32) and streamed to the device from
+there.
+"""
+
+import numpy as np
+
+from .errors import ArgumentError, SourceFormatError
+from .vocabulary import SPLITS
+
+__all__ = ["load_streams", "fits_in_memory"]
+
+
+def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normalize="unit",
+                 dtype=None, mode="c", max_memory=None, prefetch=2, workers=2, report=None,
+                 cache_dir=None):
+    """The train, valid and test splits of ``dataset`` as a list of three
+    :class:`~int8store.StreamingSplit`, each fed to the device in shards.
+
+    Parameters
+    ----------
+    dataset
+        As for :func:`~int8store.load_data`; a store is read from the file.
+    max_device_bytes : int, optional
+        The most bytes of images and labels in one shard of a split (each
+        split holds one shard on the device). Default: a quarter of the
+        memory ceiling.
+    batch_size : int
+        Shards hold whole minibatches of this size. If a split is smaller,
+        or not even one minibatch fits in a shard, the batch size must come
+        down to ``min(s.shard_size for s in streams)``: ``report`` says so.
+    seed : int, optional
+        Shuffle the training split's shards and their examples each epoch
+        (the validation and test splits keep their order).
+    normalize, dtype, mode
+        As for :func:`~int8store.load_data`.
+    max_memory : int or str, optional
+        The memory ceiling (default half the physical memory): it bounds the
+        training split's shards in flight, and a shard that does not fit
+        under it is refused, naming both sizes.
+    prefetch, workers : int
+        Training shards read ahead, and the threads that read them; the
+        validation and test splits are read when scored, in the caller's
+        thread, into one buffer each.
+    report : callable, optional
+        Told (a line each) how each split is streamed.
+
+    Returns
+    -------
+    list of StreamingSplit
+        ``[train, valid, test]``; each has ``x`` and ``y`` for the classic
+        ``givens``, ``minibatches(epoch, batch_size)`` for the training loop,
+        and is scored by :func:`~int8store.evaluate_in_chunks`.
+    """
+    from .limits import max_memory as ceiling, memory_ceiling, parse_size
+    from .streaming import StreamingSplit, shard_size_for
+
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
+    with memory_ceiling(max_memory):
+        limit = ceiling()
+        budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 4
+        sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory)
+        row_bytes = int(np.prod(image_shape, dtype=np.int64))
+        mean = _dataset_mean(sources["train"], encoding) if normalize == "dataset" else None
+        streams = []
+        for name in SPLITS:
+            source = sources[name]
+            size = shard_size_for(budget, row_bytes, batch_size) or shard_size_for(budget, row_bytes)
+            if size < 1:
+                raise ArgumentError(f"max_device_bytes={budget}: not even one example of "
+                                    f"{row_bytes + 4} bytes fits")
+            training = name == "train"
+            streams.append(StreamingSplit(
+                source, size, encoding, image_shape=image_shape, normalize=normalize, dtype=dtype,
+                seed=seed if training else None, workers=workers, mode=mode, name=name,
+                prefetch=prefetch if training else 0, dataset_mean=mean,
+                max_prefetch_bytes=limit if training else None))
+    if report is not None:
+        for stream in streams:
+            how = ("held whole" if stream.n_shards == 1 else
+                   f"streamed in {stream.n_shards} shards of {stream.shard_size} examples")
+            report(f"... {stream.name}: {stream.n_examples} examples {how}")
+    return streams
+
+
+def fits_in_memory(dataset, max_memory=None, caller=None):
+    """Whether ``load_data`` may hold ``dataset`` whole: False only for a store
+    whose images and labels come to more than the memory ceiling (other
+    sources are read to know their size, and are held to the ceiling as
+    they are read)."""
+    from .limits import max_memory as ceiling, memory_ceiling
+    from .sources.locate import caller_file
+
+    path = _store_path(dataset, caller or caller_file())
+    if path is None:
+        return True
+    from .store import open_store
+
+    with memory_ceiling(max_memory):
+        return open_store(path, verify=False).nbytes <= ceiling()
+
+
+def _store_path(dataset, caller):
+    """The store ``dataset`` names (where load_data would look), or None."""
+    from .sources.locate import classic_candidates
+    from .store import is_store
+
+    if not isinstance(dataset, (str, bytes)) and not hasattr(dataset, "__fspath__"):
+        return None
+    return next((p for p in classic_candidates(dataset, caller) if p.is_file() and is_store(p)),
+                None)
+
+
+def _sources(dataset, cache_dir, max_memory):
+    """``({split: shard source}, encoding, image_shape)``."""
+    from .sources.locate import caller_file
+    from .store import open_store
+    from .streaming import ArrayShards, StoreShards
+
+    path = _store_path(dataset, caller_file())
+    if path is not None:
+        store = open_store(path, verify=False)  # each chunk is checked as it is read
+        missing = [n for n in SPLITS if n not in store.splits]
+        if missing:
+            raise SourceFormatError(f"{path}: has splits {', '.join(store.splits)}; streaming "
+                                    f"needs {', '.join(SPLITS)} (no {', '.join(missing)} split)")
+        return ({name: StoreShards(path, name, store=store) for name in SPLITS},
+                store.encoding, store.image_shape)
+    from .loading import load_splits
+
+    splits = load_splits(dataset, cache_dir=cache_dir, max_memory=max_memory, dtype=None,
+                         caller=caller_file())
+    sources = {name: ArrayShards(split.data.get_value(borrow=True), split.y.get_value(borrow=True),
+                                 name=name) for name, split in splits.items()}
+    train = splits["train"]
+    return sources, train.encoding, train.image_shape
+
+
+def _dataset_mean(source, encoding):
+    """The training split's mean for ``normalize="dataset"``, from a histogram
+    of its codes taken 16 MiB at a time (as exact as the whole split's)."""
+    from .symbolic import code_counts, mean_of_code_counts
+
+    counts = np.zeros(256, dtype=np.int64)
+    rows = max(1, (16 << 20) // max(1, int(np.prod(source.row_shape))))
+    buffer = np.empty((rows,) + tuple(source.row_shape), dtype=np.int8)
+    for start in range(0, source.n_examples, rows):
+        stop = min(start + rows, source.n_examples)
+        source.read(start, stop, buffer[:stop - start])
+        counts += code_counts(buffer[:stop - start])
+    return mean_of_code_counts(counts, encoding)

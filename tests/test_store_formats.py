@@ -1,0 +1,104 @@
+"""Store format 3 (XXH3-128 per chunk) beside format 2 (SHA-256 per chunk):
+a format-2 store written by int8store 0.1.0 still loads and verifies, a
+format-3 store names the chunk where a bit flipped, and ``verify`` says how
+fast it checked."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archives import fake_mnist, write_mnist_idx_folder
+from int8store import StoreChecksumError, load_data, open_store
+from int8store.checksums import chunk_digest
+from int8store.cli import main
+from int8store.converter import convert
+
+FORMAT2 = Path(__file__).resolve().parent / "data" / "format2-digits.h5"
+
+
+def test_a_format2_store_written_before_format3_loads_and_verifies(tmp_path, capsys):
+    store = open_store(FORMAT2)  # every chunk checked, with SHA-256
+    assert store.provenance["format_version"] == 2 and store.chunk_checksum == "sha256"
+    assert store.provenance["writer"] == "int8store 0.1.0"
+    assert store.splits == {"train": 200, "valid": 50, "test": 50}
+    (train_x, train_y), _, (test_x, test_y) = load_data(FORMAT2, dtype="float32")
+    assert train_y.get_value(borrow=True)[:10].tolist() == list(range(10))  # digits' first labels
+    assert test_x.get_value().shape == (50, 64)
+    assert main(["verify", str(FORMAT2)]) == 0
+    assert "SHA256 per chunk" in capsys.readouterr().out
+    # A flipped bit in a format-2 chunk is still caught, by SHA-256.
+    damaged = tmp_path / "damaged.h5"
+    shutil.copy(FORMAT2, damaged)
+    offset = store.manifest["splits"][0]["x"]["chunks"][0][0]
+    flip(damaged, offset + 100)
+    with pytest.raises(StoreChecksumError, match=r"split 'train' chunk 0 \(examples 0 to 199\) "
+                                                 "does not match its checksum"):
+        open_store(damaged)
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "m.h5"
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=3000, n_test=10, side=28)), path)
+    return path
+
+
+def test_format3_checks_each_chunk_with_xxh3_128(store):
+    s = open_store(store)
+    assert s.provenance["format_version"] == 3 and s.manifest["chunk_checksum"] == "xxh3_128"
+    layout = train_entry(s)
+    with open(store, "rb") as f:
+        for offset, nbytes, digest in layout["x"]["chunks"] + layout["y"]:
+            f.seek(offset)
+            assert chunk_digest("xxh3_128", f.read(nbytes)) == digest
+    assert len(layout["x"]["chunks"]) >= 2  # the flip below is in a chunk other than the first
+
+
+def test_a_flipped_bit_in_a_format3_store_names_its_chunk(store, capsys):
+    s = open_store(store)
+    chunks, rows = train_entry(s)["x"]["chunks"], train_entry(s)["x"]["chunk_rows"]
+    flip(store, chunks[1][0] + 12345 % chunks[1][1])
+    assert main(["verify", str(store)]) == 2
+    err = capsys.readouterr().err
+    last = min(2 * rows, s.splits["train"]) - 1
+    assert f"split 'train' chunk 1 (examples {rows} to {last}) does not match its " \
+           "checksum: the file is damaged" in err and str(store) in err
+    with pytest.raises(StoreChecksumError, match="split 'train' chunk 1"):
+        open_store(store, verify=False).read_rows("train", rows, rows + 1,
+                                                  np.empty((1, 28, 28), np.int8))
+
+
+def test_verify_reports_its_speed(store, capsys):
+    assert main(["verify", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"{store.stat().st_size:,} bytes in " in out and " GB/s, XXH3-128 per chunk" in out
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_verify_in_threads_checks_every_chunk(store, workers, monkeypatch):
+    s = open_store(store, verify=False)
+    checked = []
+    original = s._read_range
+
+    def recording(f, offset, views, digest, what):
+        checked.append(offset)
+        return original(f, offset, views, digest, what)
+
+    monkeypatch.setattr(s, "_read_range", recording)
+    s.verify(workers=workers)
+    expected = [c[0] for split in s.manifest["splits"] for c in split["x"]["chunks"] + split["y"]]
+    assert sorted(checked) == sorted(expected)
+
+
+def train_entry(store):
+    return next(split for split in store.manifest["splits"] if split["name"] == "train")
+
+
+def flip(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0x10]))
