@@ -88,8 +88,12 @@ class Plan:
                     picked = chosen[start:start + len(chunk)]
                     start += len(chunk)
                     codes = self._encoded(chunk, "train")
-                    yield "train", codes[~picked]
-                    yield "valid", codes[picked]
+                    # (the last examples, by default: most chunks go whole to one split)
+                    some, every = picked.any(), picked.all()
+                    if not every:
+                        yield "train", codes[~picked] if some else codes
+                    if some:
+                        yield "valid", codes if every else codes[picked]
 
     def _encoded(self, chunk, split):
         codes = chunk if self.encoded else encode(
