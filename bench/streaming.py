@@ -15,9 +15,18 @@ Each is run with the store as the producer, and with an artificially slow
 producer (a fixed delay per shard, 60 % of the time the step takes to train
 on a shard). Examples per second are medians over the rounds. Target: (b) at
 least 90 % of (a) whenever producing a shard takes less time than training
-on it. A second table runs the same with OPENBLAS_NUM_THREADS=1.
+on it. A second table runs the same with OPENBLAS_NUM_THREADS=1. Then the
+producer's own rate (one thread reading, checking and shuffling every shard
+of the store from the page cache), verify()'s, and a plain memory copy's,
+measured in the same process: the physical limit.
+
+With ``--big-store PATH`` (a store larger than memory should be:
+bench/big_store.py writes one of 1.3 million images, 1 GB), each model then
+trains from it, streamed by load_streams under ``--max-memory`` (256 MiB),
+in a fresh process: examples/s and peak resident memory.
 
     python bench/streaming.py [--examples 12000] [--shard 3000] [--rounds 3]
+        [--big-store PATH [--max-memory 256MiB] [--big-shards 20]]
 """
 
 import argparse
@@ -49,6 +58,43 @@ def write_store(folder, examples):
     return path
 
 
+def producer_rate(path, shard, repeats=3):
+    """The producer alone, in one thread: every shard of the split read from
+    the store, checked and shuffled into a shard buffer, as a worker does;
+    best of ``repeats`` passes. Beside it, what verify() does (read and
+    check every byte) and a plain memory copy of 256 MiB (no cache helps),
+    the physical limit of anything that writes the bytes once."""
+    import numpy as np
+
+    from int8store.store import open_store
+    from int8store.streaming import StoreShards
+
+    source = StoreShards(path, "train")
+    n = source.n_examples
+    out = np.empty((shard, 28 * 28), np.int8)
+    rng = np.random.default_rng(0)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for first in range(0, n, shard):
+            count = min(shard, n - first)
+            source.read(first, first + count, out[:count], rng.permutation(count))
+        best = min(best, time.perf_counter() - start)
+    store = open_store(path, verify=False)
+    verify = min(timed(store.verify) for _ in range(repeats))
+    a = np.ones(256 << 20, np.uint8)
+    b = np.empty_like(a)
+    copy = min(timed(lambda: np.copyto(b, a)) for _ in range(repeats))
+    return {"producer": n * 28 * 28 / best / 1e9, "seconds_per_shard": best * shard / n,
+            "verify": store.nbytes / verify / 1e9, "copy": a.nbytes / copy / 1e9}
+
+
+def timed(function):
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def measure(model, examples, shard, rounds):
     from models import build  # sets floatX to float32
 
@@ -73,9 +119,7 @@ def measure(model, examples, shard, rounds):
     for i in range(batches):
         train_resident(i)
     per_shard = (time.perf_counter() - start) / batches * (shard // batch)
-    start = time.perf_counter()
-    StoreShards(path, "train").read(0, shard)
-    read_time = time.perf_counter() - start
+    read_time = producer_rate(path, shard)["seconds_per_shard"]
     delay = 0.6 * per_shard
 
     streams = {}
@@ -113,7 +157,36 @@ def measure(model, examples, shard, rounds):
             done = run(epoch)
             rates[(name, producer)].append(done / (time.perf_counter() - start))
     return {"model": model, "rates": {f"{k[0]}|{k[1]}": statistics.median(v) for k, v in rates.items()},
-            "per_shard": per_shard, "read": read_time, "delay": delay}
+            "per_shard": per_shard, "read": read_time, "delay": delay,
+            "rates_gb": producer_rate(path, shard)}
+
+
+def big_store(model, path, max_memory, max_shards):
+    """Train ``model`` on a store larger than ``max_memory``, streamed by
+    load_streams under that ceiling (shuffled, prefetch 2 ahead): examples/s
+    over at most ``max_shards`` shards, and the process's peak resident memory."""
+    import resource
+
+    from models import build
+
+    from int8store import load_streams
+
+    batch = BATCHES[model]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    train = load_streams(path, batch_size=batch, seed=0, max_memory=max_memory)[0]
+    _, step = build(model, {"train": train.dataset}, batch, 0.1)
+    done, start = 0, time.perf_counter()
+    for shard in train.epoch(0, progress=False):
+        for index in range(shard.count // batch):
+            step(index)
+            done += batch
+        if shard.number + 1 >= max_shards:
+            break
+    seconds = time.perf_counter() - start
+    train.close()
+    return {"model": model, "rate": done / seconds, "examples": done, "shard": train.shard_size,
+            "store": Path(path).stat().st_size, "before": before,
+            "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 
 
 def table(results, threads):
@@ -129,8 +202,12 @@ def table(results, threads):
                   f"| {rate / base:.2f} |")
     for result in results:
         print(f"{result['model']}, OPENBLAS_NUM_THREADS={threads}: training on a shard takes "
-              f"{result['per_shard'] * 1e3:.1f} ms, reading and checking one from the store "
-              f"{result['read'] * 1e3:.1f} ms")
+              f"{result['per_shard'] * 1e3:.1f} ms, reading, checking and shuffling one from "
+              f"the store {result['read'] * 1e3:.1f} ms")
+    gb = results[-1]["rates_gb"]
+    print(f"producer, one thread, from the page cache: {gb['producer']:.2f} GB/s read, checked "
+          f"and shuffled; verify() {gb['verify']:.2f} GB/s; memory copy of 256 MiB "
+          f"{gb['copy']:.2f} GB/s (measured in the same process)")
 
 
 def main(argv=None):
@@ -139,13 +216,36 @@ def main(argv=None):
     parser.add_argument("--shard", type=int, default=3000, help="examples per shard")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--models", nargs="+", default=list(BATCHES), choices=list(BATCHES))
+    parser.add_argument("--big-store", metavar="PATH",
+                        help="also train from this store (bench/big_store.py writes one of "
+                             "1 GB) under --max-memory, each model in a fresh process")
+    parser.add_argument("--max-memory", default="256MiB")
+    parser.add_argument("--big-shards", type=int, default=20,
+                        help="shards trained on from the big store (default %(default)s)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     import json
 
     if args.child:
-        print(json.dumps([measure(m, args.examples, args.shard, args.rounds) for m in args.models]))
+        if args.big_store:
+            print(json.dumps(big_store(args.models[0], args.big_store, args.max_memory,
+                                       args.big_shards)))
+        else:
+            print(json.dumps([measure(m, args.examples, args.shard, args.rounds)
+                              for m in args.models]))
         return
+    if args.big_store:
+        print(f"| model | store (bytes) | --max-memory | shard (examples) | examples/s "
+              f"| peak RSS (MB) | RSS before loading (MB) |")
+        print("|---|---:|---|---:|---:|---:|---:|")
+        for model in args.models:
+            child = subprocess.run([sys.executable, __file__, "--child", "--big-store",
+                                    args.big_store, "--max-memory", args.max_memory,
+                                    "--big-shards", str(args.big_shards), "--models", model],
+                                   capture_output=True, text=True, check=True)
+            r = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"| {model} | {r['store']:,} | {args.max_memory} | {r['shard']:,} "
+                  f"| {r['rate']:,.0f} | {r['peak'] / 1e6:,.0f} | {r['before'] / 1e6:,.0f} |")
     print(f"{args.examples:,} generated 28x28 images in a store on disk, shards of "
           f"{args.shard:,}; medians of {args.rounds} alternated epochs")
     for threads in ("default", "1"):  # each in a fresh process
