@@ -19,11 +19,13 @@ The last shard holds fewer real examples than ``shard_size`` (its rows are
 padded with zeros to keep one static shape): :class:`Shard` says how many
 are real, and every example is visited exactly once per epoch.
 
-Threads, not processes: reading a shard is file reads, SHA-256 and numpy
-copies, which release the GIL. A store is read without h5py (whose library
-must not be entered from several threads at once without care): the
-manifest gives each chunk's byte range and checksum (:mod:`int8store.store`),
-and each read opens its own file handle, so no handle is ever shared.
+Threads, not processes: reading a shard is file reads, checksums (XXH3-128,
+or SHA-256 for format 2) and one numpy copy of each row to its shuffled
+place, which all release the GIL. A store is read without h5py (which holds
+one global lock around every HDF5 call): the manifest gives each chunk's
+byte range and checksum (:mod:`int8store.store`), and each read opens its
+own file handle, so no handle is ever shared. The shards in flight can be
+bounded in bytes too (``max_prefetch_bytes``).
 """
 
 import queue
