@@ -34,14 +34,16 @@ __all__ = ["MODELS", "build"]
 MODELS = {"logistic regression": (600, 0.13), "LeNet5": (500, 0.1)}
 
 
-def build(name, splits, batch_size, learning_rate, mode="c"):
+def build(name, splits, batch_size, learning_rate, mode="c", n_out=None):
     """``(params, train)``: the model's parameters and its compiled SGD step
-    on minibatch ``index`` of ``splits["train"]`` (SharedDataset objects)."""
+    on minibatch ``index`` of ``splits["train"]`` (SharedDataset objects);
+    classes counted from the splits' labels unless ``n_out`` is given."""
     train = splits["train"]
     index = T.lscalar()
     x = T.TensorType(theano.config.floatX, shape=(batch_size, train.n_features))("x")
     y = T.TensorType("int32", shape=(batch_size,))("y")
-    n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
+    if n_out is None:
+        n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
     if name == "logistic regression":
         top = LogisticRegression(input=x, n_in=train.n_features, n_out=n_out)
         params = top.params

@@ -31,8 +31,10 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         As for :func:`~int8store.load_data`; a store is read from the file.
     max_device_bytes : int, optional
         The most bytes of images and labels in one shard of a split (each
-        split holds one shard on the device). Default: a quarter of the
-        memory ceiling.
+        split holds one shard on the device). Default: an eighth of the
+        memory ceiling, so that the training split's four buffers (with the
+        default prefetch) and the others' one each stay within three
+        quarters of it.
     batch_size : int
         Shards hold whole minibatches of this size. If a split is smaller,
         or not even one minibatch fits in a shard, the batch size must come
@@ -43,9 +45,10 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
     normalize, dtype, mode
         As for :func:`~int8store.load_data`.
     max_memory : int or str, optional
-        The memory ceiling (default half the physical memory): it bounds the
-        training split's shards in flight, and a shard that does not fit
-        under it is refused, naming both sizes.
+        The memory ceiling (default half the physical memory): the training
+        split's shards in flight are held to half of it (the prefetch comes
+        down to what fits), and a shard that does not fit there is refused,
+        naming both sizes.
     prefetch, workers : int
         Training shards read ahead, and the threads that read them; the
         validation and test splits are read when scored, in the caller's
@@ -67,7 +70,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     with memory_ceiling(max_memory):
         limit = ceiling()
-        budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 4
+        budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
         sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory)
         row_bytes = int(np.prod(image_shape, dtype=np.int64))
         mean = _dataset_mean(sources["train"], encoding) if normalize == "dataset" else None
@@ -83,7 +86,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
                 source, size, encoding, image_shape=image_shape, normalize=normalize, dtype=dtype,
                 seed=seed if training else None, workers=workers, mode=mode, name=name,
                 prefetch=prefetch if training else 0, dataset_mean=mean,
-                max_prefetch_bytes=limit if training else None))
+                max_prefetch_bytes=limit // 2 if training else None))
     if report is not None:
         for stream in streams:
             how = ("held whole" if stream.n_shards == 1 else

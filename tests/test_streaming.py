@@ -214,7 +214,7 @@ def test_prefetch_is_bounded_in_bytes():
 
 def test_load_streams_refuses_a_shard_larger_than_the_memory_ceiling():
     with pytest.raises(ArgumentError, match=r"train: a shard of 200 examples takes 13,600 bytes, "
-                                            r"more than the 10,000 bytes allowed in flight"):
+                                            r"more than the 5,000 bytes allowed in flight"):
         load_streams(FORMAT2, max_device_bytes=1 << 20, max_memory=10_000)
 
 
@@ -238,7 +238,7 @@ def test_a_store_too_large_for_memory_is_streamed_by_the_tutorial(capsys):
     assert "streamed" not in resident
     assert logistic_sgd.main(common + ["--max-memory", str(nbytes - 1)]) == 0
     streamed = capsys.readouterr().out
-    assert "... train: 200 examples streamed in 3 shards of 70 examples" in streamed  # a quarter of the ceiling each
+    assert "... train: 200 examples streamed in 7 shards of 30 examples" in streamed  # an eighth of the ceiling each
     assert logistic_sgd.main(common + ["--max-device-bytes", str(20 * 68)]) == 0
     sharded = capsys.readouterr().out
     assert "... train: 200 examples streamed in 10 shards of 20 examples" in sharded
