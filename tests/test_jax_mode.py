@@ -2,6 +2,8 @@
 in givens, the library's own JAX mode left alone, and the tutorials reaching the
 same results as with the C backend."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -143,6 +145,20 @@ def test_logistic_tutorial_in_jax_mode_matches_c_mode(tmp_path):
     with np.load(tmp_path / "jax.npz") as j, np.load(tmp_path / "c.npz") as c:
         for name in ("W", "b"):
             np.testing.assert_allclose(j[name], c[name], rtol=0, atol=1e-4)
+
+
+def test_a_store_streamed_in_jax_mode_matches_it_loaded_whole_in_c_mode():
+    """Shards read from the file and placed on JAX's device one at a time,
+    validation and test scored shard by shard: the errors of the C backend
+    with the store loaded whole."""
+    store = Path(__file__).resolve().parent / "data" / "format2-digits.h5"
+    common = dict(dataset=str(store), n_epochs=8, batch_size=10, model_path=None)
+    loaded = logistic_sgd.sgd_optimization_mnist(mode="c", **common)
+    streamed = logistic_sgd.sgd_optimization_mnist(mode="jax", max_device_bytes=20 * 68, **common)
+    assert [s.n_shards for s in streamed["datasets"]] == [10, 3, 3]
+    assert streamed["best_validation_loss"] == pytest.approx(loaded["best_validation_loss"], abs=1e-6)
+    assert streamed["test_score"] == pytest.approx(loaded["test_score"], abs=1e-6)
+    assert streamed["test_count"] == loaded["test_count"] == 50
 
 
 @pytest.mark.slow
