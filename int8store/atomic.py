@@ -24,7 +24,7 @@ from pathlib import Path
 from .errors import OutputError, OutputExistsError
 from .interrupts import raise_if_interrupted
 
-__all__ = ["atomic_output", "check_can_write", "remove_stale_temporaries", "was_published",
+__all__ = ["atomic_output", "new_file_mode", "check_can_write", "remove_stale_temporaries", "was_published",
            "TEMPORARY_SUFFIX"]
 
 TEMPORARY_SUFFIX = ".int8store-tmp"
@@ -112,6 +112,9 @@ def atomic_output(path, force=False):
     try:
         yield temporary
         raise_if_interrupted()
+        # Private while written (mkstemp's 0600); published with the mode any
+        # new file of the user gets, so that others can read what the umask lets them.
+        os.chmod(temporary, new_file_mode())
         _publish(temporary, path, force)
         _published.add(os.path.abspath(path))
     finally:
@@ -119,6 +122,22 @@ def atomic_output(path, force=False):
             temporary.unlink()
         except FileNotFoundError:
             pass
+
+
+def new_file_mode():
+    """``0o666 & ~umask``: the mode ``open()`` gives a new file. The umask is
+    read from /proc where the system has it, since setting it to read it
+    (the portable way) would race with other threads creating files."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _publish(temporary, path, force):

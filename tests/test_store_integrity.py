@@ -209,3 +209,27 @@ def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
             progress = "went on"
     assert progress == "went on"
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("umask, published", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, published, monkeypatch):
+    """Private (0600) while it is written, then 0666 & ~umask: a store written
+    for a team on a shared machine can be read by the team."""
+    from int8store import store_writer
+
+    seen = []
+    original = store_writer.StoreWriter._write_manifest
+
+    def watching(self, entries):
+        seen.append(os.stat(self._temporary).st_mode & 0o777)
+        return original(self, entries)
+
+    monkeypatch.setattr(store_writer.StoreWriter, "_write_manifest", watching)
+    old = os.umask(umask)
+    try:
+        out = tmp_path / "m.h5"
+        convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30)), out)
+    finally:
+        os.umask(old)
+    assert seen == [0o600]
+    assert out.stat().st_mode & 0o777 == published
