@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
 from ..limits import AnnouncedBytes
 from . import SourceData, Split
-from .py2pickle import check_state
+from .py2pickle import NDARRAY, check_state
 from ._files import is_gzipped, open_maybe_gzipped
 
 __all__ = ["restricted_load", "read_mnist_pickle"]
@@ -26,7 +26,7 @@ def _reconstruct(subtype, shape, dtype):
     # numpy pickles every array as _reconstruct(ndarray, (0,), b"b"), then sets
     # its shape and data: an empty start means an array never given data stays
     # empty, instead of holding whatever memory it was allocated.
-    if subtype is not np.ndarray:
+    if subtype is not NDARRAY:
         raise pickle.UnpicklingError(f"only plain numpy arrays may be rebuilt, not {subtype!r}")
     if shape != (0,):
         raise pickle.UnpicklingError(f"an array is rebuilt with shape {shape!r}, not numpy's (0,)")
@@ -54,7 +54,7 @@ def _latin1_bytes(text, encoding="latin1"):
 # (module, name) -> the callable given to the pickle instead. Old and new
 # numpy module paths both appear in the wild.
 _ALLOWED = {
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): NDARRAY,  # an argument of _reconstruct only: not callable
     ("numpy", "dtype"): _dtype,
     ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
     ("numpy._core.multiarray", "_reconstruct"): _reconstruct,

@@ -48,9 +48,30 @@ class _ReadInto:
         self.array = array
 
 
+class _NdarrayName:
+    """``numpy.ndarray`` as a pickle names it, for the one use numpy makes of
+    it: the first argument of ``_reconstruct``. Called, as in
+    ``numpy.ndarray((N,), "u1")``, it would allocate an array without filling
+    it (its bytes: whatever memory held): that is refused."""
+
+    def __call__(self, *args, **kwargs):
+        from ..errors import UnsafePickleError
+
+        raise UnsafePickleError(
+            "the pickle calls numpy.ndarray(...) directly, which makes an array of "
+            "uninitialised memory: only arrays whose bytes come from the file are rebuilt")
+
+    def __repr__(self):
+        return "numpy.ndarray"
+
+
+#: What both pickle readers give a pickle that asks for ``numpy.ndarray``.
+NDARRAY = _NdarrayName()
+
+
 def _reconstruct(subtype, shape, dtype):
     # numpy pickles every array as _reconstruct(ndarray, (0,), b"b") then BUILD.
-    if subtype is not np.ndarray or shape != (0,):
+    if subtype is not NDARRAY or shape != (0,):
         raise Unsupported(f"an array of type {subtype!r} and shape {shape!r}")
     return _Pending(_dtype(dtype))
 
@@ -64,7 +85,7 @@ def _dtype(spec, align=False, copy=False):
 
 _GLOBALS = {("numpy.core.multiarray", "_reconstruct"): _reconstruct,
             ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
-            ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): _dtype}
+            ("numpy", "ndarray"): NDARRAY, ("numpy", "dtype"): _dtype}
 
 
 def read_arrays(file, origin, stored_bytes, compressed):
@@ -147,7 +168,8 @@ def read_arrays(file, origin, stored_bytes, compressed):
         elif op == b"R":  # REDUCE
             args = stack.pop()
             function = stack.pop()
-            if function not in _GLOBALS.values() or not isinstance(args, tuple):
+            if function is NDARRAY or function not in _GLOBALS.values() \
+                    or not isinstance(args, tuple):  # (the restricted unpickler names the call)
                 raise Unsupported(f"a call of {function!r}")
             stack.append(function(*args))
         elif op == b"b":  # BUILD
