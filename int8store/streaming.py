@@ -9,7 +9,7 @@ visits the shards in a new order, and the examples of each shard in a new
 order, both drawn from a seed (the same seed, the same orders; no seed keeps
 the split's own order). :meth:`StreamingSplit.epoch` yields each shard once
 it is in the shared variables (C backend: the value is replaced, not copied;
-JAX mode: placed on the device) while worker threads read, check and
+JAX mode: placed on the device) while workers read, check and
 prepare the next shards, at most ``prefetch`` of them ahead (across the end
 of an epoch too): memory stays bounded by ``(prefetch + 2) x shard_size``
 examples. :meth:`StreamingSplit.close` (or a ``with`` block) stops the
@@ -19,13 +19,17 @@ The last shard holds fewer real examples than ``shard_size`` (its rows are
 padded with zeros to keep one static shape): :class:`Shard` says how many
 are real, and every example is visited exactly once per epoch.
 
-Threads, not processes: reading a shard is file reads, checksums (XXH3-128,
-or SHA-256 for format 2) and one numpy copy of each row to its shuffled
-place, which all release the GIL. A store is read without h5py (which holds
-one global lock around every HDF5 call): the manifest gives each chunk's
-byte range and checksum (:mod:`int8store.store`), and each read opens its
-own file handle, so no handle is ever shared. The shards in flight can be
-bounded in bytes too (``max_prefetch_bytes``).
+Who reads: a store's shards are read ahead by a process of its own
+(:mod:`int8store.shard_process`, Linux) into memory shared with this one,
+because the compiled step holds the GIL for its whole call and a reading
+thread, needing the GIL between its GIL-free calls, made training wait;
+otherwise (shards already in memory, no prefetch, other systems) by
+threads. Either way reading is file reads, checksums (XXH3-128, or SHA-256
+for format 2) and one numpy copy of each row to its shuffled place. A
+store is read without h5py (which holds one global lock around every HDF5
+call): the manifest gives each chunk's byte range and checksum
+(:mod:`int8store.store`), and each read opens its own file handle. The
+shards in flight can be bounded in bytes too (``max_prefetch_bytes``).
 """
 
 import queue
@@ -113,6 +117,20 @@ def shard_size_for(max_device_bytes, row_bytes, batch_size=1):
     return rows // batch_size * batch_size
 
 
+def shuffle_order(seed, epoch, index, count):
+    """The order of shard ``index``'s ``count`` examples in epoch ``epoch``:
+    row ``i`` of the shard holds its example ``order[i]``."""
+    return np.random.default_rng((seed, epoch, index)).permutation(count)
+
+
+def shuffle_positions(seed, epoch, index, count):
+    """Where each example of the shard goes: the inverse of :func:`shuffle_order`."""
+    order = shuffle_order(seed, epoch, index, count)
+    positions = np.empty_like(order)
+    positions[order] = np.arange(count)
+    return positions
+
+
 class StreamingSplit:
     """A split fed to the device one shard at a time (see the module docstring).
 
@@ -130,6 +148,11 @@ class StreamingSplit:
         Threads that read shards, and how many shards may be read ahead;
         ``prefetch=0`` reads each shard when it is needed, in the caller's
         thread, into the one buffer the split then has.
+    reader : {"auto", "threads", "process"}
+        Who reads the shards ahead: ``workers`` threads, or one process of
+        its own (:mod:`int8store.shard_process`: a store's shards, on Linux)
+        that never contends with the training step for the GIL. ``"auto"``:
+        the process for a store when prefetching, else threads.
     max_prefetch_bytes : int, optional
         The most bytes of shards in flight (read ahead, or being read): the
         prefetch is lowered to what fits, and a shard that alone does not
@@ -156,7 +179,7 @@ class StreamingSplit:
 
     def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
                  dtype=None, seed=None, workers=2, prefetch=2, mode="c", name=None,
-                 dataset_mean=None, max_prefetch_bytes=None):
+                 dataset_mean=None, max_prefetch_bytes=None, reader="auto"):
         from .dataset import SharedDataset
 
         if int(shard_size) != shard_size or shard_size < 1:
@@ -189,15 +212,33 @@ class StreamingSplit:
         # each shard in flight (prefetch + 1); with no prefetch, one buffer,
         # read into in place. Memory stays bounded.
         self._free = queue.SimpleQueue()
-        for _ in range(self.prefetch + 2 if self.prefetch else 1):
-            self._free.put((np.zeros((self.shard_size, row), np.int8),
-                            np.zeros(self.shard_size, np.int32)))
+        self.reader = self._choose_reader(reader)
+        count = self.prefetch + 2 if self.prefetch else 1
+        if self.reader == "process":  # buffers the reading process maps too
+            from .shard_process import SharedBuffers
+            self._shared = SharedBuffers(count, (self.shard_size, row))
+            codes = self._shared.arrays
+        else:
+            codes = [np.zeros((self.shard_size, row), np.int8) for _ in range(count)]
+        for array in codes:
+            self._free.put((array, np.zeros(self.shard_size, np.int32)))
         self._loaded = None
         self._pool, self._ahead, self._ahead_epoch = None, deque(), None
         # A split that is one shard in its own order is read once and kept.
         self._kept = self.n_shards == 1 and seed is None
         self._holds_all = False
         self._passes = 0  # evaluation passes (see evaluate)
+
+    def _choose_reader(self, reader):
+        from .shard_process import available
+
+        if reader not in ("auto", "threads", "process"):
+            raise ArgumentError(f"reader={reader!r}: expected 'auto', 'threads' or 'process'")
+        possible = isinstance(self.source, StoreShards) and available() and self.prefetch > 0
+        if reader == "process" and not possible:
+            raise ArgumentError(f"{self.name}: a reading process needs a store's shards, "
+                                "prefetch > 0 and Linux's memfd_create")
+        return "process" if reader == "process" or (reader == "auto" and possible) else "threads"
 
     @property
     def n_examples(self):
@@ -218,9 +259,9 @@ class StreamingSplit:
             return list(range(self.n_shards))
         return [int(i) for i in np.random.default_rng((self.seed, epoch)).permutation(self.n_shards)]
 
-    def _prepare(self, epoch, index):
-        """Shard ``index`` read into a free buffer, shuffled and padded (in a
-        worker thread)."""
+    def _claim(self, epoch, index):
+        """A free buffer for shard ``index``, its labels already in place:
+        ``(start, stop, order, codes, labels, in_place)``."""
         start = index * self.shard_size
         stop = min(start + self.shard_size, self.n_examples)
         in_place = self.prefetch == 0 and self._loaded is not None
@@ -228,23 +269,33 @@ class StreamingSplit:
         # buffer in use is read into: nothing reads it meanwhile.
         codes, labels = self._loaded if in_place else self._free.get()
         count = stop - start
+        order = None if self.seed is None else shuffle_order(self.seed, epoch, index, count)
+        labels[:count] = self.source.labels[start:stop] if order is None else \
+            self.source.labels[start:stop][order]
+        labels[count:] = 0
+        return start, stop, order, codes, labels, in_place
+
+    def _prepare(self, epoch, index):
+        """Shard ``index`` read into a free buffer, shuffled and padded (in a
+        worker thread, or the caller's)."""
+        start, stop, order, codes, labels, in_place = self._claim(epoch, index)
+        count = stop - start
         try:
-            if self.seed is None:  # the split's order
-                labels[:count] = self.source.read(start, stop, codes[:count])
-            else:  # read and shuffled in one pass: example start + i goes to row positions[i]
-                order = np.random.default_rng((self.seed, epoch, index)).permutation(count)
+            # Read and shuffled in one pass: example start + i goes to row positions[i].
+            positions = None
+            if order is not None:
                 positions = np.empty_like(order)
                 positions[order] = np.arange(count)
-                read_labels = self.source.read(start, stop, codes[:count], positions)
-                np.take(read_labels, order, out=labels[:count])
+            self.source.read(start, stop, codes[:count], positions)
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
             if not in_place:
                 self._free.put((codes, labels))
-            raise StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): "
-                              f"{error}") from error
+            raise self._shard_error(index, start, stop, error) from error
         codes[count:] = 0  # the last shard's padding
-        labels[count:] = 0
         return index, start, count, codes, labels
+
+    def _shard_error(self, index, start, stop, error):
+        return StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): {error}")
 
     def _load(self, codes, labels):
         """Put a prepared shard in the shared variables; its buffer is free
@@ -288,8 +339,9 @@ class StreamingSplit:
                 self._holds_all = self._kept
                 return
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers,
-                                                thread_name_prefix=f"int8store-{self.name}")
+                self._pool = (_ProcessJobs(self) if self.reader == "process" else
+                              ThreadPoolExecutor(self.workers,
+                                                 thread_name_prefix=f"int8store-{self.name}"))
             if self._ahead_epoch != epoch:
                 self._release(self._ahead)  # read ahead for another epoch than this one
                 self._ahead = deque()
@@ -411,3 +463,65 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
 def worker_threads(name="train"):
     """Live worker threads of streams named ``name`` (for tests and shutdown checks)."""
     return [t for t in threading.enumerate() if t.name.startswith(f"int8store-{name}")]
+
+
+class _ProcessJobs:
+    """What :meth:`StreamingSplit.epoch` uses of a ThreadPoolExecutor, for
+    shards read by a :class:`~int8store.shard_process.ShardProcess`: jobs
+    answered in the order they were submitted."""
+
+    def __init__(self, split):
+        from .shard_process import ShardProcess
+
+        self.split = split
+        source = split.source
+        self.process = ShardProcess(source.store.path, source.name, split.seed, source.delay,
+                                    split._shared)
+        self.waiting = deque()
+
+    def submit(self, _prepare, epoch, index):
+        start, stop, _, codes, labels, _ = self.split._claim(epoch, index)
+        job = _ProcessJob(self, index, start, stop, codes, labels)
+        self.process.submit(self.split._shared.index(codes), epoch, index, start, stop)
+        self.waiting.append(job)
+        return job
+
+    def collect(self, job):
+        """Read the replies up to ``job``'s."""
+        from .shard_process import ShardReadError
+
+        while not job.done:
+            first = self.waiting.popleft()
+            try:
+                self.process.wait()
+            except ShardReadError as error:
+                first.error = self.split._shard_error(first.index, first.start, first.stop, error)
+                self.split._free.put((first.codes, first.labels))
+            first.done = True
+
+    def shutdown(self, wait=True, cancel_futures=True):
+        if self.waiting:
+            self.collect(self.waiting[-1])
+        self.process.close()
+
+
+class _ProcessJob:
+    def __init__(self, jobs, index, start, stop, codes, labels):
+        self.jobs, self.index, self.start, self.stop = jobs, index, start, stop
+        self.codes, self.labels = codes, labels
+        self.done, self.error = False, None
+
+    def cancel(self):
+        return False  # asked of the process already: it is read, then given back
+
+    def cancelled(self):
+        return False
+
+    def exception(self):
+        self.jobs.collect(self)
+        return self.error
+
+    def result(self):
+        if self.exception() is not None:
+            raise self.error
+        return self.index, self.start, self.stop - self.start, self.codes, self.labels

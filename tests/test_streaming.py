@@ -1,6 +1,8 @@
 """Streaming a split shard by shard: every example once per epoch, orders
 from a seed, damage named in the training loop, no thread left behind."""
 
+import os
+import signal
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from int8store import (ArgumentError, StreamError, evaluate_in_chunks, fits_in_m
                        load_streams, quantize)
 from int8store.converter import convert
 from int8store.store import open_store
+from int8store import shard_process
 from int8store.streaming import ArrayShards, StoreShards, StreamingSplit, worker_threads
 
 pytestmark = pytest.mark.timeout(300)  # a lost buffer would hang a worker: fail, not hang
@@ -248,3 +251,65 @@ def test_a_store_too_large_for_memory_is_streamed_by_the_tutorial(capsys):
 
     assert len(errors(resident)) > 6 and errors(streamed) == errors(resident) == errors(sharded)
     assert worker_threads() == []
+
+
+# -- the reading process --------------------------------------------------------
+
+needs_memfd = pytest.mark.skipif(not shard_process.available(),
+                                 reason="a reading process needs Linux's memfd_create")
+
+
+@needs_memfd
+@pytest.mark.parametrize("seed", [None, 5])
+def test_a_reading_process_gives_the_shards_threads_give(store, seed):
+    """The default for a store's shards when prefetching: the same shards, in
+    the same order, as reading them in threads, across epochs read ahead and not."""
+    encoding = open_store(store).encoding
+
+    def shards(reader):
+        split = StreamingSplit(StoreShards(store, "train"), 700, encoding, (28, 28), seed=seed,
+                               reader=reader)
+        seen = [(np.asarray(split.y.get_value())[:s.count].copy(),
+                 np.asarray(split.dataset.data.get_value())[:s.count].copy())
+                for epoch in (0, 1, 5, 2) for s in split.epoch(epoch)]  # 5, 2: not read ahead
+        split.close()
+        return split.reader, seen
+
+    (process, by_process), (threads, by_threads) = shards("auto"), shards("threads")
+    assert (process, threads) == ("process", "threads")
+    assert len(by_process) == len(by_threads) == 4 * 4  # 2500 examples in shards of 700
+    for (labels_p, codes_p), (labels_t, codes_t) in zip(by_process, by_threads):
+        np.testing.assert_array_equal(labels_p, labels_t)
+        np.testing.assert_array_equal(codes_p, codes_t)
+
+
+@needs_memfd
+def test_the_reading_process_ignores_ctrl_c_and_ends_with_the_stream(store):
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28))
+    shards = split.epoch(0)
+    next(shards)
+    child = split._pool.process._process
+    os.kill(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group: the trainer's
+    assert sum(1 for _ in shards) == 3 and child.poll() is None
+    split.close()
+    assert child.poll() is not None and split._pool is None
+
+
+@needs_memfd
+def test_a_reading_process_that_dies_is_an_error_in_the_training_loop(store):
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           prefetch=1)
+    shards = split.epoch(0)
+    next(shards)
+    split._pool.process._process.kill()
+    with pytest.raises(StreamError, match=r"train: shard \d \(examples .*\): the process reading "
+                                          r"the shards ended \(exit status -9\)"):
+        for _ in shards:
+            pass
+    split.close()
+
+
+def test_a_reading_process_is_only_for_a_stores_shards():
+    with pytest.raises(ArgumentError, match="a reading process needs a store's shards"):
+        array_stream(reader="process")
+    assert array_stream()[0].reader == "threads"

@@ -1,0 +1,147 @@
+"""Reading a store's shards in a process of its own, into memory shared with
+the trainer.
+
+Why a process: the compiled training step (PyTensor's and Aesara's C
+virtual machines) holds the GIL for the whole of each call, so a reading
+*thread*, which needs the GIL between its GIL-free calls (a read, a hash,
+the shuffling copy: about twenty a shard), waits for the steps and makes
+them wait in turn: prefetching in threads was slower than not prefetching
+for a model whose steps are short (bench/streaming.py). A process has its
+own GIL; the trainer only writes a request line and reads a reply line.
+
+The shard buffers are anonymous shared memory (``memfd_create``, Linux),
+mapped by both processes; the child inherits their descriptors, so there
+is nothing to name, clean up or leak: the memory goes when both have
+closed them. The child ignores SIGINT (Ctrl-C is the trainer's to handle)
+and exits when its input closes, which also happens when the trainer dies.
+
+Protocol, one line each way per shard: ``buffer epoch index start stop`` in,
+``ok`` or ``error MESSAGE`` out, in order.
+"""
+
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["available", "SharedBuffers", "ShardProcess"]
+
+
+def available():
+    """Whether shards can be read in a process here (Linux's memfd_create)."""
+    return hasattr(os, "memfd_create")
+
+
+class SharedBuffers:
+    """``count`` int8 arrays of ``shape`` in anonymous shared memory; their
+    descriptors (``fds``) are for the reading process. Closed when this
+    object is collected (the arrays keep their mappings alive meanwhile)."""
+
+    def __init__(self, count, shape):
+        nbytes = max(1, int(np.prod(shape)))
+        self.fds, self.arrays = [], []
+        for i in range(count):
+            fd = os.memfd_create(f"int8store-shard-{i}")
+            os.ftruncate(fd, nbytes)
+            self.fds.append(fd)
+            self.arrays.append(np.frombuffer(mmap.mmap(fd, nbytes), np.int8)[:int(np.prod(shape))]
+                               .reshape(shape))
+        weakref.finalize(self, _close_all, list(self.fds))
+
+    def index(self, array):
+        return next(i for i, a in enumerate(self.arrays) if a is array)
+
+
+def _close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+class ShardProcess:
+    """The reading process of one streamed split (see the module docstring).
+
+    ``submit(buffer, epoch, index, start, stop)`` asks for a shard;
+    ``wait()`` returns when the oldest shard asked for is in its buffer, or
+    raises with the reader's message."""
+
+    def __init__(self, path, split, seed, delay, buffers):
+        package_parent = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        shape = buffers.arrays[0].shape
+        command = [sys.executable, "-m", "int8store.shard_process", str(path), split,
+                   "-" if seed is None else str(seed), repr(float(delay)), str(shape[0]),
+                   str(shape[1]), *map(str, buffers.fds)]
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         pass_fds=buffers.fds, env=env)
+
+    def submit(self, buffer, epoch, index, start, stop):
+        try:
+            self._process.stdin.write(b"%d %d %d %d %d\n" % (buffer, epoch, index, start, stop))
+            self._process.stdin.flush()
+        except OSError:
+            pass  # the reader has ended: wait() says so, for this shard
+
+    def wait(self):
+        reply = self._process.stdout.readline()
+        if reply == b"ok\n":
+            return
+        if reply.startswith(b"error "):
+            raise ShardReadError(reply[6:].decode("utf-8", "replace").rstrip("\n"))
+        code = self._process.wait()
+        raise ShardReadError(f"the process reading the shards ended (exit status {code})")
+
+    def close(self):
+        """Let the reader finish what it was asked, and end it."""
+        try:
+            self._process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process.stdout.close()
+
+
+class ShardReadError(Exception):
+    """What the reading process reported."""
+
+
+def _serve(argv):
+    from .streaming import StoreShards, shuffle_positions
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    path, split, seed, delay, rows, row_bytes, *fds = argv
+    seed = None if seed == "-" else int(seed)
+    rows, row_bytes = int(rows), int(row_bytes)
+    buffers = [np.frombuffer(mmap.mmap(int(fd), rows * row_bytes), np.int8)[:rows * row_bytes]
+               .reshape(rows, row_bytes) for fd in fds]
+    source = None
+    for line in sys.stdin.buffer:
+        buffer, epoch, index, start, stop = map(int, line.split())
+        try:
+            if source is None:
+                source = StoreShards(path, split, delay=float(delay))
+            codes, count = buffers[buffer], stop - start
+            positions = None if seed is None else shuffle_positions(seed, epoch, index, count)
+            source.read(start, stop, codes[:count], positions)
+            codes[count:] = 0  # the last shard's padding
+            reply = b"ok\n"
+        except Exception as error:  # noqa: BLE001 - reported to the trainer, which raises it
+            reply = b"error " + " ".join(str(error).split()).encode() + b"\n"
+        sys.stdout.buffer.write(reply)
+        sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1:])
