@@ -70,7 +70,9 @@ class ShardProcess:
 
     ``submit(buffer, epoch, index, start, stop)`` asks for a shard;
     ``wait()`` returns when the oldest shard asked for is in its buffer, or
-    raises with the reader's message."""
+    raises with the reader's message; ``close()`` lets the reader finish
+    what it was asked and ends it (also done when this object is collected,
+    or at exit)."""
 
     def __init__(self, path, split, seed, delay, buffers):
         package_parent = str(Path(__file__).resolve().parent.parent)
@@ -82,6 +84,8 @@ class ShardProcess:
                    str(shape[1]), *map(str, buffers.fds)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          pass_fds=buffers.fds, env=env)
+        # A stream dropped without close() (or alive at exit) ends its reader too.
+        self.close = weakref.finalize(self, _end, self._process)
 
     def submit(self, buffer, epoch, index, start, stop):
         try:
@@ -99,18 +103,19 @@ class ShardProcess:
         code = self._process.wait()
         raise ShardReadError(f"the process reading the shards ended (exit status {code})")
 
-    def close(self):
-        """Let the reader finish what it was asked, and end it."""
-        try:
-            self._process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._process.stdout.close()
+
+def _end(process):
+    """Let the reader finish what it was asked, and end it."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    process.stdout.close()
 
 
 class ShardReadError(Exception):
