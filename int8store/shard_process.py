@@ -74,12 +74,15 @@ class ShardProcess:
     what it was asked and ends it (also done when this object is collected,
     or at exit)."""
 
-    def __init__(self, path, split, seed, delay, buffers):
+    def __init__(self, store, split, seed, delay, buffers):
         package_parent = str(Path(__file__).resolve().parent.parent)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         shape = buffers.arrays[0].shape
-        command = [sys.executable, "-m", "int8store.shard_process", str(path), split,
+        # The reader checks that the file at the path is still the store the
+        # trainer opened (same manifest): its labels came from that one.
+        command = [sys.executable, "-m", "int8store.shard_process", str(store.path),
+                   store.manifest_digest, split,
                    "-" if seed is None else str(seed), repr(float(delay)), str(shape[0]),
                    str(shape[1]), *map(str, buffers.fds)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -123,10 +126,11 @@ class ShardReadError(Exception):
 
 
 def _serve(argv):
+    from .errors import StoreFormatError
     from .streaming import StoreShards, shuffle_positions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    path, split, seed, delay, rows, row_bytes, *fds = argv
+    path, digest, split, seed, delay, rows, row_bytes, *fds = argv
     seed = None if seed == "-" else int(seed)
     rows, row_bytes = int(rows), int(row_bytes)
     buffers = [np.frombuffer(mmap.mmap(int(fd), rows * row_bytes), np.int8)[:rows * row_bytes]
@@ -137,6 +141,10 @@ def _serve(argv):
         try:
             if source is None:
                 source = StoreShards(path, split, delay=float(delay))
+                if source.store.manifest_digest != digest:
+                    raise StoreFormatError(
+                        f"{path}: the file changed since the store was opened (replaced or "
+                        "rewritten): its shards would not match the labels read before")
             codes, count = buffers[buffer], stop - start
             positions = None if seed is None else shuffle_positions(seed, epoch, index, count)
             source.read(start, stop, codes[:count], positions)

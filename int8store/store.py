@@ -319,6 +319,16 @@ class Store:
                                  f"to {last})")
 
     @property
+    def manifest_digest(self):
+        """SHA-256 of the manifest as read: which store this is, to a process
+        that opens the same path later."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.manifest, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(text).hexdigest()
+
+    @property
     def nbytes(self):
         """Bytes of data (codes and labels) the store holds: what :meth:`verify` reads."""
         return sum(n for layout in self._layout.values()

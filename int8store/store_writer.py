@@ -28,6 +28,8 @@ __all__ = ["StoreWriter", "CHUNK_BYTES"]
 
 #: Bytes of codes per stored chunk (one checksum each).
 CHUNK_BYTES = 1 << 20
+#: Bytes written between two flushes of the temporary file (see _Writeback).
+WRITEBACK_BYTES = 16 << 20
 #: The checksum of each chunk and label range (format 3's).
 CHUNK_CHECKSUM = CHUNK_CHECKSUMS[FORMAT_VERSION]
 # Manifest bytes per chunk entry, at most: [offset,size,"hex digest"], with margin.
@@ -126,7 +128,7 @@ class StoreWriter:
     def _leave(self, kind, error, trace):
         writeback = getattr(self, "_writeback", None)
         if writeback is not None:
-            writeback.close()
+            writeback.close(check=False)  # (a failure is already on its way)
         try:
             file = getattr(self, "_file", None)
             if file is not None and file.id.valid:
@@ -144,6 +146,7 @@ class StoreWriter:
             entries = [split.finish() for split in self._splits.values()]
             self._file.attrs["splits"] = list(self._splits)
             self._file.close()
+            self._writeback.close()  # raises what the disk refused while writing
             raise_if_interrupted()
             self._write_manifest(entries)
         except OSError as error:
@@ -302,12 +305,16 @@ class _Writeback:
     """Gets the disk writing the store while the conversion goes on: a thread
     flushes the temporary file (``fdatasync``) each time another ``step``
     bytes were written to it, so that the ``fsync`` before publication finds
-    little left to wait for. Its errors are left to that ``fsync``."""
+    little left to wait for. An error it meets (a full disk, EIO) is kept
+    and raised by :meth:`close` before anything is published: Linux reports
+    a writeback error once, to the first flush that sees it, so the last
+    ``fsync`` would not."""
 
-    def __init__(self, path, step=16 << 20):
+    def __init__(self, path, step=None):
+        step = step or WRITEBACK_BYTES
         self._fd = os.open(path, os.O_RDONLY)
         self._step, self._pending = step, 0
-        self._wake, self._stopping = threading.Event(), False
+        self._wake, self._stopping, self._error = threading.Event(), False, None
         self._thread = threading.Thread(target=self._run, name="int8store-writeback", daemon=True)
         self._thread.start()
 
@@ -326,16 +333,21 @@ class _Writeback:
                 return
             try:
                 flush(self._fd)
-            except OSError:
+            except OSError as error:
+                self._error = error
                 return
 
-    def close(self):
+    def close(self, check=True):
+        """Stop the thread; with ``check``, raise the error a flush met."""
         if self._thread is not None:
             self._stopping = True
             self._wake.set()
             self._thread.join()
             self._thread = None
             os.close(self._fd)
+        if check and self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
 
 def _code_sum(codes):

@@ -354,7 +354,12 @@ class StreamingSplit:
                 while submitted < len(jobs) and len(pending) <= self.prefetch:
                     pending.append(self._pool.submit(self._prepare, *jobs[submitted]))
                     submitted += 1
-                yield self._deliver(number, pending.popleft().result(), bar)
+                # Taken off the queue only once delivered: a shard whose wait or
+                # delivery is interrupted (Ctrl-C, an error) still gives its
+                # buffer back when the stream closes.
+                shard = self._deliver(number, pending[0].result(), bar)
+                pending.popleft()
+                yield shard
             self._ahead, self._ahead_epoch = pending, epoch + 1
             completed = True
             self._holds_all = self._kept
@@ -475,8 +480,12 @@ class _ProcessJobs:
 
         self.split = split
         source = split.source
-        self.process = ShardProcess(source.store.path, source.name, split.seed, source.delay,
-                                    split._shared)
+        try:
+            self.process = ShardProcess(source.store, source.name, split.seed, source.delay,
+                                        split._shared)
+        except OSError as error:
+            raise StreamError(f"{split.name}: cannot start the process reading the shards "
+                              f"({error.strerror or error})") from error
         self.waiting = deque()
 
     def submit(self, _prepare, epoch, index):
@@ -491,12 +500,14 @@ class _ProcessJobs:
         from .shard_process import ShardReadError
 
         while not job.done:
-            first = self.waiting.popleft()
+            first = self.waiting[0]
             try:
                 self.process.wait()
             except ShardReadError as error:
                 first.error = self.split._shard_error(first.index, first.start, first.stop, error)
                 self.split._free.put((first.codes, first.labels))
+            # (interrupted while waiting: the reply is still to come, for this job)
+            self.waiting.popleft()
             first.done = True
 
     def shutdown(self, wait=True, cancel_futures=True):

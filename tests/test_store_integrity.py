@@ -233,3 +233,39 @@ def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, publi
         os.umask(old)
     assert seen == [0o600]
     assert out.stat().st_mode & 0o777 == published
+
+
+def test_a_disk_error_met_while_writing_is_not_published(tmp_path, monkeypatch):
+    """The writeback thread's flush is the first to hear of a full disk (Linux
+    reports a writeback error once): the thread keeps the error, and the
+    conversion fails with it, naming the file, and publishes nothing."""
+    import errno
+    import time
+
+    from int8store import OutputError, store_writer
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fdatasync", full)
+    scratch = tmp_path / "scratch"
+    scratch.write_bytes(b"x")
+    writeback = store_writer._Writeback(scratch, step=1)
+    writeback.wrote(1)
+    deadline = time.monotonic() + 10
+    while writeback._error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(OSError, match="No space left on device"):
+        writeback.close()
+
+    original = store_writer._Writeback.__init__
+
+    def failed_already(self, *args, **kwargs):  # as if a flush had met ENOSPC
+        original(self, *args, **kwargs)
+        self._error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store_writer._Writeback, "__init__", failed_already)
+    out = tmp_path / "out" / "m.h5"
+    with pytest.raises(OutputError, match=r"m.h5: cannot write the store \(No space left on device\)"):
+        convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30)), out)
+    assert list(out.parent.iterdir()) == []

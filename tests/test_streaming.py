@@ -313,3 +313,38 @@ def test_a_reading_process_is_only_for_a_stores_shards():
     with pytest.raises(ArgumentError, match="a reading process needs a store's shards"):
         array_stream(reader="process")
     assert array_stream()[0].reader == "threads"
+
+
+@needs_memfd
+def test_a_delivery_interrupted_loses_no_buffer(store, monkeypatch):
+    """Ctrl-C (or an error) while a shard is being put on the device: the
+    next epoch still gets every buffer back, and every example."""
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           prefetch=1)
+    load, calls = split._load, []
+
+    def interrupted_once(codes, labels):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        load(codes, labels)
+
+    monkeypatch.setattr(split, "_load", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in split.epoch(0):
+            pass
+    seen = np.concatenate([np.asarray(split.y.get_value())[:s.count].copy() for s in split.epoch(1)])
+    assert len(seen) == 2500
+    split.close()
+    assert split._free.qsize() == split.prefetch + 1  # all but the loaded one
+
+
+@needs_memfd
+def test_a_store_replaced_after_opening_is_refused_by_the_reading_process(tmp_path, store):
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28))
+    other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
+    convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
+    with pytest.raises(StreamError, match="the file changed since the store was opened"):
+        for _ in split.epoch(0):
+            pass
+    split.close()
