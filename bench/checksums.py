@@ -71,14 +71,10 @@ def main():
     print("|---|---:|---:|")
     for name, function in hashers().items():
         print(f"| {name} | {rate(function):.2f} | {other_thread_speed(function):.2f} |")
-    copy = min(_timed(lambda: np.copyto(out, DATA)) for _ in range(5))
+    from convert import timed  # (bench/convert.py's)
+
+    copy = min(timed(lambda: np.copyto(out, DATA)) for _ in range(5))
     print(f"| (a memory copy of the 64 MiB, np.copyto) | {DATA.nbytes / copy / 1e9:.2f} | - |")
-
-
-def _timed(function):
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

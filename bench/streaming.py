@@ -66,6 +66,7 @@ def producer_rate(path, shard, repeats=3):
     check every byte) and a plain memory copy of 256 MiB (no cache helps),
     the physical limit of anything that writes the bytes once."""
     import numpy as np
+    from convert import timed
 
     from int8store.store import open_store
     from int8store.streaming import StoreShards
@@ -88,12 +89,6 @@ def producer_rate(path, shard, repeats=3):
     copy = min(timed(lambda: np.copyto(b, a)) for _ in range(repeats))
     return {"producer": n * 28 * 28 / best / 1e9, "seconds_per_shard": best * shard / n,
             "verify": store.nbytes / verify / 1e9, "copy": a.nbytes / copy / 1e9}
-
-
-def timed(function):
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 def measure(model, examples, shard, rounds):

@@ -80,12 +80,17 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
 
 def _chunk_sum(evaluate, start, stop, static, chunk_size):
     if static:
-        values = np.asarray(evaluate(start), dtype=np.float64).reshape(-1)
-        if values.size != chunk_size:
-            raise ArgumentError(f"evaluate({start}) gave {values.size} values for a chunk of "
-                                f"{chunk_size}: with static=True it gives one per example")
-        return float(values.sum())
+        return float(_chunk_values(evaluate, start, chunk_size).sum())
     return float(evaluate(start, stop)) * (stop - start)
+
+
+def _chunk_values(evaluate, start, chunk_size):
+    """``evaluate(start)``'s per-example values, checked to be one per example."""
+    values = np.asarray(evaluate(start), dtype=np.float64).reshape(-1)
+    if values.size != chunk_size:
+        raise ArgumentError(f"evaluate({start}) gave {values.size} values for a chunk of "
+                            f"{chunk_size}: with static=True it gives one per example")
+    return values
 
 
 def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
@@ -106,10 +111,7 @@ def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
         scored = min(shard.count, limit - shard.start)
         for first in range(0, max(scored, 0), chunk_size):
             base = min(first, stream.shard_size - chunk_size)
-            values = np.asarray(evaluate(base), dtype=np.float64).reshape(-1)
-            if values.size != chunk_size:
-                raise ArgumentError(f"evaluate({base}) gave {values.size} values for a chunk "
-                                    f"of {chunk_size}: with static=True it gives one per example")
+            values = _chunk_values(evaluate, base, chunk_size)
             total += float(values[first - base:min(scored, first + chunk_size) - base].sum())
         count += max(scored, 0)
     return (total / count if count else float("nan")), count

@@ -97,6 +97,12 @@ class _SplitLayout:
             raise StoreFormatError(f"{path}: the manifest's layout of split {entry['name']!r} "
                                    "does not match its count and image shape")
 
+    def chunk_name(self, split, index):
+        """How messages name stored chunk ``index`` of ``split``."""
+        first = index * self.rows
+        return (f"split {split!r} chunk {index} "
+                f"(examples {first} to {min(first + self.rows, self.count) - 1})")
+
 
 class Store:
     """An int8store file, opened by :func:`open_store` (holds no open handle).
@@ -248,7 +254,7 @@ class Store:
             offset, nbytes, digest = layout.chunks[index]
             first = index * layout.rows
             last = min(first + layout.rows, layout.count)
-            what = f"split {name!r} chunk {index} (examples {first} to {last - 1})"
+            what = layout.chunk_name(name, index)
             if positions is None and start <= first and last <= stop:
                 held = (last - first) * layout.row_bytes
                 views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
@@ -313,10 +319,8 @@ class Store:
         with open(self.path, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
                 offset, nbytes, digest = layout.chunks[index]
-                last = min((index + 1) * layout.rows, layout.count) - 1
                 self._read_range(f, offset, memoryview(scratch)[:nbytes], digest,
-                                 f"split {name!r} chunk {index} (examples {index * layout.rows} "
-                                 f"to {last})")
+                                 layout.chunk_name(name, index))
 
     @property
     def manifest_digest(self):

@@ -64,7 +64,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         and is scored by :func:`~int8store.evaluate_in_chunks`.
     """
     from .limits import max_memory as ceiling, memory_ceiling, parse_size
-    from .streaming import StreamingSplit, shard_size_for
+    from .streaming import StreamingSplit, fitting_shard_size
 
     if int(batch_size) != batch_size or batch_size < 1:
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
@@ -73,17 +73,13 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
         sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory)
         row_bytes = int(np.prod(image_shape, dtype=np.int64))
+        size = fitting_shard_size(budget, row_bytes, batch_size)
         mean = _dataset_mean(sources["train"], encoding) if normalize == "dataset" else None
         streams = []
         for name in SPLITS:
-            source = sources[name]
-            size = shard_size_for(budget, row_bytes, batch_size) or shard_size_for(budget, row_bytes)
-            if size < 1:
-                raise ArgumentError(f"max_device_bytes={budget}: not even one example of "
-                                    f"{row_bytes + 4} bytes fits")
             training = name == "train"
             streams.append(StreamingSplit(
-                source, size, encoding, image_shape=image_shape, normalize=normalize, dtype=dtype,
+                sources[name], size, encoding, image_shape=image_shape, normalize=normalize, dtype=dtype,
                 seed=seed if training else None, workers=workers, mode=mode, name=name,
                 prefetch=prefetch if training else 0, dataset_mean=mean,
                 max_prefetch_bytes=limit // 2 if training else None))

@@ -44,7 +44,7 @@ import numpy as np
 from .errors import ArgumentError, StreamError
 
 __all__ = ["StreamingSplit", "ArrayShards", "StoreShards", "Shard", "StreamError",
-           "shard_size_for", "stream"]
+           "shard_size_for", "fitting_shard_size", "stream"]
 
 _LABEL_BYTES = 4
 
@@ -117,6 +117,17 @@ def shard_size_for(max_device_bytes, row_bytes, batch_size=1):
     return rows // batch_size * batch_size
 
 
+def fitting_shard_size(max_device_bytes, row_bytes, batch_size=1):
+    """:func:`shard_size_for` whole batches, or else what fits (the caller
+    then cuts its batch size); raises if not even one example fits."""
+    size = shard_size_for(max_device_bytes, row_bytes, batch_size) or \
+        shard_size_for(max_device_bytes, row_bytes)
+    if size < 1:
+        raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
+                            f"{row_bytes + _LABEL_BYTES} bytes fits")
+    return size
+
+
 def shuffle_order(seed, epoch, index, count):
     """The order of shard ``index``'s ``count`` examples in epoch ``epoch``:
     row ``i`` of the shard holds its example ``order[i]``."""
@@ -125,9 +136,12 @@ def shuffle_order(seed, epoch, index, count):
 
 def shuffle_positions(seed, epoch, index, count):
     """Where each example of the shard goes: the inverse of :func:`shuffle_order`."""
-    order = shuffle_order(seed, epoch, index, count)
+    return _inverse(shuffle_order(seed, epoch, index, count))
+
+
+def _inverse(order):
     positions = np.empty_like(order)
-    positions[order] = np.arange(count)
+    positions[order] = np.arange(len(order))
     return positions
 
 
@@ -282,11 +296,7 @@ class StreamingSplit:
         count = stop - start
         try:
             # Read and shuffled in one pass: example start + i goes to row positions[i].
-            positions = None
-            if order is not None:
-                positions = np.empty_like(order)
-                positions[order] = np.arange(count)
-            self.source.read(start, stop, codes[:count], positions)
+            self.source.read(start, stop, codes[:count], None if order is None else _inverse(order))
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
             if not in_place:
                 self._free.put((codes, labels))
@@ -447,11 +457,7 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     row_bytes = codes[0].nbytes if len(codes) else 1
     if len(labels) * (row_bytes + _LABEL_BYTES) <= max_device_bytes:
         return None
-    size = shard_size_for(max_device_bytes, row_bytes, batch_size) or \
-        shard_size_for(max_device_bytes, row_bytes)
-    if size < 1:
-        raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
-                            f"{row_bytes + _LABEL_BYTES} bytes fits")
+    size = fitting_shard_size(max_device_bytes, row_bytes, batch_size)
     split = StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
                            image_shape=dataset.image_shape, normalize=dataset.normalize,
                            dtype=dataset.dtype, seed=seed, mode=mode,
