@@ -318,9 +318,15 @@ class StreamingSplit:
                 self._free.put(self._loaded)
             self._loaded = (codes, labels)
         else:
-            import jax
-            self.dataset.data.container.storage[0] = jax.device_put(codes)
-            self.y.container.storage[0] = jax.device_put(labels)
+            import jax.numpy as jnp
+
+            # Copies JAX owns, complete before the host buffer is read into
+            # again: on the CPU, jax.device_put may alias a numpy array's
+            # memory (even with may_alias=False, in JAX 0.7) or copy it later.
+            on_device = jnp.array(codes), jnp.array(labels)
+            for array in on_device:
+                array.block_until_ready()
+            self.dataset.data.container.storage[0], self.y.container.storage[0] = on_device
             self._free.put((codes, labels))
 
     def epoch(self, epoch=0, progress=None):

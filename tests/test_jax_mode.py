@@ -147,6 +147,24 @@ def test_logistic_tutorial_in_jax_mode_matches_c_mode(tmp_path):
             np.testing.assert_allclose(j[name], c[name], rtol=0, atol=1e-4)
 
 
+def test_a_shard_on_the_device_keeps_its_values_when_its_host_buffer_is_reused():
+    """JAX on the CPU may alias a numpy array's memory: a shard placed from a
+    host buffer that is then read into again must not change on the device."""
+    from int8store import quantize
+    from int8store.streaming import ArrayShards, StreamingSplit
+
+    codes, encoding = quantize((np.arange(40 * 16384) % 251).astype(np.uint8).reshape(40, 16384))
+    split = StreamingSplit(ArrayShards(codes, np.arange(40)), 20, encoding, (16384,), prefetch=0,
+                           mode="jax")
+    shards = split.epoch(0)
+    next(shards)
+    first = split.dataset.data.container.storage[0]
+    next(shards)  # read into the same, only host buffer
+    np.testing.assert_array_equal(np.asarray(first), codes[:20])
+    np.testing.assert_array_equal(np.asarray(split.dataset.data.container.storage[0]), codes[20:])
+    split.close()
+
+
 def test_a_store_streamed_in_jax_mode_matches_it_loaded_whole_in_c_mode():
     """Shards read from the file and placed on JAX's device one at a time,
     validation and test scored shard by shard: the errors of the C backend
