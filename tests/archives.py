@@ -3,6 +3,7 @@
 import gzip
 import pickle
 import struct
+import zlib
 
 import numpy as np
 
@@ -136,13 +137,15 @@ def zip_folder(folder, archive_path, wrap=None):
     return archive_path
 
 
-def tar_folder(folder, archive_path):
+def tar_folder(folder, archive_path, prefix=""):
+    """Tar and gzip ``folder``'s content, member names starting with ``prefix``
+    (``./`` as ``tar czf archive.tar.gz .`` writes them)."""
     import tarfile
 
     with tarfile.open(archive_path, "w:gz") as archive:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
-                archive.add(path, path.relative_to(folder).as_posix())
+                archive.add(path, prefix + path.relative_to(folder).as_posix())
     return archive_path
 
 
@@ -164,3 +167,64 @@ def rewrite_manifest(path, edit):
     edit(manifest)
     with open(path, "r+b") as f:
         f.write(pack(manifest, manifest["userblock_size"]))
+
+
+# -- Archives holding a long run of zeros, written without ever holding it ----------
+
+_MiB = 1 << 20
+
+
+def _deflate(data, finish):
+    """Raw deflate of ``data``, starting afresh and ending byte-aligned on a full
+    flush (or a final block): such pieces can be concatenated into one stream."""
+    compressor = zlib.compressobj(1, zlib.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush(zlib.Z_FINISH if finish else zlib.Z_FULL_FLUSH)
+
+
+def _deflated_zeros(nbytes, tail=b""):
+    """Raw deflate of ``nbytes`` zeros (a multiple of 1 MiB), then ``tail``: one
+    compressed MiB repeated, about 4.5 KB per MiB."""
+    assert nbytes % _MiB == 0
+    return _deflate(bytes(_MiB), finish=False) * (nbytes // _MiB) + _deflate(tail, finish=True)
+
+
+def zip_with_zeros(archive_path, files, name, nbytes):
+    """A zip of ``files`` ({member name: bytes}) and a member ``name`` of
+    ``nbytes`` zeros, deflated, with ZIP64 sizes. The zero member's CRC is left
+    0: a reader that checks its announced length never gets that far."""
+    entries = [(n, _deflate(data, finish=True), zlib.crc32(data), len(data)) for n, data in files.items()]
+    entries.append((name, _deflated_zeros(nbytes), 0, nbytes))
+    central, offset = [], 0
+    with open(archive_path, "wb") as out:
+        for member, body, crc, size in entries:
+            raw = member.encode()
+            sizes = struct.pack("<HHQQ", 1, 16, size, len(body))  # ZIP64 extra field
+            out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 0, 8, 0, 0x21, crc,
+                                  0xFFFFFFFF, 0xFFFFFFFF, len(raw), len(sizes)) + raw + sizes + body)
+            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45, 0, 8, 0, 0x21, crc,
+                                       0xFFFFFFFF, 0xFFFFFFFF, len(raw), len(sizes), 0, 0, 0,
+                                       0o644 << 16, offset) + raw + sizes)
+            offset += 30 + len(raw) + len(sizes) + len(body)
+        directory = b"".join(central)
+        out.write(directory + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries),
+                                          len(directory), offset, 0))
+    return archive_path
+
+
+def tar_gz_with_zeros(archive_path, files, name, nbytes):
+    """A .tar.gz of ``files`` ({member name: bytes}) and a member ``name`` of
+    ``nbytes`` zeros. The gzip CRC is left 0 (see :func:`zip_with_zeros`)."""
+    import tarfile
+
+    def header(member, size):
+        info = tarfile.TarInfo(member)
+        info.size, info.mode = size, 0o644
+        return info.tobuf(format=tarfile.GNU_FORMAT)
+
+    head = b"".join(header(n, len(data)) + data + bytes(-len(data) % 512) for n, data in files.items())
+    body = (_deflate(head + header(name, nbytes), finish=False)
+            + _deflated_zeros(nbytes, tail=bytes(1024)))  # the tar's two end blocks
+    with open(archive_path, "wb") as out:
+        out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + body
+                  + struct.pack("<II", 0, (nbytes + len(head) + 1536) & 0xFFFFFFFF))
+    return archive_path

@@ -136,6 +136,11 @@ def test_colour_images_in_split_folders_and_tar(tmp_path):
     tar_folder(tmp_path / "set", tmp_path / "set.tar.gz")
     convert(tmp_path / "set.tar.gz", tmp_path / "tar.h5")
     got = stored(tmp_path / "tar.h5")
+    tar_folder(tmp_path / "set", tmp_path / "dot.tar.gz", prefix="./")
+    convert(tmp_path / "dot.tar.gz", tmp_path / "dot.h5")
+    for split, (images, labels) in stored(tmp_path / "dot.h5").items():  # ./ is not hidden
+        np.testing.assert_array_equal(images, got[split][0])
+        np.testing.assert_array_equal(labels, got[split][1])
     # A tar is read in its own order (so its last sixth of train differs):
     # compare as sets of examples, valid taken back into train.
     valid = got.pop("valid")

@@ -19,8 +19,8 @@ import h5py
 import numpy as np
 import pytest
 
-from archives import (fake_mnist, python2_array_pickle, write_image_folder,
-                      write_mnist_idx_folder, zip_folder)
+from archives import (fake_mnist, python2_array_pickle, tar_gz_with_zeros, write_image_folder,
+                      write_mnist_idx_folder, zip_folder, zip_with_zeros)
 from int8store import EncodingError, load_splits
 from int8store.cli import main
 
@@ -209,6 +209,45 @@ def test_a_member_beyond_the_memory_ceiling_is_refused_before_reading(tmp_path, 
                 archive.add(root, ".")
         refused(tmp_path, capsys, [path], "cat/big.png", "ceiling of 1.0 MiB",
                 extra=["--max-memory", "1MiB"])
+
+
+@pytest.mark.parametrize("write", [zip_with_zeros, tar_gz_with_zeros])
+def test_a_4gib_member_is_refused_unread_under_a_512mib_address_space(tmp_path, write):
+    """4 GiB of zeros named like an image (18 MB compressed): refused from the
+    length it announces, in a process that cannot map more than 512 MiB."""
+    import subprocess
+    import sys
+
+    root = image_folder(tmp_path)
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.png"))}
+    path = write(tmp_path / f"bomb{'.zip' if write is zip_with_zeros else '.tar.gz'}", files,
+                 "cat/zbomb.png", 4 << 30)
+    out = tmp_path / "out" / "store.h5"
+    out.parent.mkdir()
+    limit = 512 << 20
+    script = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); "
+              "from int8store.cli import main; sys.exit(main(sys.argv[1:]))")
+    run = subprocess.run([sys.executable, "-c", script, "convert", str(path), "-o", str(out)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert f"{path}:cat/zbomb.png: " in run.stderr and "4.0 GiB" in run.stderr, run.stderr
+    assert list(out.parent.iterdir()) == []
+
+
+def test_an_image_file_is_never_read_past_the_length_it_announced(tmp_path):
+    from int8store.sources import images
+
+    class Growing:  # a file that grows after it was listed
+        def read(self, n):
+            return bytes(n)
+
+    with pytest.raises(images.SourceFormatError, match="more bytes than the 10 it announced"):
+        images._read_image_file(Growing(), 10, "grows.png")
+    largest = images.largest_image_file()
+    with pytest.raises(images.SizeLimitError, match="more than any image int8store decodes"):
+        images._read_image_file(Growing(), largest + 1, "huge.png")
 
 
 def png_header_only(width, height):

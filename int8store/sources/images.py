@@ -10,6 +10,11 @@ label names. Images are decoded by Pillow: grayscale stays one channel
 (``rows x cols``), colour keeps three (``rows x cols x 3``); all images must
 share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
 skipped; any other non-image file is an error, as is an unreadable image.
+
+An image file is read only if its length (which a zip or tar member announces
+before its bytes) is within :func:`largest_image_file` and the memory ceiling,
+and never past that length: a member of a few compressed megabytes that
+unpacks to gigabytes is refused before a byte of it is unpacked.
 """
 
 import io
@@ -23,11 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..limits import check_in_file, check_memory
+from ..limits import check_in_file, check_memory, describe_bytes
 from . import SourceData, Split
 from ._files import check_zip_member
 
-__all__ = ["read_image_folder", "read_image_archive", "decode_image", "IMAGE_SUFFIXES"]
+__all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
+           "IMAGE_SUFFIXES"]
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp",
                   ".pgm", ".ppm", ".pbm", ".pnm"}
@@ -44,6 +50,49 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 _GRAY, _COLOUR = "L", "RGB"
+# The widest pixel the formats above store before int8store refuses its mode
+# (16-bit RGBA: 8 bytes; compressed formats store less), and room for what an
+# image file holds besides pixels (ICC profile, EXIF, XMP, palette).
+_BYTES_PER_PIXEL = 8
+_METADATA_ROOM = 16 << 20
+
+
+def largest_image_file():
+    """Most bytes an image file may take and still be read: Pillow's
+    decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) at 8 bytes a
+    pixel, plus 16 MiB of metadata; None if that limit is switched off."""
+    from PIL import Image
+
+    pixels = Image.MAX_IMAGE_PIXELS
+    return pixels * _BYTES_PER_PIXEL + _METADATA_ROOM if pixels else None
+
+
+def _check_image_file_size(nbytes, where):
+    """Refuse an image file of ``nbytes`` that no allowed image needs, or that
+    would not fit under the memory ceiling, before any of it is read."""
+    from PIL import Image
+
+    largest = largest_image_file()
+    if largest is not None and nbytes > largest:
+        raise SizeLimitError(
+            f"{where}: is {describe_bytes(nbytes)}, more than any image int8store decodes "
+            f"can take ({describe_bytes(largest)}: Pillow's limit of "
+            f"{Image.MAX_IMAGE_PIXELS:,} pixels at {_BYTES_PER_PIXEL} bytes each, plus "
+            f"{describe_bytes(_METADATA_ROOM)} of metadata)")
+    check_memory(nbytes, "the image file", where)
+
+
+def _read_image_file(stream, nbytes, where):
+    """The ``nbytes`` bytes of an image file, checked before reading and never
+    read past (a file that grew, or a member that unpacks to more than it
+    announced, is damaged)."""
+    _check_image_file_size(nbytes, where)
+    data = stream.read(nbytes + 1)
+    if len(data) != nbytes:
+        how = "more" if len(data) > nbytes else f"only {len(data):,}"
+        raise SourceFormatError(f"{where}: holds {how} bytes than the {nbytes:,} it announced "
+                                "when listed; the file or archive is damaged or changing")
+    return data
 
 
 def decode_image(data, origin, resize=None):
@@ -161,8 +210,7 @@ def _folder_tree(folder):
         path = os.path.join(folder, name)  # a str: Path would intern the name (see above)
         try:
             with open(path, "rb") as f:
-                check_memory(os.fstat(f.fileno()).st_size, "the file", path)
-                return f.read()
+                return _read_image_file(f, os.fstat(f.fileno()).st_size, path)
         except OSError as error:
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
@@ -182,11 +230,15 @@ def _zip_tree(path):
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
                                     "files only (store a copy of the image instead)")
         check_zip_member(info, where, Path(path).stat().st_size)
+        if _is_decoded(info.filename):
+            _check_image_file_size(info.file_size, where)
     names = [i.filename for i in members]
+    sizes = {i.filename: i.file_size for i in members}
 
     def read(name):
         try:
-            return archive.read(name)
+            with archive.open(name) as member:
+                return _read_image_file(member, sizes[name], f"{path}:{name}")
         except _ZIP_ERRORS as error:
             raise SourceFormatError(f"{path}:{name}: damaged in the archive ({error})") from error
 
@@ -194,27 +246,23 @@ def _zip_tree(path):
 
 
 def _tar_tree(path):
+    stored, compressed = Path(path).stat().st_size, _is_compressed(path)
+    names, total = [], 0
     try:
-        with tarfile.open(path) as archive:
-            members = archive.getmembers()
+        # One pass in stream mode: each member is checked from its header
+        # before the archive is read past it (or its bytes unpacked).
+        with tarfile.open(path, "r|*") as archive:
+            for member in archive:
+                where = f"{path}:{member.name}"
+                _check_tar_member(member, where)
+                if member.isfile():
+                    if _is_decoded(member.name):
+                        _check_image_file_size(member.size, where)
+                    total += member.size
+                    check_in_file(total, stored, "its members", path, compressed=compressed)
+                    names.append(member.name)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
-    total = 0
-    for member in members:
-        where = f"{path}:{member.name}"
-        _check_member_name(member.name, where)
-        if member.issym() or member.islnk():
-            raise SourceFormatError(
-                f"{where}: is a {'symbolic' if member.issym() else 'hard'} link to "
-                f"{member.linkname}; int8store reads regular files only (archive copies instead)")
-        if member.issparse():
-            raise SourceFormatError(f"{where}: is a sparse file; int8store reads regular files only")
-        if member.isfile():
-            check_memory(member.size, "the member", where)
-            total += member.size
-    check_in_file(total, Path(path).stat().st_size, "its members", path,
-                  compressed=_is_compressed(path))
-    names = [m.name for m in members if m.isfile()]
 
     def in_order(wanted):
         # One streaming pass in the archive's own order: seeking back in a
@@ -223,11 +271,22 @@ def _tar_tree(path):
             with tarfile.open(path, "r|*") as archive:
                 for member in archive:
                     if member.isfile() and member.name in wanted:
-                        yield member.name, archive.extractfile(member).read()
+                        yield member.name, _read_image_file(
+                            archive.extractfile(member), member.size, f"{path}:{member.name}")
         except (tarfile.TarError, OSError, EOFError) as error:
             raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
 
     return _Tree(str(path), names, None, in_order)
+
+
+def _check_tar_member(member, where):
+    _check_member_name(member.name, where)
+    if member.issym() or member.islnk():
+        raise SourceFormatError(
+            f"{where}: is a {'symbolic' if member.issym() else 'hard'} link to "
+            f"{member.linkname}; int8store reads regular files only (archive copies instead)")
+    if member.issparse():
+        raise SourceFormatError(f"{where}: is a sparse file; int8store reads regular files only")
 
 
 def _is_compressed(path):
@@ -256,7 +315,14 @@ def read_image_archive(path, resize=None):
 
 
 def _is_hidden(parts):
-    return any(p.startswith(".") or p == "__MACOSX" for p in parts)
+    # "." is not hidden: `tar czf a.tar.gz .` names every member ./CLASS/IMAGE.
+    return any((p.startswith(".") and p != ".") or p == "__MACOSX" for p in parts)
+
+
+def _is_decoded(name):
+    """Whether a file is one :func:`_read_tree` decodes (others are skipped or refused)."""
+    return (not _is_hidden(name.split("/"))
+            and os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES)
 
 
 def _read_tree(tree, resize):

@@ -34,7 +34,8 @@ def _reconstruct(subtype, shape, dtype):
 
 
 def _dtype(spec, align=False, copy=False):
-    dtype = np.dtype(spec, align, copy)
+    # Python 2 pickles pass the flags as 0 and 1, which numpy 2.4 deprecates.
+    dtype = np.dtype(spec, bool(align), bool(copy))
     if dtype.hasobject:
         raise pickle.UnpicklingError("arrays of Python objects are not allowed")
     return dtype
