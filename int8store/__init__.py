@@ -13,7 +13,6 @@ defects) by the first call that builds a graph, through
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version as _version
 
 from .errors import (
     ArgumentError,
@@ -32,11 +31,6 @@ from .errors import (
     StoreFormatError,
     UnsafePickleError,
 )
-
-try:
-    __version__ = _version(__name__)  # the one place the version is written: pyproject.toml
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
 
 # Public name -> the module that defines it.
 _LAZY = {
@@ -93,7 +87,23 @@ __all__ = list(_LAZY) + [
 ]
 
 
+def _version():
+    # Read from the installed metadata, the one place the version is written
+    # (pyproject.toml), on first use: importlib.metadata takes longer to
+    # import than the rest of the package, and the helper processes
+    # (int8store.helper_process) never need it.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(__name__)
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name):
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     if name in _LAZY:
         value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value

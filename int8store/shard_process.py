@@ -25,9 +25,10 @@ import signal
 import subprocess
 import sys
 import weakref
-from pathlib import Path
 
 import numpy as np
+
+from . import helper_process
 
 __all__ = ["available", "SharedBuffers", "ShardProcess"]
 
@@ -75,18 +76,12 @@ class ShardProcess:
     or at exit)."""
 
     def __init__(self, store, split, seed, delay, buffers):
-        package_parent = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
         shape = buffers.arrays[0].shape
         # The reader checks that the file at the path is still the store the
         # trainer opened (same manifest): its labels came from that one.
-        command = [sys.executable, "-m", "int8store.shard_process", str(store.path),
-                   store.manifest_digest, split,
-                   "-" if seed is None else str(seed), repr(float(delay)), str(shape[0]),
-                   str(shape[1]), *map(str, buffers.fds)]
-        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         pass_fds=buffers.fds, env=env)
+        args = [store.path, store.manifest_digest, split, "-" if seed is None else seed,
+                repr(float(delay)), shape[0], shape[1], *buffers.fds]
+        self._process = helper_process.start("int8store.shard_process", args, pass_fds=buffers.fds)
         # A stream dropped without close() (or alive at exit) ends its reader too.
         self.close = weakref.finalize(self, _end, self._process)
 

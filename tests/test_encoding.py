@@ -8,6 +8,8 @@ from hypothesis.extra import numpy as hnp
 from int8store import Encoding, EncodingError, quantize
 from int8store.encoding import choose_encoding, encode
 
+pytestmark = pytest.mark.graph_free
+
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, max_side=12)
 
 

@@ -1,4 +1,5 @@
-"""Fuzzing every reader: damaged IDX headers, pickles, npz, archives and stores.
+"""Fuzzing every reader: damaged IDX headers, pickles, npz, archives, HDF5 sources and
+stores.
 
 Each example converts a generated file and asserts the promise: it either
 converts (and the store verifies) or fails with a named int8store error, with
@@ -24,6 +25,8 @@ from archives import (fake_mnist, fake_mnist_pickle_content, python2_pickle, wri
                       write_mnist_idx_folder)
 from int8store import Int8StoreError, open_store
 from int8store.converter import convert
+
+pytestmark = pytest.mark.graph_free
 
 # Conversions run with a 16 MiB memory ceiling; traced memory must stay within
 # the ceiling plus the conversion's own chunks.
@@ -169,6 +172,37 @@ def test_fuzz_image_archives(request, scratch, tmp_path, kind):
         folder = make(scratch())
         path = folder / f"a.{kind}"
         path.write_bytes(mutated(original, *case))
+        converts_or_refuses(path, folder)
+
+
+# -- HDF5 sources: parsed in a child process (int8store.sources.hdf5_process) ---------------
+
+def hdf5_source_bytes(path):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x_train", data=np.arange(8 * 9, dtype=np.uint8).reshape(8, 3, 3),
+                         chunks=(4, 3, 3), compression="gzip")
+        f["y_train"] = np.arange(8) % 3
+        f.create_dataset("x_test", data=np.arange(2 * 9, dtype=np.uint8).reshape(2, 3, 3))
+        f["y_test"] = np.arange(2) % 3
+        f["extra/notes"] = np.arange(4.0)
+    return path.read_bytes()
+
+
+def test_fuzz_hdf5_sources(request, scratch, tmp_path):
+    """Bit flips anywhere in a plain HDF5 file (superblock, object headers,
+    B-trees, heaps, chunks): converted or refused, never a hang or a crash."""
+    original = hdf5_source_bytes(tmp_path / "source.h5")
+    flips = st.lists(st.tuples(st.integers(0, len(original) - 1), st.integers(0, 7)),
+                     min_size=1, max_size=3)
+
+    @fuzz(request, flips, 60)  # each example starts a process: fewer than the others
+    def check(case):
+        data = bytearray(original)
+        for position, bit in case:
+            data[position] ^= 1 << bit
+        folder = make(scratch())
+        path = folder / "d.h5"
+        path.write_bytes(bytes(data))
         converts_or_refuses(path, folder)
 
 

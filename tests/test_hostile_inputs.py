@@ -9,6 +9,7 @@ temporary file, and memory bounded far below what the file announces.
 import gzip
 import os
 import pickle
+import signal
 import struct
 import tarfile
 import tracemalloc
@@ -21,8 +22,10 @@ import pytest
 
 from archives import (fake_mnist, python2_array_pickle, tar_gz_with_zeros, write_image_folder,
                       write_mnist_idx_folder, zip_folder, zip_with_zeros)
-from int8store import EncodingError, load_splits
+from int8store import EncodingError, SourceFormatError, load_splits
 from int8store.cli import main
+
+pytestmark = pytest.mark.graph_free
 
 BOUND = 64 << 20  # traced memory allowed for any refusal below
 
@@ -340,6 +343,55 @@ def test_hdf5_huge_chunks_and_unwritten_datasets_are_refused(tmp_path, capsys):
         f.create_dataset("x_train", shape=(100000, 100, 100), dtype=np.uint8, chunks=(10, 100, 100))
         f["y_train"] = np.zeros(100000, np.uint8)
     refused(tmp_path, capsys, [path], f"{path}:x_train", "announces 1,000,000,000 bytes")
+
+
+def hdf5_source(path, groups=()):
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x_train", data=np.arange(6 * 9, dtype=np.uint8).reshape(6, 3, 3),
+                         chunks=(2, 3, 3), compression="gzip")
+        f["y_train"] = np.arange(6) % 2
+        for group in groups:
+            f.create_group(group)
+    return path
+
+
+def test_hdf5_groups_linked_in_a_cycle_are_walked_once(tmp_path):
+    path = hdf5_source(tmp_path / "cycle.h5", ["a/b"])
+    with h5py.File(path, "a") as f:
+        f["a/b/up"] = f["a"]  # a hard link to an ancestor: the groups form a cycle
+    from int8store.sources.hdf5 import read_hdf5
+
+    train = read_hdf5(path).splits["train"]
+    np.testing.assert_array_equal(train.labels, np.arange(6) % 2)
+    np.testing.assert_array_equal(train.images().reshape(-1), np.arange(54))
+
+
+def test_an_hdf5_source_slower_than_the_time_limit_is_one_error(tmp_path):
+    import time
+
+    from int8store.sources.hdf5 import read_hdf5
+
+    start = time.monotonic()
+    with pytest.raises(SourceFormatError, match=r"did not finish reading this file within 0\.05 s"):
+        read_hdf5(hdf5_source(tmp_path / "s.h5"), time_limit=0.05)  # the child cannot even start
+    assert time.monotonic() - start < 5
+
+
+def test_a_crash_of_the_hdf5_library_is_an_error_naming_the_file(tmp_path):
+    from int8store.sources.hdf5_process import Hdf5Process
+
+    process = Hdf5Process(hdf5_source(tmp_path / "s.h5"))
+    [(_, key, shape, dtype, labels)] = process.describe()
+    np.testing.assert_array_equal(process.read(key, 0, 6, shape, dtype).reshape(-1), np.arange(54))
+    os.kill(process._process.pid, signal.SIGSEGV)  # as the library would, on a damaged file
+    with pytest.raises(SourceFormatError, match=r"s\.h5: the HDF5 library crashed \(signal SIGSEGV\)"):
+        process.read(key, 0, 6, shape, dtype)
+
+
+def test_an_hdf5_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path, capsys):
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    refused(tmp_path, capsys, [fifo], str(fifo), "not a regular file")
 
 
 # -- data that would change silently ---------------------------------------------

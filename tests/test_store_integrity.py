@@ -28,6 +28,8 @@ from int8store.atomic import TEMPORARY_SUFFIX, remove_stale_temporaries
 from int8store.cli import main
 from int8store.converter import convert
 
+pytestmark = pytest.mark.graph_free
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

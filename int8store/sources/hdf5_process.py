@@ -1,0 +1,334 @@
+"""Parsing an HDF5 source in a process of its own, held to a time and a
+memory limit.
+
+The HDF5 library parses a file's metadata (B-trees, heaps, object headers)
+in C, trusting what it reads: on a damaged or hostile file it can loop for
+ever, allocate without bound or crash. int8store stores are safe (their
+manifest is checked before HDF5 sees them), but any other HDF5 file is
+opened here, in a child process:
+
+* each request (list the datasets and read the labels; read rows of images)
+  must be answered within ``time_limit`` seconds (:data:`TIME_LIMIT`), or
+  the child is killed and the error names the file;
+* the child's address space is limited to the memory ceiling
+  (:func:`int8store.limits.max_memory`) plus room for the interpreter;
+* a crash of the library is an error naming the file and the signal, not
+  the end of the trainer or the converter.
+
+What comes back is checked before it is used: a header line of JSON
+(numeric dtype, shape, within the memory ceiling), then the array's raw
+bytes; never a pickle. The child ignores SIGINT (Ctrl-C is the parent's)
+and ends when its input closes.
+
+Protocol: one JSON line in (``["describe", keys]``, ``["read", key, start,
+stop]``); out, an error line ``{"error": class, "message": text}``, or for
+``describe`` a line listing the splits followed by each split's labels, for
+``read`` the rows; an array is a line ``{"dtype": ..., "shape": [...]}``
+followed by its bytes.
+"""
+
+import json
+import math
+import select
+import signal
+import sys
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from .. import errors, helper_process
+from ..errors import SourceFormatError
+from ..limits import check_in_file, check_memory, describe_bytes, max_memory
+
+__all__ = ["Hdf5Process", "TIME_LIMIT", "MAX_CHUNK_BYTES"]
+
+#: Seconds the child may take to answer one request before it is killed.
+TIME_LIMIT = 60.0
+#: Largest HDF5 chunk read: each chunk is decompressed whole, whatever slice is asked.
+MAX_CHUNK_BYTES = 256 << 20
+# Address space for the interpreter, numpy and h5py, beyond the memory ceiling.
+_INTERPRETER_ROOM = 1 << 30
+_MAX_HEADER = 1 << 20  # longest header line the parent reads
+# The errors the child may report, raised again in the parent by name.
+_REPORTED = {cls.__name__: cls for cls in (errors.SourceFormatError, errors.SizeLimitError,
+                                           errors.StoreFormatError, errors.StoreChecksumError)}
+
+
+class Hdf5Process:
+    """The child parsing ``path`` (see the module docstring)."""
+
+    def __init__(self, path, time_limit=None):
+        self.path = str(path)
+        self.time_limit = TIME_LIMIT if time_limit is None else float(time_limit)
+        self._lock = threading.Lock()  # one request at a time
+        self._process = helper_process.start(
+            "int8store.sources.hdf5_process", [self.path, max_memory()], bufsize=0,
+            env={"OPENBLAS_NUM_THREADS": "1"})  # the child does no linear algebra
+        self._buffer = bytearray()
+        self.close = weakref.finalize(self, _end, self._process)
+
+    def describe(self, keys=None):
+        """``[(split, images key, image shape, image dtype, labels)]`` of the file."""
+        with self._lock:
+            deadline = self._send(["describe", {s: list(p) for s, p in keys.items()} if keys else None])
+            header = self._header(deadline)
+            splits = header.get("splits")
+            if not isinstance(splits, list):
+                self._fail("an unexpected reply")
+            described = []
+            for split in splits:
+                shape, dtype = _checked_layout(split.get("shape"), split.get("dtype"), self.path)
+                labels = self._array(deadline)
+                described.append((str(split["name"]), str(split["images"]), shape, dtype, labels))
+            return described
+
+    def read(self, key, start, stop, image_shape, dtype):
+        """Rows ``start:stop`` of dataset ``key``."""
+        check_memory((stop - start) * math.prod(image_shape) * np.dtype(dtype).itemsize,
+                     f"{stop - start} rows of {key!r}", self.path)
+        with self._lock:
+            deadline = self._send(["read", key, int(start), int(stop)])
+            rows = self._array(deadline)
+        if rows.shape != (stop - start,) + tuple(image_shape) or rows.dtype != dtype:
+            self._fail(f"rows of {key!r} of shape {rows.shape} and dtype {rows.dtype}")
+        return rows
+
+    # -- the parent's side of the protocol ---------------------------------------
+
+    def _send(self, request):
+        try:
+            self._process.stdin.write(json.dumps(request).encode() + b"\n")
+            self._process.stdin.flush()
+        except OSError:
+            pass  # the child has ended: reading its reply says how
+        return time.monotonic() + self.time_limit
+
+    def _header(self, deadline):
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > _MAX_HEADER:
+                self._fail("a reply line longer than 1 MiB")
+            self._buffer += self._receive(1 << 16, deadline)
+        line, _, rest = bytes(self._buffer).partition(b"\n")
+        self._buffer = bytearray(rest)
+        try:
+            header = json.loads(line)
+        except ValueError:
+            self._fail("a reply that is not JSON")
+        if not isinstance(header, dict):
+            self._fail("an unexpected reply")
+        if "error" in header:
+            cls = _REPORTED.get(header["error"], SourceFormatError)
+            raise cls(str(header.get("message")))
+        return header
+
+    def _array(self, deadline):
+        header = self._header(deadline)
+        shape, dtype = _checked_layout(header.get("shape"), header.get("dtype"), self.path)
+        array = np.empty(shape, dtype)
+        view = memoryview(array.reshape(-1).view(np.uint8))
+        filled = min(len(self._buffer), len(view))
+        view[:filled] = self._buffer[:filled]
+        del self._buffer[:filled]
+        while filled < len(view):
+            data = self._receive(len(view) - filled, deadline)
+            view[filled:filled + len(data)] = data
+            filled += len(data)
+        return array
+
+    def _receive(self, most, deadline):
+        """Up to ``most`` bytes from the child, waiting no later than ``deadline``."""
+        out = self._process.stdout
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
+            self._process.kill()
+            self._process.wait()
+            raise SourceFormatError(
+                f"{self.path}: the HDF5 library did not finish reading this file within "
+                f"{self.time_limit:g} s (damaged metadata can make it loop for ever); "
+                "the file is damaged or not an HDF5 file int8store can read")
+        data = out.read(min(most, 1 << 20))
+        if not data:
+            code = self._process.wait()
+            if code < 0:
+                how = f"crashed (signal {signal.Signals(-code).name})"
+            else:
+                how = f"ended (exit status {code})"
+            raise SourceFormatError(
+                f"{self.path}: the HDF5 library {how} while reading this file (the process "
+                f"reading it was limited to {describe_bytes(max_memory())} of data); the file "
+                "is damaged or not an HDF5 file int8store can read")
+        return data
+
+    def _fail(self, what):
+        self.close()
+        raise SourceFormatError(f"{self.path}: the process reading this HDF5 file sent {what}")
+
+
+def _checked_layout(shape, dtype, path):
+    """A reply's shape and numeric dtype, or an error: the parent never
+    trusts what the child sends beyond this."""
+    try:
+        dtype = np.dtype(str(dtype))
+        shape = tuple(int(n) for n in shape)
+    except (TypeError, ValueError):
+        raise SourceFormatError(f"{path}: the process reading this HDF5 file sent an unexpected "
+                                "reply") from None
+    if dtype.kind not in "biuf" or any(n < 0 for n in shape):
+        raise SourceFormatError(f"{path}: the process reading this HDF5 file sent an array of "
+                                f"dtype {dtype} and shape {shape}")
+    check_memory(math.prod(shape) * dtype.itemsize, f"an array of shape {shape}", path)
+    return shape, dtype
+
+
+def _end(process):
+    """Close the child's input (it then exits) and make sure it has."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
+    try:
+        process.wait(timeout=5)
+    except Exception:  # noqa: BLE001 - a child that does not end is killed
+        process.kill()
+        process.wait()
+    process.stdout.close()
+
+
+# -- the child ----------------------------------------------------------------------
+
+def _serve(path, ceiling):
+    import resource
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    limit = ceiling + _INTERPRETER_ROOM
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import h5py
+
+    from ..limits import memory_ceiling
+    from ..store import refuse_unreadable_store
+    from .named_arrays import choose_keys
+
+    out = sys.stdout.buffer
+    file = datasets = None
+    with memory_ceiling(ceiling):
+        for line in sys.stdin.buffer:
+            try:
+                request = json.loads(line)
+                if file is None:
+                    file = h5py.File(path, "r")
+                    refuse_unreadable_store(path, file.attrs)
+                    datasets = _datasets(file, path)
+                if request[0] == "describe":
+                    keys = request[1] and {s: tuple(p) for s, p in request[1].items()}
+                    chosen = choose_keys({n: d.shape for n, d in datasets.items()}, path, keys)
+                    labels = [_labels(datasets, path, images, key) for images, key in chosen.values()]
+                    _send_header(out, {"splits": [
+                        {"name": split, "images": images, "shape": datasets[images].shape[1:],
+                         "dtype": datasets[images].dtype.str}
+                        for split, (images, _) in chosen.items()]})
+                    for array in labels:
+                        _send_array(out, array)
+                else:
+                    _, key, start, stop = request
+                    _send_array(out, datasets[key][start:stop])
+            except Exception as error:  # noqa: BLE001 - reported to the parent, which raises it
+                _send_header(out, _describe_error(error, path))
+            out.flush()
+
+
+def _labels(datasets, path, images_key, labels_key):
+    images, labels = datasets[images_key], datasets[labels_key]
+    for key, dataset in ((images_key, images), (labels_key, labels)):
+        if dataset.dtype.kind not in "biuf" or not dataset.shape:
+            raise SourceFormatError(f"{path}: {key!r} holds {dataset.dtype} of shape "
+                                    f"{dataset.shape}, not an array of numbers")
+    check_memory(labels.nbytes, f"dataset {labels_key!r}", path)
+    labels = labels[()]
+    if labels.ndim == 1 and images.shape[0] != len(labels):
+        raise SourceFormatError(
+            f"{path}: {images_key!r} holds {images.shape[0]} images but "
+            f"{labels_key!r} holds {len(labels)} labels; they must match")
+    return labels
+
+
+def _describe_error(error, path):
+    if isinstance(error, tuple(_REPORTED.values())):
+        return {"error": type(error).__name__, "message": str(error)}
+    if isinstance(error, MemoryError):
+        return {"error": "SizeLimitError", "message": (
+            f"{path}: reading it needs more memory than the ceiling of "
+            f"{describe_bytes(max_memory())}: the file is damaged or its chunks too large")}
+    return {"error": "SourceFormatError",
+            "message": f"{path}: not a readable HDF5 file ({' '.join(str(error).split())})"}
+
+
+def _send_header(out, header):
+    out.write(json.dumps(header).encode() + b"\n")
+
+
+def _send_array(out, array):
+    array = np.ascontiguousarray(array)
+    _send_header(out, {"dtype": array.dtype.str, "shape": array.shape})
+    out.write(memoryview(array.reshape(-1).view(np.uint8)))
+
+
+def _datasets(f, path):
+    """``{name: dataset}`` of every dataset reached by hard links, each checked;
+    raises on external links, external storage and virtual datasets. An
+    object is visited once: hard links can make groups a cycle."""
+    import h5py
+
+    found, seen = {}, set()
+    pending = [("", f)]  # a stack, not recursion: files can nest groups deeply
+    while pending:
+        prefix, group = pending.pop()
+        for name in group:
+            full = f"{prefix}{name}"
+            link = group.get(name, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                raise SourceFormatError(
+                    f"{path}: {full!r} is an external link to {link.filename}:{link.path}; "
+                    "int8store reads self-contained HDF5 files only")
+            if isinstance(link, h5py.SoftLink):
+                continue  # another name for an object inside the file: listed under its own
+            item = group[name]
+            address = h5py.h5o.get_info(item.id).addr
+            if address in seen:
+                continue  # another hard link to an object already listed
+            seen.add(address)
+            if isinstance(item, h5py.Group):
+                pending.append((f"{full}/", item))
+            elif isinstance(item, h5py.Dataset):
+                _check_dataset(item, full, path)
+                found[full] = item
+    return found
+
+
+def _check_dataset(dataset, name, path):
+    where = f"{path}:{name}"
+    if dataset.is_virtual:
+        raise SourceFormatError(f"{where}: is a virtual dataset (its data lies in other files); "
+                                "int8store reads self-contained HDF5 files only")
+    if dataset.external:
+        raise SourceFormatError(
+            f"{where}: keeps its data in external files ({', '.join(str(e[0]) for e in dataset.external)}); "
+            "int8store reads self-contained HDF5 files only")
+    if dataset.dtype.kind not in "biuf":
+        return  # strings and other kinds are never read as images or labels
+    nbytes = math.prod(dataset.shape or ()) * dataset.dtype.itemsize
+    if dataset.chunks:
+        chunk = math.prod(dataset.chunks) * dataset.dtype.itemsize
+        if chunk > MAX_CHUNK_BYTES:
+            raise SourceFormatError(
+                f"{where}: its chunks hold {describe_bytes(chunk)} each, more than the "
+                f"{describe_bytes(MAX_CHUNK_BYTES)} int8store decompresses at once; rechunk it "
+                "(h5repack -l CHUNK=...)")
+    check_in_file(nbytes, dataset.id.get_storage_size(), f"dataset of shape {dataset.shape}",
+                  where, compressed=bool(dataset.compression or dataset.shuffle
+                                         or dataset.scaleoffset or dataset.fletcher32))
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], int(sys.argv[2]))
