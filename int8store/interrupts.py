@@ -11,6 +11,11 @@ SIGTERM (what ``kill`` and job schedulers send) gets the same treatment, so
 the temporary file is removed instead of being left on disk. Python's report
 of an interrupt it swallowed ("Exception ignored in ...") is kept off
 stderr: the interrupt is handled, and the command says so in one line.
+
+Training loops get a gentler treatment (:func:`stop_requests`): the first
+SIGINT or SIGTERM only asks the loop to stop at its next check
+(:func:`stop_requested`), so that it can report the best model so far and
+keep its checkpoint whole; a second stops at once.
 """
 
 import signal
@@ -18,9 +23,11 @@ import sys
 import threading
 from contextlib import contextmanager
 
-__all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted"]
+__all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted", "stop_requests",
+           "stop_requested"]
 
 _received = []  # signal numbers received inside interrupts_remembered()
+_stops = []  # signal numbers received inside stop_requests()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -80,3 +87,55 @@ def raise_if_interrupted():
     """Raise :class:`Interrupted` if a signal was received (and swallowed)."""
     if _received:
         raise Interrupted(_received[0])
+
+
+class StopRequests:
+    """What :func:`stop_requests` yields. Once the block has ended,
+    ``signal`` is the first signal received in it (None if none) and
+    ``exit_status`` the status a command ends with: 0, or 128 + that signal
+    (130 for SIGINT, 143 for SIGTERM)."""
+
+    signal = None
+
+    @property
+    def exit_status(self):
+        return 128 + self.signal if self.signal else 0
+
+
+def _stop_handler(signum, frame):
+    if _stops:
+        raise Interrupted(signum)  # the second: at once
+    _stops.append(signum)
+    try:
+        print(f"\n{signal.Signals(signum).name} received: stopping after this minibatch, "
+              "with the best model so far (again to stop at once)", file=sys.stderr, flush=True)
+    except RuntimeError:  # stderr was being written when the signal came
+        pass
+
+
+@contextmanager
+def stop_requests():
+    """For a training loop run in the block: the first SIGINT or SIGTERM
+    makes :func:`stop_requested` true, and the loop stops at its next check;
+    a second raises :class:`Interrupted` at once. The previous handlers come
+    back afterwards. Only the main thread can install handlers; elsewhere
+    the signals keep their usual effect."""
+    requests = StopRequests()
+    if threading.current_thread() is not threading.main_thread():
+        yield requests
+        return
+    previous = {s: signal.signal(s, _stop_handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    _stops.clear()
+    try:
+        yield requests
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        requests.signal = stop_requested()
+        _stops.clear()
+
+
+def stop_requested():
+    """Inside :func:`stop_requests`: the signal that asked the training loop
+    to stop, or None (always None outside)."""
+    return _stops[0] if _stops else None

@@ -1,6 +1,7 @@
 """The bundled logistic-regression and MLP tutorials on digits: they train,
 slice before the cast, replace their own checkpoint, predict from it."""
 
+import signal
 import subprocess
 import sys
 
@@ -79,3 +80,48 @@ def test_the_tutorial_runs_as_a_script_from_another_folder(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "best validation error" in done.stdout and (tmp_path / "best_model.npz").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_tutorial_says_so_and_keeps_its_checkpoint(tmp_path, signum):
+    """Ctrl-C (or SIGTERM) once training has begun: it stops after the
+    minibatch, reports the best model so far as such, keeps the checkpoint
+    and exits with 128 + the signal."""
+    run = subprocess.Popen([sys.executable, "-u", str(ROOT / "tutorials" / "logistic_sgd.py"),
+                            "--dataset", "digits", "--epochs", "100000", "--batch-size", "20"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in run.stdout:  # wait until an epoch or two has been validated
+        lines.append(line)
+        if line.startswith("epoch 2,"):
+            break
+    run.send_signal(signum)
+    out, err = run.communicate(timeout=300)
+    out = "".join(lines) + out
+    assert run.returncode == 128 + signum, err
+    assert f"{signal.Signals(signum).name} received: stopping after this minibatch" in err
+    assert "Interrupted at epoch " in out and "Optimization complete" not in out
+    assert "interrupted: the figures below are the best model so far" in out
+    assert "best validation error" in out  # the summary is still printed
+    with np.load(tmp_path / "best_model.npz") as saved:  # whole, loadable
+        assert saved["W"].shape == (64, 10)
+    assert [p.name for p in tmp_path.iterdir()] == ["best_model.npz"]  # no temporary left
+
+
+def test_a_second_interrupt_stops_at_once():
+    import os
+
+    from int8store import stop_requested, stop_requests
+    from int8store.interrupts import Interrupted
+
+    with stop_requests() as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop_requested() == signal.SIGINT  # the first only asks
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs at the next bytecode
+                pass
+    assert stop.exit_status == 130 and stop_requested() is None
+    with stop_requests() as stop:  # a new block starts afresh
+        pass
+    assert stop.exit_status == 0

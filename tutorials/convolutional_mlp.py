@@ -40,7 +40,8 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import LogisticRegression, load_data, load_for_training
+from logistic_sgd import (LogisticRegression, load_data, load_for_training,
+                          run_from_command_line)
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -313,10 +314,12 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                            test_score * 100., test_count))
 
                     # the tutorial's own checkpoint, replaced at each improvement
+                    # (never half-written)
                     if model_path:
-                        numpy.savez(model_path, *[p.get_value() for p in params])
+                        int8store.save_checkpoint(model_path, *[p.get_value() for p in params])
 
-            if patience <= iter:
+            # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
+            if patience <= iter or int8store.stop_requested():
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -324,7 +327,12 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
-    print('Optimization complete.')
+    interrupted = int8store.stop_requested()
+    if interrupted:
+        print('Interrupted at epoch %i, minibatch %i/%i: the best model so far is below.'
+              % (epoch, minibatch_index + 1, n_train_batches))
+    else:
+        print('Optimization complete.')
     print('Best validation score of %f %% obtained at iteration %i, '
           'with test performance %f %%' %
           (best_validation_loss * 100., best_iter + 1, test_score * 100.))
@@ -340,6 +348,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'params': [numpy.asarray(p.get_value()) for p in params],
         'datasets': streams or datasets,
         'train_model': train_model,
+        'interrupted': bool(interrupted),
     }
 
 
@@ -380,17 +389,16 @@ def main(argv=None):
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
     args = parser.parse_args(argv)
-    try:
-        result = evaluate_lenet5(
-            learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
-            nkerns=args.nkerns, batch_size=args.batch_size, model_path=args.save_model,
-            mode=args.mode, classic_count=args.classic_count,
-            max_device_bytes=args.max_device_bytes, seed=args.seed,
-            max_memory=args.max_memory)
-    except int8store.Int8StoreError as error:
-        print('error: %s' % error, file=sys.stderr)
-        return 2
+    result, status = run_from_command_line(
+        evaluate_lenet5, learning_rate=args.learning_rate, n_epochs=args.epochs,
+        dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
+        model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+    if result is None:
+        return status
     print()
+    if result['interrupted']:
+        print('interrupted: the figures below are the best model so far')
     print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
     print('test error             %f %% over %i examples'
           % (result['test_score'] * 100., result['test_count']))
@@ -399,7 +407,7 @@ def main(argv=None):
     print()
     print('Images in memory, as int8 against the classic float32:')
     print(int8store.memory_table(result['datasets']))
-    return 0
+    return status  # 0, or 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 
 if __name__ == '__main__':

@@ -126,6 +126,29 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     return datasets, streams, batch_size, counts + (1 + int(max(l.max() for l in labels)),)
 
 
+def run_from_command_line(train, **kwargs):
+    """
+    int8store's additions to the classic scripts' ending, shared by the
+    tutorials: train(**kwargs), with an int8store error reported in one line
+    (exit status 2), and Ctrl-C or SIGTERM stopping the training after its
+    minibatch, so that the best model so far is reported as such and its
+    checkpoint kept (exit status 130 or 143); a second one stops at once.
+
+    Returns the result (None after an error or a second interrupt) and the
+    exit status.
+    """
+    with int8store.stop_requests() as stop:
+        try:
+            result = train(**kwargs)
+        except int8store.Int8StoreError as error:
+            print('error: %s' % error, file=sys.stderr)
+            return None, 2
+        except KeyboardInterrupt as interrupt:  # the second Ctrl-C
+            print('%s: stopped at once' % (interrupt or 'interrupted'), file=sys.stderr)
+            return None, 128 + getattr(interrupt, 'signal', 2)
+    return result, stop.exit_status
+
+
 def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
@@ -278,12 +301,13 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                                                 test_score * 100., test_count))
 
                     # save the best model (the tutorial's own checkpoint:
-                    # replaced each time, as the classic did)
+                    # replaced each time, as the classic did; never half-written)
                     if model_path:
-                        numpy.savez(model_path, W=classifier.W.get_value(),
-                                    b=classifier.b.get_value())
+                        int8store.save_checkpoint(model_path, W=classifier.W.get_value(),
+                                                  b=classifier.b.get_value())
 
-            if patience <= iter:
+            # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
+            if patience <= iter or int8store.stop_requested():
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -291,8 +315,15 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
-    print('Optimization complete with best validation score of %f %%, '
-          'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
+    interrupted = int8store.stop_requested()
+    if interrupted:
+        print('Interrupted at epoch %i, minibatch %i/%i: the best model so far has validation '
+              'score %f %%, test performance %f %%' % (epoch, minibatch_index + 1, n_train_batches,
+                                                        best_validation_loss * 100.,
+                                                        test_score * 100.))
+    else:
+        print('Optimization complete with best validation score of %f %%, '
+              'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
     print('The code run for %d epochs, with %f epochs/sec' % (
         epoch, 1. * epoch / (end_time - start_time)))
     print('The code for file ' + os.path.split(__file__)[1] +
@@ -300,7 +331,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     return {'best_validation_loss': float(best_validation_loss),
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
             'seconds': end_time - start_time, 'datasets': streams or datasets,
-            'train_model': train_model}
+            'train_model': train_model, 'interrupted': bool(interrupted)}
 
 
 def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
@@ -360,16 +391,16 @@ def main(argv=None):
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
     args = parser.parse_args(argv)
-    try:
-        result = sgd_optimization_mnist(
-            learning_rate=args.learning_rate, n_epochs=args.epochs, dataset=args.dataset,
-            batch_size=args.batch_size, model_path=args.save_model, mode=args.mode,
-            classic_count=args.classic_count, max_device_bytes=args.max_device_bytes,
-            seed=args.seed, max_memory=args.max_memory)
-    except int8store.Int8StoreError as error:
-        print('error: %s' % error, file=sys.stderr)
-        return 2
+    result, status = run_from_command_line(
+        sgd_optimization_mnist, learning_rate=args.learning_rate, n_epochs=args.epochs,
+        dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
+        mode=args.mode, classic_count=args.classic_count,
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+    if result is None:
+        return status
     print()
+    if result['interrupted']:
+        print('interrupted: the figures below are the best model so far')
     print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
     print('test error             %f %% over %i examples'
           % (result['test_score'] * 100., result['test_count']))
@@ -377,7 +408,7 @@ def main(argv=None):
     print()
     print('Images in memory, as int8 against the classic float32:')
     print(int8store.memory_table(result['datasets']))
-    return 0
+    return status  # 0, or 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 
 if __name__ == '__main__':

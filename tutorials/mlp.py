@@ -26,7 +26,8 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import LogisticRegression, load_data, load_for_training
+from logistic_sgd import (LogisticRegression, load_data, load_for_training,
+                          run_from_command_line)
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -184,7 +185,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                           'over %i examples' % (epoch, minibatch_index + 1, n_train_batches,
                                                 test_score * 100., test_count))
 
-            if patience <= iter:
+            # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
+            if patience <= iter or int8store.stop_requested():
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -192,13 +194,21 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
-    print('Optimization complete. Best validation score of %f %% obtained at iteration %i, '
-          'with test performance %f %%' % (best_validation_loss * 100., best_iter + 1,
-                                           test_score * 100.))
+    interrupted = int8store.stop_requested()
+    if interrupted:
+        print('Interrupted at epoch %i, minibatch %i/%i: the best model so far has validation '
+              'score %f %% (iteration %i), test performance %f %%'
+              % (epoch, minibatch_index + 1, n_train_batches, best_validation_loss * 100.,
+                 best_iter + 1, test_score * 100.))
+    else:
+        print('Optimization complete. Best validation score of %f %% obtained at iteration %i, '
+              'with test performance %f %%' % (best_validation_loss * 100., best_iter + 1,
+                                               test_score * 100.))
     print('The code for file ' + os.path.split(__file__)[1] +
           ' ran for %.2fm' % ((end_time - start_time) / 60.), file=sys.stderr)
     return {'best_validation_loss': float(best_validation_loss), 'best_iter': best_iter + 1,
-            'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch}
+            'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
+            'interrupted': bool(interrupted)}
 
 
 def main(argv=None):
@@ -221,15 +231,11 @@ def main(argv=None):
                         help='shuffle streamed training shards and their examples each '
                              'epoch from this seed (default: the split\'s own order)')
     args = parser.parse_args(argv)
-    try:
-        test_mlp(n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
-                 n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
-                 max_device_bytes=args.max_device_bytes, seed=args.seed,
-                 max_memory=args.max_memory)
-    except int8store.Int8StoreError as error:
-        print('error: %s' % error, file=sys.stderr)
-        return 2
-    return 0
+    _, status = run_from_command_line(
+        test_mlp, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
+        n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+    return status  # 0, 2 after an error, 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 
 if __name__ == '__main__':
