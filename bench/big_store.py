@@ -38,7 +38,7 @@ def write_store(path, train, evaluation=EVALUATION, seed=0):
     from synthetic import digit_like_images
 
     from int8store import quantize
-    from int8store.store_writer import StoreWriter
+    from int8store.store.writer import StoreWriter
 
     counts = {"train": train, "valid": evaluation, "test": evaluation}
     codes, labels, encoding = {}, {}, None

@@ -38,8 +38,8 @@ OUTCOMES = ("error", "same", "changed", "crash", "hang")
 
 def write_small_store(folder):
     """A store with 3 splits of 4x4 grey images, class names, and its contents."""
-    from int8store.encoding import quantize
-    from int8store.store_writer import StoreWriter
+    from int8store.codes.encoding import quantize
+    from int8store.store.writer import StoreWriter
 
     rng = np.random.default_rng(7)
     counts = {"train": 40, "valid": 8, "test": 12}
@@ -57,9 +57,9 @@ def write_small_store(folder):
 def observe(path):
     """What load_data, info and verify see of the store at ``path``."""
     from int8store.cli import describe
-    from int8store.plan import plan_splits
+    from int8store.plan.splits import plan_splits
     from int8store.sources import read_source
-    from int8store.store import open_store
+    from int8store.store.reader import open_store
 
     plan = plan_splits(read_source(str(path)))
     seen = {"names": plan.label_names, "shape": plan.image_shape, "splits": list(plan.splits)}
@@ -91,7 +91,7 @@ def trial(args):
 
 def metadata_offsets(path):
     """Byte offsets outside the data ranges the manifest lists."""
-    from int8store.manifest import data_ranges, read_manifest
+    from int8store.store.manifest import data_ranges, read_manifest
 
     manifest = read_manifest(path)
     inside = np.zeros(manifest["file_size"], dtype=bool)

@@ -9,7 +9,7 @@ For the models (the tutorials' logistic regression and LeNet5 on 28x28
 images, 10 classes), each row sets side by side, for one batch size:
 
 * the rule of thumb, ``(neurons x batch + parameters) x 2 x 4`` bytes;
-* int8store's finer estimate (``int8store.memory.model_memory``): arguments
+* int8store's finer estimate (``int8store.memory.estimates.model_memory``): arguments
   + outputs + peak temporaries of the compiled step, from its graph;
 * XLA's own figure for the same step compiled in int8store's JAX mode
   (``jax.jit(...).lower(...).compile().memory_analysis()``: arguments +
@@ -61,7 +61,7 @@ def measure_c(model, batch_size):
     from int8store.backend import activate
 
     api = activate()
-    from int8store.backend.reference_models import build_step
+    from int8store.memory.reference_models import build_step
 
     graph = build_step(model, batch_size, (28, 28), 10)
     step = api.function(graph.inputs, graph.outputs)
@@ -80,7 +80,7 @@ def xla_figure(model, batch_size):
     from int8store.backend import activate
 
     api = activate()
-    from int8store.backend.reference_models import build_step
+    from int8store.memory.reference_models import build_step
 
     graph = build_step(model, batch_size, (28, 28), 10)
     step = api.function(graph.inputs, graph.outputs, mode=function_mode("jax"))
@@ -90,7 +90,7 @@ def xla_figure(model, batch_size):
 
 
 def model_table(batch_sizes):
-    from int8store.memory import model_memory
+    from int8store.memory.estimates import model_memory
 
     def mb(n):
         return f"{n / 2**20:.1f}"

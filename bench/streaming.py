@@ -48,8 +48,8 @@ BATCHES = {"logistic regression": 600, "LeNet5": 500}
 def write_store(folder, examples):
     from synthetic import digit_like_images
 
-    from int8store.encoding import quantize
-    from int8store.store_writer import StoreWriter
+    from int8store.codes.encoding import quantize
+    from int8store.store.writer import StoreWriter
 
     images, labels = digit_like_images(examples, seed=0)
     path = Path(folder) / "train.h5"
@@ -68,8 +68,8 @@ def producer_rate(path, shard, repeats=3):
     import numpy as np
     from convert import timed
 
-    from int8store.store import open_store
-    from int8store.streaming import StoreShards
+    from int8store.store.reader import open_store
+    from int8store.streaming.split import StoreShards
 
     source = StoreShards(path, "train")
     n = source.n_examples
@@ -95,8 +95,8 @@ def measure(model, examples, shard, rounds):
     from models import build  # sets floatX to float32
 
     from int8store import SharedDataset
-    from int8store.store import open_store
-    from int8store.streaming import StoreShards, StreamingSplit
+    from int8store.store.reader import open_store
+    from int8store.streaming.split import StoreShards, StreamingSplit
 
     batch = BATCHES[model]
     folder = tempfile.mkdtemp(prefix="int8store-streaming-")

@@ -34,33 +34,33 @@ from .errors import (
 
 # Public name -> the module that defines it.
 _LAZY = {
-    "load_data": "loading",
-    "load_splits": "loading",
-    "shared_dataset": "dataset",
-    "SharedDataset": "dataset",
-    "STORAGES": "vocabulary",
-    "dequantize": "symbolic",
-    "NORMALIZATIONS": "vocabulary",
-    "quantize": "encoding",
-    "Encoding": "encoding",
-    "open_store": "store",
-    "Store": "store",
+    "load_data": "dataset.loading",
+    "load_splits": "dataset.loading",
+    "shared_dataset": "dataset.shared",
+    "SharedDataset": "dataset.shared",
+    "STORAGES": "codes.vocabulary",
+    "dequantize": "dataset.symbolic",
+    "NORMALIZATIONS": "codes.vocabulary",
+    "quantize": "codes.encoding",
+    "Encoding": "codes.encoding",
+    "open_store": "store.reader",
+    "Store": "store.reader",
     "convert": "converter",
-    "plan_splits": "plan",
-    "SPLITS": "vocabulary",
-    "memory_table": "memory",
-    "max_batch_size": "memory",
-    "model_memory": "memory",
-    "evaluate_in_chunks": "evaluation",
-    "StreamingSplit": "streaming",
-    "StoreShards": "streaming",
-    "ArrayShards": "streaming",
-    "stream": "streaming",
-    "load_streams": "stream_loading",
-    "stop_requests": "interrupts",
-    "stop_requested": "interrupts",
-    "save_checkpoint": "checkpoint",
-    "fits_in_memory": "stream_loading",
+    "plan_splits": "plan.splits",
+    "SPLITS": "codes.vocabulary",
+    "memory_table": "memory.estimates",
+    "max_batch_size": "memory.estimates",
+    "model_memory": "memory.estimates",
+    "evaluate_in_chunks": "memory.evaluation",
+    "StreamingSplit": "streaming.split",
+    "StoreShards": "streaming.split",
+    "ArrayShards": "streaming.split",
+    "stream": "streaming.split",
+    "load_streams": "streaming.loading",
+    "stop_requests": "runtime.interrupts",
+    "stop_requested": "runtime.interrupts",
+    "save_checkpoint": "store.checkpoint",
+    "fits_in_memory": "streaming.loading",
     "tensor_library": "backend",
     "conv2d": "backend",
     "pool_2d": "backend",
@@ -90,22 +90,11 @@ __all__ = list(_LAZY) + [
 ]
 
 
-def _version():
-    # Read from the installed metadata, the one place the version is written
-    # (pyproject.toml), on first use: importlib.metadata takes longer to
-    # import than the rest of the package, and the helper processes
-    # (int8store.helper_process) never need it.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(__name__)
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name):
-    if name == "__version__":
-        value = globals()["__version__"] = _version()
+    if name == "__version__":  # read on first use (see runtime.version)
+        from .runtime.version import package_version
+
+        value = globals()["__version__"] = package_version()
         return value
     if name in _LAZY:
         value = getattr(import_module(f".{_LAZY[name]}", __name__), name)

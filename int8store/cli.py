@@ -106,7 +106,7 @@ def main(argv=None):
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    from .interrupts import interrupts_remembered
+    from .runtime.interrupts import interrupts_remembered
 
     try:
         # Installed around the whole command, imports included: an interrupt
@@ -142,17 +142,17 @@ def _run(args, argv):
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":
-        from .planning import budget_report
+        from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
                             args.margin))
     elif args.command == "manifest":
         import json
-        from .store import open_store
+        from .store.reader import open_store
         print(json.dumps(open_store(args.file, verify=False).manifest, indent=1, sort_keys=True))
     else:
         import os
         import time
-        from .store import open_store
+        from .store.reader import open_store
         started = time.perf_counter()
         store = open_store(args.file, verify=False)
         checked = store.verify()
@@ -166,7 +166,7 @@ def _run(args, argv):
 
 
 def _what_was_written(args):
-    from .atomic import was_published
+    from .store.atomic import was_published
 
     output = getattr(args, "output", None)
     if output and was_published(output):
@@ -188,7 +188,7 @@ def _say(line):
 
 def describe(path):
     """The text ``int8store info`` prints."""
-    from .store import open_store
+    from .store.reader import open_store
 
     store = open_store(path, verify=False)
     p = store.provenance

@@ -7,12 +7,12 @@ only once complete.
 
 from tqdm import tqdm
 
-from .atomic import check_can_write
-from .interrupts import interrupts_remembered
-from .limits import memory_ceiling
-from .plan import DEFAULT_CHUNK_BYTES, plan_splits
+from .store.atomic import check_can_write
+from .runtime.interrupts import interrupts_remembered
+from .runtime.limits import memory_ceiling
+from .plan.splits import DEFAULT_CHUNK_BYTES, plan_splits
 from .sources import read_source
-from .store_writer import StoreWriter
+from .store.writer import StoreWriter
 
 __all__ = ["convert"]
 
@@ -52,7 +52,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
     max_memory : int or str, optional
         Ceiling on what the source may ask to hold in memory at once (a label
         array, a pickled array, one image), e.g. ``"2GiB"``; default half the
-        physical memory (see :mod:`int8store.limits`).
+        physical memory (see :mod:`int8store.runtime.limits`).
     report : callable, optional
         Called with a line of text saying how the validation split was made.
 

@@ -62,7 +62,7 @@ class OutputError(Int8StoreError, OSError):
 
 class SizeLimitError(SourceFormatError):
     """A size announced by a file is beyond what the file can hold or what the
-    memory ceiling allows (see :mod:`int8store.limits`)."""
+    memory ceiling allows (see :mod:`int8store.runtime.limits`)."""
 
 
 class StoreFormatError(SourceFormatError):

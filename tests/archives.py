@@ -161,7 +161,7 @@ def flip_bit(path, offset, bit):
 def rewrite_manifest(path, edit):
     """Apply ``edit`` to a store's manifest and write it back with a matching
     checksum (as a forger, or a buggy tool, would)."""
-    from int8store.manifest import pack, read_manifest
+    from int8store.store.manifest import pack, read_manifest
 
     manifest = read_manifest(path)
     edit(manifest)

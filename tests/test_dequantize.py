@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 from int8store import ArgumentError, dequantize, quantize
 from int8store.backend import activate
-from int8store.symbolic import normalization_mean
+from int8store.dataset.symbolic import normalization_mean
 
 lib, at = activate().lib, activate().at
 

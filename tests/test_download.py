@@ -11,7 +11,7 @@ import pytest
 
 from archives import IDX_NAMES, fake_mnist, idx_bytes
 from int8store import DatasetNotFoundError, DownloadError, SourceFormatError, load_data, load_splits
-from int8store.download import RemoteFile, download
+from int8store.sources.download import RemoteFile, download
 from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
 
 

@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from int8store import Encoding, EncodingError, quantize
-from int8store.encoding import choose_encoding, encode
+from int8store.codes.encoding import choose_encoding, encode
 
 pytestmark = pytest.mark.graph_free
 

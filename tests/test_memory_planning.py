@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from int8store import evaluate_in_chunks, load_data, max_batch_size
 from int8store.backend import activate
 from int8store.cli import main
-from int8store.memory import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator
+from int8store.memory.estimates import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator
 
 api = activate()
 lib, at, conv2d, pool_2d = api.lib, api.at, api.conv2d, api.pool_2d
@@ -146,7 +146,7 @@ def test_budget_prints_both_storages_and_batches_that_fit(capsys):
 
 
 def test_budget_without_a_device_asks_for_its_memory(capsys, monkeypatch):
-    from int8store import memory
+    from int8store.memory import estimates as memory
 
     monkeypatch.setattr(memory.shutil, "which", lambda name: None)
     status = main(["budget", "--dataset", "digits", "--model", "logistic"])

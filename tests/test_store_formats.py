@@ -11,7 +11,7 @@ import pytest
 
 from archives import fake_mnist, write_mnist_idx_folder
 from int8store import StoreChecksumError, load_data, open_store
-from int8store.checksums import chunk_digest
+from int8store.store.checksums import chunk_digest
 from int8store.cli import main
 from int8store.converter import convert
 

@@ -24,7 +24,7 @@ import pytest
 
 from archives import fake_mnist, rewrite_manifest, write_image_folder, write_mnist_idx_folder
 from int8store import OutputExistsError, StoreChecksumError, StoreFormatError, load_splits, open_store
-from int8store.atomic import TEMPORARY_SUFFIX, remove_stale_temporaries
+from int8store.store.atomic import TEMPORARY_SUFFIX, remove_stale_temporaries
 from int8store.cli import main
 from int8store.converter import convert
 
@@ -117,7 +117,7 @@ def test_single_bit_flips_never_change_data_silently_nor_hang():
 # -- publishing -------------------------------------------------------------------
 
 def test_a_file_that_appears_while_converting_is_never_replaced(tmp_path, monkeypatch, capsys):
-    from int8store import store_writer
+    from int8store.store import writer as store_writer
 
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
     out = tmp_path / "m.h5"
@@ -140,7 +140,7 @@ def test_a_file_that_appears_while_converting_is_never_replaced(tmp_path, monkey
 
 
 def test_temporaries_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
-    from int8store.atomic import _host
+    from int8store.store.atomic import _host
 
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True).stdout.strip()
@@ -199,7 +199,7 @@ def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
     it must still end the write, and say so in one line only."""
     import signal
 
-    from int8store.interrupts import Interrupted, _handler, interrupts_remembered
+    from int8store.runtime.interrupts import Interrupted, _handler, interrupts_remembered
 
     class Finalized:
         def __del__(self):
@@ -217,7 +217,7 @@ def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
 def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, published, monkeypatch):
     """Private (0600) while it is written, then 0666 & ~umask: a store written
     for a team on a shared machine can be read by the team."""
-    from int8store import store_writer
+    from int8store.store import writer as store_writer
 
     seen = []
     original = store_writer.StoreWriter._write_manifest
@@ -244,7 +244,8 @@ def test_a_disk_error_met_while_writing_is_not_published(tmp_path, monkeypatch):
     import errno
     import time
 
-    from int8store import OutputError, store_writer
+    from int8store import OutputError
+    from int8store.store import writer as store_writer
 
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

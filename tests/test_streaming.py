@@ -13,9 +13,9 @@ from archives import fake_mnist, write_mnist_idx_folder
 from int8store import (ArgumentError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
                        load_streams, quantize)
 from int8store.converter import convert
-from int8store.store import open_store
-from int8store import shard_process
-from int8store.streaming import ArrayShards, StoreShards, StreamingSplit, worker_threads
+from int8store.store.reader import open_store
+from int8store.streaming import shard_process
+from int8store.streaming.split import ArrayShards, StoreShards, StreamingSplit, worker_threads
 
 pytestmark = pytest.mark.timeout(300)  # a lost buffer would hang a worker: fail, not hang
 
@@ -159,7 +159,7 @@ FORMAT2 = Path(__file__).resolve().parent / "data" / "format2-digits.h5"
 
 
 def test_load_streams_never_reads_a_split_whole(monkeypatch):
-    from int8store.store import Store
+    from int8store.store.reader import Store
 
     def refuse(*args, **kwargs):
         raise AssertionError("a split was read whole")

@@ -112,7 +112,7 @@ def test_a_second_interrupt_stops_at_once():
     import os
 
     from int8store import stop_requested, stop_requests
-    from int8store.interrupts import Interrupted
+    from int8store.runtime.interrupts import Interrupted
 
     with stop_requests() as stop:
         os.kill(os.getpid(), signal.SIGINT)

@@ -45,7 +45,7 @@ from logistic_sgd import (LogisticRegression, load_data, load_for_training,
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
-from int8store.models import lenet5_geometry  # 5x5 filters on 28x28, smaller on 8x8 digits
+from int8store.memory.models import lenet5_geometry  # 5x5 filters on 28x28, smaller on 8x8 digits
 
 
 class LeNetConvPoolLayer(object):

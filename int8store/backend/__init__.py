@@ -23,6 +23,9 @@ package builds graphs with. Nothing outside the package changes:
 ``os.environ`` is as it was after the call, and the library's plain modes
 are left as it ships them (int8store's JAX conversions apply in int8store's
 JAX mode only).
+
+May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
+:mod:`int8store.codes`.
 """
 
 import threading

@@ -5,6 +5,10 @@ A reader returns a :class:`SourceData`: its splits as :class:`Split` objects
 whose labels are in memory and whose images are read in chunks, so that a
 converter can stream an archive larger than memory while ``load_data`` simply
 reads everything. :func:`read_source` picks the reader for what it is given.
+
+May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
+:mod:`int8store.codes`, :mod:`int8store.backend`, :mod:`int8store.store`
+(a store is a source too).
 """
 
 from dataclasses import dataclass

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from isal import igzip, isal_zlib
 
 from ..errors import SourceFormatError
-from ..limits import check_in_file, check_memory
+from ..runtime.limits import check_in_file, check_memory
 
 __all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member"]
 

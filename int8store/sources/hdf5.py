@@ -28,7 +28,7 @@ def read_hdf5(path, keys=None, time_limit=None):
     the datasets and reading the labels; reading a chunk of images) for a
     file that is not a store; by default :data:`~.hdf5_process.TIME_LIMIT`.
     """
-    from ..store import is_store
+    from ..store.reader import is_store
 
     if not os.path.isfile(path):
         raise SourceFormatError(f"{path}: not a regular file (int8store reads HDF5 files, "
@@ -55,7 +55,7 @@ def _dataset_reader(process, key, count, image_shape, dtype):
 def read_store(path, verify=True):
     """A store's splits as int8 codes with their encoding, streamed a stored
     chunk at a time and checked as they are read."""
-    from ..store import open_store
+    from ..store.reader import open_store
 
     store = open_store(path, verify=False)
     splits = {}

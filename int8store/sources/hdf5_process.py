@@ -11,7 +11,7 @@ opened here, in a child process:
   must be answered within ``time_limit`` seconds (:data:`TIME_LIMIT`), or
   the child is killed and the error names the file;
 * the child's address space is limited to the memory ceiling
-  (:func:`int8store.limits.max_memory`) plus room for the interpreter;
+  (:func:`int8store.runtime.limits.max_memory`) plus room for the interpreter;
 * a crash of the library is an error naming the file and the signal, not
   the end of the trainer or the converter.
 
@@ -38,9 +38,10 @@ import weakref
 
 import numpy as np
 
-from .. import errors, helper_process
+from .. import errors
+from ..runtime import processes
 from ..errors import SourceFormatError
-from ..limits import check_in_file, check_memory, describe_bytes, max_memory
+from ..runtime.limits import check_in_file, check_memory, describe_bytes, max_memory
 
 __all__ = ["Hdf5Process", "TIME_LIMIT", "MAX_CHUNK_BYTES"]
 
@@ -63,7 +64,7 @@ class Hdf5Process:
         self.path = str(path)
         self.time_limit = TIME_LIMIT if time_limit is None else float(time_limit)
         self._lock = threading.Lock()  # one request at a time
-        self._process = helper_process.start(
+        self._process = processes.start(
             "int8store.sources.hdf5_process", [self.path, max_memory()], bufsize=0,
             env={"OPENBLAS_NUM_THREADS": "1"})  # the child does no linear algebra
         self._buffer = bytearray()
@@ -152,13 +153,13 @@ class Hdf5Process:
         if not data:
             code = self._process.wait()
             if code < 0:
-                how = f"crashed (signal {signal.Signals(-code).name})"
-            else:
-                how = f"ended (exit status {code})"
+                how = f"the HDF5 library crashed (signal {signal.Signals(-code).name})"
+            else:  # most likely out of its address space
+                how = (f"the process reading it ended (exit status {code}; it may use "
+                       f"{describe_bytes(max_memory())} of data)")
             raise SourceFormatError(
-                f"{self.path}: the HDF5 library {how} while reading this file (the process "
-                f"reading it was limited to {describe_bytes(max_memory())} of data); the file "
-                "is damaged or not an HDF5 file int8store can read")
+                f"{self.path}: {how} while reading this file; the file is damaged or not an "
+                "HDF5 file int8store can read")
         return data
 
     def _fail(self, what):
@@ -206,8 +207,8 @@ def _serve(path, ceiling):
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import h5py
 
-    from ..limits import memory_ceiling
-    from ..store import refuse_unreadable_store
+    from ..runtime.limits import memory_ceiling
+    from ..store.reader import refuse_unreadable_store
     from .named_arrays import choose_keys
 
     out = sys.stdout.buffer

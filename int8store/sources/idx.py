@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetNotFoundError, SourceFormatError
-from ..limits import check_in_file, check_memory
+from ..runtime.limits import check_in_file, check_memory
 from . import SourceData, Split
 from ._files import is_gzipped, open_maybe_gzipped
 

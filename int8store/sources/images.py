@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..limits import check_in_file, check_memory, describe_bytes
+from ..runtime.limits import check_in_file, check_memory, describe_bytes
 from . import SourceData, Split
 from ._files import check_zip_member
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..download import DEFAULT_TIMEOUT, RemoteFile, download, verify_file
+from .download import DEFAULT_TIMEOUT, RemoteFile, download, verify_file
 from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
 from .idx import read_idx_folder
 from .pickled import read_mnist_pickle

@@ -1,7 +1,7 @@
 """``.npz`` archives: image and label arrays per split (see :mod:`.named_arrays`).
 
 Only each member's ``.npy`` header is read up front; what it announces is
-checked against the member's stored size (:mod:`int8store.limits`). Labels are
+checked against the member's stored size (:mod:`int8store.runtime.limits`). Labels are
 then read whole, images streamed a chunk of rows at a time (a Fortran-order
 array, whose rows are not contiguous, is read whole within the memory ceiling).
 """
@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from ..errors import SourceFormatError
-from ..limits import check_memory
+from ..runtime.limits import check_memory
 from . import SourceData, Split
 from ._files import check_zip_member
 from .named_arrays import choose_keys

@@ -12,7 +12,7 @@ import struct
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
-from ..limits import AnnouncedBytes
+from ..runtime.limits import AnnouncedBytes
 from . import SourceData, Split
 from .py2pickle import NDARRAY, check_state
 from ._files import is_gzipped, open_maybe_gzipped
@@ -113,7 +113,7 @@ def restricted_load(file, origin="pickle"):
 
 class _Bounded:
     """A file object refusing reads beyond what the file can hold (see
-    :mod:`int8store.limits`): the unpickler allocates what a length field
+    :mod:`int8store.runtime.limits`): the unpickler allocates what a length field
     announces before reading it."""
 
     def __init__(self, file, path):

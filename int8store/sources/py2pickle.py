@@ -18,7 +18,7 @@ import struct
 
 import numpy as np
 
-from ..limits import AnnouncedBytes
+from ..runtime.limits import AnnouncedBytes
 
 __all__ = ["read_arrays", "Unsupported"]
 
@@ -94,7 +94,7 @@ def read_arrays(file, origin, stored_bytes, compressed):
 
     Every string's announced length is checked, before it is allocated,
     against what ``stored_bytes`` of file (``compressed`` or not) can hold
-    and against the memory ceiling (:mod:`int8store.limits`)."""
+    and against the memory ceiling (:mod:`int8store.runtime.limits`)."""
     stack, marks, memo = [], [], {}
     announced = AnnouncedBytes("the pickle", origin, stored_bytes, compressed)
 

@@ -2,7 +2,7 @@
 
 Layout (format version 3; version 2 differs only in its chunk checksum)::
 
-    user block             the manifest (see :mod:`int8store.manifest`): what
+    user block             the manifest (see :mod:`int8store.store.manifest`): what
                            the data means and the checksum of every byte
     /                      attributes, for other HDF5 tools: format="int8store",
                            format_version, requires_int8store, writer,
@@ -15,7 +15,7 @@ Layout (format version 3; version 2 differs only in its chunk checksum)::
     /SPLIT/x               int8 codes, shape (N, *image_shape), in chunks of
                            about 1 MiB along N, each with its own checksum
                            (XXH3-128; SHA-256 in format 2: see
-                           :mod:`int8store.checksums`)
+                           :mod:`int8store.store.checksums`)
     /SPLIT/y               int32 labels (little-endian), shape (N,)
                            SPLIT attributes: count, code_mean
 
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from .checksums import CHUNK_CHECKSUMS, chunk_hasher
-from .encoding import Encoding
-from .errors import EncodingError, StoreChecksumError, StoreFormatError
+from ..codes.encoding import Encoding
+from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import HDF5_SIGNATURE, MAGIC, read_manifest
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "open_store",
@@ -45,8 +45,8 @@ FIRST_READER = {1: "0.1.0", 2: "0.2.0", 3: "0.3.0"}
 
 
 def _version():
-    from . import __version__
-    return __version__
+    from ..runtime.version import package_version
+    return package_version()
 
 
 def axes_for(image_shape):
@@ -124,7 +124,7 @@ class Store:
     provenance : dict
         writer, command_line, source, created, format_version.
     manifest : dict
-        The manifest as read (see :mod:`int8store.manifest`).
+        The manifest as read (see :mod:`int8store.store.manifest`).
     """
 
     def __init__(self, path):

@@ -13,9 +13,9 @@ from typing import Optional
 
 import numpy as np
 
-from .encoding import Encoding, encode, float_candidates, survey_encoding
-from .errors import ArgumentError, EncodingError, SourceFormatError
-from .labels import as_int32_labels
+from ..codes.encoding import Encoding, encode, float_candidates, survey_encoding
+from ..errors import ArgumentError, EncodingError, SourceFormatError
+from ..codes.labels import as_int32_labels
 
 __all__ = ["Plan", "plan_splits", "validation_count", "DEFAULT_CHUNK_BYTES", "VALID_SHARE"]
 
@@ -198,7 +198,7 @@ def _with_validation_split(splits, valid_size, valid_seed, origin):
 
 
 def _ordered(splits):
-    from .vocabulary import SPLITS
+    from ..codes.vocabulary import SPLITS
     return [n for n in SPLITS if n in splits] + [n for n in splits if n not in SPLITS]
 
 

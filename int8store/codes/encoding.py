@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import EncodingError
+from ..errors import EncodingError
 
 __all__ = ["Encoding", "quantize", "choose_encoding", "survey_encoding", "float_candidates",
            "encode", "EncodingSurvey", "DEFAULT_DIVISOR"]

@@ -1,11 +1,11 @@
-"""Writing an int8store file (the format is described in :mod:`int8store.store`).
+"""Writing an int8store file (the format is described in :mod:`int8store.store.reader`).
 
 The HDF5 part is written with a user block reserved for the manifest; each
 chunk of codes is written whole (``write_direct_chunk``) and hashed on the
 way. Once HDF5 has closed the file, the data ranges are looked up, the rest
 of the file (HDF5's metadata) is hashed, and the manifest is written into
 the user block; then the file is published atomically
-(:mod:`int8store.atomic`). A failure at any point leaves no output.
+(:mod:`int8store.store.atomic`). A failure at any point leaves no output.
 """
 
 import json
@@ -19,10 +19,10 @@ import numpy as np
 
 from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, chunk_digest
-from .errors import Int8StoreError, OutputError, StoreFormatError
-from .interrupts import interrupts_remembered, raise_if_interrupted
+from ..errors import Int8StoreError, OutputError, StoreFormatError
+from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import data_ranges, hash_outside, pack, userblock_size_for
-from .store import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
 
 __all__ = ["StoreWriter", "CHUNK_BYTES"]
 
@@ -359,7 +359,7 @@ def _code_sum(codes):
 
 
 def _checked_labels(labels, name):
-    from .labels import as_int32_labels
+    from ..codes.labels import as_int32_labels
 
     return as_int32_labels(labels, name=f"split {name!r}")
 

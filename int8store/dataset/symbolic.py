@@ -29,9 +29,9 @@ stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
 
 import numpy as np
 
-from .backend import activate
-from .errors import ArgumentError
-from .vocabulary import NORMALIZATIONS, check_choice
+from ..backend import activate
+from ..errors import ArgumentError
+from ..codes.vocabulary import NORMALIZATIONS, check_choice
 
 __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
 
@@ -101,7 +101,7 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None):
     if dataset_mean is None:
         raise ArgumentError(
             'normalize="dataset" needs dataset_mean: the mean of the training '
-            "split, from int8store.symbolic.normalization_mean(codes, encoding)"
+            "split, from int8store.dataset.symbolic.normalization_mean(codes, encoding)"
         )
     return ((base - api.float_constant(dataset_mean, dtype))
             / api.float_constant(_spread(encoding), dtype))

@@ -3,7 +3,7 @@ training step, the largest batch size for a memory budget, and the device's
 memory; also giving the memory of released source arrays back to the system.
 
 A model's memory is read from its graph, by shape inference, without running
-it (:mod:`int8store.backend.step_memory`): its parameters, its activations
+it (:mod:`int8store.memory.step_memory`): its parameters, its activations
 per example (the "neurons" of the usual rule of thumb), and for a batch size
 
 * the **rule of thumb**, reported as such:
@@ -15,7 +15,7 @@ per example (the "neurons" of the usual rule of thumb), and for a batch size
   temporaries), in XLA's categories so that ``bench/memory.py`` can set it
   beside XLA's own figure.
 
-    >>> from int8store.memory import model_memory
+    >>> from int8store.memory.estimates import model_memory
     >>> m = model_memory("logistic", 600, (28, 28), 10)
     >>> m.parameters, m.neurons
     (7850, 794)
@@ -29,7 +29,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
@@ -70,7 +70,7 @@ def memory_table(splits):
     ...
     """
     if isinstance(splits, (list, tuple)):
-        from .vocabulary import SPLITS
+        from ..codes.vocabulary import SPLITS
         splits = {name: split if hasattr(split, "n_shards") else split[0].dataset
                   for name, split in zip(SPLITS, splits)}
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
@@ -151,8 +151,8 @@ def graph_counts(layers, params):
     """``(neurons per example, parameter count, parameter bytes)`` of symbolic
     ``layers`` (batch first, static shapes; the input included) and ``params``.
     Nothing is compiled or run but shape arithmetic."""
-    from .backend import activate
-    from .backend.step_memory import static_sizes
+    from ..backend import activate
+    from .step_memory import static_sizes
 
     FunctionGraph = activate().module("graph.fg").FunctionGraph
 
@@ -185,12 +185,12 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     key = (model, int(batch_size), tuple(image_shape), int(n_classes))
     if key not in _ESTIMATES:
-        from .backend import activate
+        from ..backend import activate
         api = activate()
         Mode = api.module("compile.mode").Mode
 
-        from .backend.reference_models import build_step
-        from .backend.step_memory import step_memory
+        from .reference_models import build_step
+        from .step_memory import step_memory
 
         graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes))
         neurons, count, nbytes = graph_counts(graph.layers, graph.params)

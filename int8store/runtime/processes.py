@@ -1,7 +1,7 @@
 """Starting one of int8store's helper processes: ``python -m int8store.…``.
 
 Two things run in a process of their own: reading a store's shards while the
-trainer trains (:mod:`int8store.shard_process`), and parsing HDF5 sources,
+trainer trains (:mod:`int8store.streaming.shard_process`), and parsing HDF5 sources,
 whose library can hang or crash on a damaged file
 (:mod:`int8store.sources.hdf5_process`). Both are started the same way: the
 same interpreter, this copy of int8store first on the path (a checkout that

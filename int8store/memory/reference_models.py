@@ -1,5 +1,5 @@
 """The training steps of the tutorials' two models as graphs with static
-shapes, for memory planning (:mod:`int8store.memory`): built, compiled if
+shapes, for memory planning (:mod:`int8store.memory.estimates`): built, compiled if
 asked, never run here.
 
 The step takes an int8 minibatch (the codes on the device), widens it to
@@ -11,8 +11,8 @@ so that planning a large model allocates nothing.
 import math
 from dataclasses import dataclass
 
-from ..models import lenet5_geometry
-from .api import at, conv2d, pool_2d, softmax
+from ..backend.api import at, conv2d, pool_2d, softmax
+from .models import lenet5_geometry
 
 __all__ = ["StepGraph", "build_step", "logistic", "lenet5"]
 

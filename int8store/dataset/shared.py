@@ -8,13 +8,13 @@ or device) is :func:`int8store.place`'s business, not this module's.
 
 import numpy as np
 
-from .backend import activate
-from .backend.minibatch import minibatch
-from .encoding import quantize
-from .errors import ArgumentError
-from .labels import as_int32_labels
+from ..backend import activate
+from ..backend.minibatch import minibatch
+from ..codes.encoding import quantize
+from ..errors import ArgumentError
+from ..codes.labels import as_int32_labels
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
-from .vocabulary import STORAGES, check_choice
+from ..codes.vocabulary import STORAGES, check_choice
 
 _api = activate()
 at, shared = _api.at, _api.shared

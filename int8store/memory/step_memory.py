@@ -42,7 +42,7 @@ class StepMemory:
 def static_sizes(fgraph, variables):
     """``{variable: bytes}`` for tensor ``variables`` of ``fgraph`` (shapes from
     static types, else from the graph's shape inference)."""
-    from . import activate
+    from ..backend import activate
 
     api = activate()
     ShapeFeature = api.module("tensor.rewriting.shape").ShapeFeature

@@ -24,7 +24,7 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .errors import ArgumentError, SizeLimitError
+from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
            "check_in_file", "check_memory", "describe_bytes", "AnnouncedBytes"]

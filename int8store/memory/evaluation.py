@@ -12,7 +12,7 @@ shard, each loaded in turn.
 
 import numpy as np
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = ["evaluate_in_chunks"]
 

@@ -1,10 +1,10 @@
 """``int8store budget``: will a dataset and a model fit a device, held as int8
 or as float32, and with what batch size? (The numbers come from
-:mod:`int8store.memory`.)"""
+:mod:`int8store.memory.estimates`.)"""
 
-from .errors import ArgumentError
-from .limits import describe_bytes, parse_size
-from .memory import (examples_that_fit, max_batch_size, model_memory, device_memory,
+from ..errors import ArgumentError
+from ..runtime.limits import describe_bytes, parse_size
+from .estimates import (examples_that_fit, max_batch_size, model_memory, device_memory,
                      split_bytes, step_estimator)
 from .models import MODELS
 
@@ -14,8 +14,8 @@ __all__ = ["dataset_summary", "budget_report"]
 def dataset_summary(dataset):
     """``(counts, image_shape, n_classes)`` of a dataset, as ``load_data`` plans
     it: ``counts`` is ``{split: examples}``. Images are not decoded."""
-    from .plan import plan_splits
-    from .sources import read_source
+    from ..plan.splits import plan_splits
+    from ..sources import read_source
 
     plan = plan_splits(read_source(dataset))
     counts = {name: split.count for name, split in plan.splits.items()}

@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from . import helper_process
+from ..runtime import processes
 
 __all__ = ["available", "SharedBuffers", "ShardProcess"]
 
@@ -81,7 +81,8 @@ class ShardProcess:
         # trainer opened (same manifest): its labels came from that one.
         args = [store.path, store.manifest_digest, split, "-" if seed is None else seed,
                 repr(float(delay)), shape[0], shape[1], *buffers.fds]
-        self._process = helper_process.start("int8store.shard_process", args, pass_fds=buffers.fds)
+        self._process = processes.start("int8store.streaming.shard_process", args,
+                                         pass_fds=buffers.fds)
         # A stream dropped without close() (or alive at exit) ends its reader too.
         self.close = weakref.finalize(self, _end, self._process)
 
@@ -121,8 +122,8 @@ class ShardReadError(Exception):
 
 
 def _serve(argv):
-    from .errors import StoreFormatError
-    from .streaming import StoreShards, shuffle_positions
+    from ..errors import StoreFormatError
+    from .split import StoreShards, shuffle_positions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     path, digest, split, seed, delay, rows, row_bytes, *fds = argv

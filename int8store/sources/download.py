@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .errors import DownloadError
+from ..errors import DownloadError
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT"]
 

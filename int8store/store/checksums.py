@@ -15,7 +15,7 @@ forgery matters.
 
 import hashlib
 
-from .errors import StoreFormatError
+from ..errors import StoreFormatError
 
 __all__ = ["CHUNK_CHECKSUMS", "chunk_hasher", "chunk_digest"]
 

@@ -20,7 +20,7 @@ padded with zeros to keep one static shape): :class:`Shard` says how many
 are real, and every example is visited exactly once per epoch.
 
 Who reads: a store's shards are read ahead by a process of its own
-(:mod:`int8store.shard_process`, Linux) into memory shared with this one,
+(:mod:`int8store.streaming.shard_process`, Linux) into memory shared with this one,
 because the compiled step holds the GIL for its whole call and a reading
 thread, needing the GIL between its GIL-free calls, made training wait;
 otherwise (shards already in memory, no prefetch, other systems) by
@@ -28,7 +28,7 @@ threads. Either way reading is file reads, checksums (XXH3-128, or SHA-256
 for format 2) and one numpy copy of each row to its shuffled place. A
 store is read without h5py (which holds one global lock around every HDF5
 call): the manifest gives each chunk's byte range and checksum
-(:mod:`int8store.store`), and each read opens its own file handle. The
+(:mod:`int8store.store.reader`), and each read opens its own file handle. The
 shards in flight can be bounded in bytes too (``max_prefetch_bytes``).
 """
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ArgumentError, StreamError
+from ..errors import ArgumentError, StreamError
 
 __all__ = ["StreamingSplit", "ArrayShards", "StoreShards", "Shard", "StreamError",
            "shard_size_for", "fitting_shard_size", "stream"]
@@ -91,7 +91,7 @@ class StoreShards:
     (4 bytes an example); the images stay in the file."""
 
     def __init__(self, path, split="train", delay=0.0, store=None):
-        from .store import open_store
+        from ..store.reader import open_store
 
         self.store = store if store is not None else open_store(path, verify=False)
         self.name, self.delay = split, delay
@@ -164,7 +164,7 @@ class StreamingSplit:
         thread, into the one buffer the split then has.
     reader : {"auto", "threads", "process"}
         Who reads the shards ahead: ``workers`` threads, or one process of
-        its own (:mod:`int8store.shard_process`: a store's shards, on Linux)
+        its own (:mod:`int8store.streaming.shard_process`: a store's shards, on Linux)
         that never contends with the training step for the GIL. ``"auto"``:
         the process for a store when prefetching, else threads.
     max_prefetch_bytes : int, optional
@@ -194,7 +194,7 @@ class StreamingSplit:
     def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
                  dtype=None, seed=None, workers=2, prefetch=2, mode="c", name=None,
                  dataset_mean=None, max_prefetch_bytes=None, reader="auto"):
-        from .dataset import SharedDataset
+        from ..dataset.shared import SharedDataset
 
         if int(shard_size) != shard_size or shard_size < 1:
             raise ArgumentError(f"shard_size={shard_size!r}: expected a positive integer")
@@ -219,7 +219,7 @@ class StreamingSplit:
                                      normalize=normalize, image_shape=image_shape,
                                      name=self.name, dtype=dtype, dataset_mean=dataset_mean)
         if mode != "c":
-            from .backend.device import place
+            from ..backend.device import place
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
         # Shard buffers, reused: the one in the shared variables, and one for
@@ -484,7 +484,7 @@ def worker_threads(name="train"):
 
 class _ProcessJobs:
     """What :meth:`StreamingSplit.epoch` uses of a ThreadPoolExecutor, for
-    shards read by a :class:`~int8store.shard_process.ShardProcess`: jobs
+    shards read by a :class:`~int8store.streaming.shard_process.ShardProcess`: jobs
     answered in the order they were submitted."""
 
     def __init__(self, split):

@@ -10,7 +10,7 @@ behind and an existing file is never replaced by half of one.
   next run on the same target removes those of processes that no longer
   exist on this host (a run killed by SIGKILL or a power cut cannot clean up).
 * Nothing is published once an interrupt was received (see
-  :mod:`int8store.interrupts`), even one swallowed on its way up (Python
+  :mod:`int8store.runtime.interrupts`), even one swallowed on its way up (Python
   drops exceptions raised in weakref callbacks and ``__del__``).
 """
 
@@ -21,8 +21,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import OutputError, OutputExistsError
-from .interrupts import raise_if_interrupted
+from ..errors import OutputError, OutputExistsError
+from ..runtime.interrupts import raise_if_interrupted
 
 __all__ = ["atomic_output", "new_file_mode", "check_can_write", "remove_stale_temporaries", "was_published",
            "TEMPORARY_SUFFIX"]

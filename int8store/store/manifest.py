@@ -14,7 +14,7 @@ The JSON holds everything that gives the data its meaning (format version,
 encoding, image shape, splits in order with their counts, label names,
 provenance) and the layout of the data: the byte range and checksum of each
 stored chunk of images and of each split's labels (XXH3-128 in format 3,
-SHA-256 in format 2: :mod:`int8store.checksums`). It also holds the file's
+SHA-256 in format 2: :mod:`int8store.store.checksums`). It also holds the file's
 size and the SHA-256 of every other byte after the user block: HDF5's own
 metadata (object headers, attributes, chunk indexes).
 
@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 
-from .errors import StoreChecksumError, StoreFormatError
+from ..errors import StoreChecksumError, StoreFormatError
 
 __all__ = ["MAGIC", "pack", "read_manifest", "userblock_size_for", "hash_outside",
            "HDF5_SIGNATURE"]

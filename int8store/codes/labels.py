@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .errors import EncodingError
+from ..errors import EncodingError
 
 __all__ = ["as_int32_labels"]
 

@@ -13,8 +13,8 @@ there.
 
 import numpy as np
 
-from .errors import ArgumentError, SourceFormatError
-from .vocabulary import SPLITS
+from ..errors import ArgumentError, SourceFormatError
+from ..codes.vocabulary import SPLITS
 
 __all__ = ["load_streams", "fits_in_memory"]
 
@@ -63,8 +63,8 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         ``givens``, ``minibatches(epoch, batch_size)`` for the training loop,
         and is scored by :func:`~int8store.evaluate_in_chunks`.
     """
-    from .limits import max_memory as ceiling, memory_ceiling, parse_size
-    from .streaming import StreamingSplit, fitting_shard_size
+    from ..runtime.limits import max_memory as ceiling, memory_ceiling, parse_size
+    from .split import StreamingSplit, fitting_shard_size
 
     if int(batch_size) != batch_size or batch_size < 1:
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
@@ -96,13 +96,13 @@ def fits_in_memory(dataset, max_memory=None, caller=None):
     whose images and labels come to more than the memory ceiling (other
     sources are read to know their size, and are held to the ceiling as
     they are read)."""
-    from .limits import max_memory as ceiling, memory_ceiling
-    from .sources.locate import caller_file
+    from ..runtime.limits import max_memory as ceiling, memory_ceiling
+    from ..sources.locate import caller_file
 
     path = _store_path(dataset, caller or caller_file())
     if path is None:
         return True
-    from .store import open_store
+    from ..store.reader import open_store
 
     with memory_ceiling(max_memory):
         return open_store(path, verify=False).nbytes <= ceiling()
@@ -110,8 +110,8 @@ def fits_in_memory(dataset, max_memory=None, caller=None):
 
 def _store_path(dataset, caller):
     """The store ``dataset`` names (where load_data would look), or None."""
-    from .sources.locate import classic_candidates
-    from .store import is_store
+    from ..sources.locate import classic_candidates
+    from ..store.reader import is_store
 
     if not isinstance(dataset, (str, bytes)) and not hasattr(dataset, "__fspath__"):
         return None
@@ -121,9 +121,9 @@ def _store_path(dataset, caller):
 
 def _sources(dataset, cache_dir, max_memory):
     """``({split: shard source}, encoding, image_shape)``."""
-    from .sources.locate import caller_file
-    from .store import open_store
-    from .streaming import ArrayShards, StoreShards
+    from ..sources.locate import caller_file
+    from ..store.reader import open_store
+    from .split import ArrayShards, StoreShards
 
     path = _store_path(dataset, caller_file())
     if path is not None:
@@ -134,7 +134,7 @@ def _sources(dataset, cache_dir, max_memory):
                                     f"needs {', '.join(SPLITS)} (no {', '.join(missing)} split)")
         return ({name: StoreShards(path, name, store=store) for name in SPLITS},
                 store.encoding, store.image_shape)
-    from .loading import load_splits
+    from ..dataset.loading import load_splits
 
     splits = load_splits(dataset, cache_dir=cache_dir, max_memory=max_memory, dtype=None,
                          caller=caller_file())
@@ -147,7 +147,7 @@ def _sources(dataset, cache_dir, max_memory):
 def _dataset_mean(source, encoding):
     """The training split's mean for ``normalize="dataset"``, from a histogram
     of its codes taken 16 MiB at a time (as exact as the whole split's)."""
-    from .symbolic import code_counts, mean_of_code_counts
+    from ..dataset.symbolic import code_counts, mean_of_code_counts
 
     counts = np.zeros(256, dtype=np.int64)
     rows = max(1, (16 << 20) // max(1, int(np.prod(source.row_shape))))

@@ -1,6 +1,6 @@
 """The two models int8store plans memory for (``int8store budget --model``):
 the classic tutorials' logistic regression and LeNet5, described without
-Aesara (their graphs are built in :mod:`int8store.backend.reference_models`).
+Aesara (their graphs are built in :mod:`int8store.memory.reference_models`).
 
 LeNet5 keeps the classic 5x5 filters on 28x28 images and takes smaller ones
 on smaller images (3x3 then 2x2 on scikit-learn's 8x8 digits), always two

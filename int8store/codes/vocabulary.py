@@ -1,6 +1,6 @@
 """The words int8store's options take, defined once."""
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = ["SPLITS", "NORMALIZATIONS", "STORAGES", "check_choice"]
 

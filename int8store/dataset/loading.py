@@ -1,7 +1,7 @@
 """``load_data()``: the classic tutorials' function, returning int8-backed splits."""
 
-from .errors import SourceFormatError
-from .vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice
+from ..errors import SourceFormatError
+from ..codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice
 
 __all__ = ["load_data", "load_splits"]
 
@@ -17,20 +17,20 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     dict
         ``{"train": SharedDataset, "valid": ..., "test": ...}``
     """
-    from .backend.modes import check_mode
-    from .sources import read_source
-    from .sources.locate import caller_file
+    from ..backend.modes import check_mode
+    from ..sources import read_source
+    from ..sources.locate import caller_file
 
     check_choice("normalize", normalize, NORMALIZATIONS)
     check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
-    from .limits import memory_ceiling
+    from ..runtime.limits import memory_ceiling
 
     with memory_ceiling(max_memory):
         source = read_source(dataset, cache_dir=cache_dir, caller=caller or caller_file())
         # The rest is imported once the source is read: reading is when memory peaks.
-        from .memory import give_back_freed_memory
-        from .plan import plan_splits
+        from ..memory.estimates import give_back_freed_memory
+        from ..plan.splits import plan_splits
 
         plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
         del source
@@ -46,7 +46,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     del plan
     give_back_freed_memory()
     # Only now the graphs (and Aesara's set-up): after the peak of reading.
-    from .dataset import SharedDataset
+    from .shared import SharedDataset
     from .symbolic import normalization_mean
 
     # "dataset" normalization uses the training split's statistics everywhere.
@@ -56,7 +56,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                                   dtype=dtype)
               for name, (codes, labels) in held.items()}
     if mode != "c":
-        from .backend.device import place
+        from ..backend.device import place
         place(list(splits.values()), mode)
     return splits
 
@@ -108,7 +108,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     max_memory : int or str, optional
         Ceiling on what the source's headers may ask to allocate at once,
         e.g. ``"4GiB"``; default half the physical memory (see
-        :mod:`int8store.limits`). Sizes are also checked against the file.
+        :mod:`int8store.runtime.limits`). Sizes are also checked against the file.
 
     Examples
     --------
@@ -120,7 +120,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     >>> train_x.dataset.data.get_value(borrow=True).dtype
     dtype('int8')
     """
-    from .sources.locate import caller_file
+    from ..sources.locate import caller_file
 
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,

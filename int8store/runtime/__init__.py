@@ -1,0 +1,7 @@
+"""What every part of int8store leans on, and nothing else: the memory
+ceiling and the checks of sizes a file announces (:mod:`.limits`), signals
+(:mod:`.interrupts`), helper processes (:mod:`.processes`) and the package
+version (:mod:`.version`).
+
+May import: :mod:`int8store.errors` only.
+"""
