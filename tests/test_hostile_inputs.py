@@ -366,26 +366,47 @@ def test_hdf5_groups_linked_in_a_cycle_are_walked_once(tmp_path):
     np.testing.assert_array_equal(train.images().reshape(-1), np.arange(54))
 
 
-def test_an_hdf5_source_slower_than_the_time_limit_is_one_error(tmp_path):
+def damaged_attribute_source(path, damage):
+    """An HDF5 source (default file format: no metadata checksums) whose root
+    attribute ``format`` (a variable-length string, which int8store reads to
+    tell a store) is damaged: ``"heap"`` zeroes the size of its value in the
+    global heap (HDF5 2.0 then loops for ever reading it), ``"type"``
+    garbles its datatype's class bits (reading it then crashes the library
+    with SIGSEGV)."""
+    hdf5_source(path)
+    with h5py.File(path, "a") as f:
+        f.attrs["format"] = "toy"
+    data = bytearray(path.read_bytes())
+    if damage == "heap":
+        at = data.find(b"GCOL")  # header 16 bytes; object 1: index, count, reserved, size
+        assert at >= 0 and int.from_bytes(data[at + 16:at + 18], "little") == 1
+        data[at + 24:at + 32] = bytes(8)
+    else:
+        at = data.find(b"format\x00\x00")  # the attribute message's name, padded to 8
+        assert at >= 0 and data[at + 8] == 0x19  # datatype version 1, class 9 (variable length)
+        data[at + 9] = 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_an_hdf5_source_that_hangs_the_library_is_one_error_within_the_limit(tmp_path):
     import time
 
     from int8store.sources.hdf5 import read_hdf5
 
+    path = damaged_attribute_source(tmp_path / "loops.h5", "heap")
     start = time.monotonic()
-    with pytest.raises(SourceFormatError, match=r"did not finish reading this file within 0\.05 s"):
-        read_hdf5(hdf5_source(tmp_path / "s.h5"), time_limit=0.05)  # the child cannot even start
-    assert time.monotonic() - start < 5
+    with pytest.raises(SourceFormatError, match=r"loops\.h5: ") as error:
+        read_hdf5(path, time_limit=3)
+    assert time.monotonic() - start < 3 + 5  # the limit, and the child's end
+    assert "\n" not in str(error.value)
+    # HDF5 2.0 loops here (an HDF5 that stops instead gives its own error, in time too)
+    print(error.value)
 
 
-def test_a_crash_of_the_hdf5_library_is_an_error_naming_the_file(tmp_path):
-    from int8store.sources.hdf5_process import Hdf5Process
-
-    process = Hdf5Process(hdf5_source(tmp_path / "s.h5"))
-    [(_, key, shape, dtype, labels)] = process.describe()
-    np.testing.assert_array_equal(process.read(key, 0, 6, shape, dtype).reshape(-1), np.arange(54))
-    os.kill(process._process.pid, signal.SIGSEGV)  # as the library would, on a damaged file
-    with pytest.raises(SourceFormatError, match=r"s\.h5: the HDF5 library crashed \(signal SIGSEGV\)"):
-        process.read(key, 0, 6, shape, dtype)
+def test_an_hdf5_source_that_crashes_the_library_is_one_error(tmp_path, capsys):
+    path = damaged_attribute_source(tmp_path / "crash.h5", "type")
+    refused(tmp_path, capsys, [path], str(path), "the file is damaged")
 
 
 def test_an_hdf5_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path, capsys):
