@@ -58,6 +58,7 @@ _LAZY = {
     "stream": "streaming.split",
     "load_streams": "streaming.loading",
     "stop_requests": "runtime.interrupts",
+    "EpochLines": "runtime.progress",
     "stop_requested": "runtime.interrupts",
     "save_checkpoint": "store.checkpoint",
     "fits_in_memory": "streaming.loading",

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/python tutorials/logistic_sgd.py --dataset digits "$@"
+.venv/bin/python tutorials/logistic_sgd.py --dataset digits --progress "$@"

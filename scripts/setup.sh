@@ -62,7 +62,16 @@ pins=()
 # let the resolver try every newer JAX first.
 if [ "$backend" = aesara ] && [[ ",$extras," == *,jax,* ]]; then pins+=("jax<0.8"); fi
 echo "... installing int8store[$extras] into $venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" ${pins[@]+"${pins[@]}"}
+# pip's output goes to a log, shown when it fails: a first run shows the
+# result, not a page of this machine's pip configuration notices.
+log=$venv/pip-install.log
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" \
+        ${pins[@]+"${pins[@]}"} > "$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "error: pip could not install int8store[$extras] into $venv (the end of its output" \
+         "is above; all of it is in $log)" >&2
+    exit 1
+fi
 
 if [ "$backend" = aesara ]; then
     # Python 3.12: numpy 1.26 has no numpy.distutils there, and `import aesara`

@@ -125,3 +125,38 @@ def test_a_second_interrupt_stops_at_once():
     with stop_requests() as stop:  # a new block starts afresh
         pass
     assert stop.exit_status == 0
+
+
+def test_progress_condenses_the_epoch_lines_and_keeps_the_result(tmp_path, capsys):
+    args = ["--dataset", "digits", "--epochs", "50", "--save-model", str(tmp_path / "m.npz")]
+    assert logistic_sgd.main(args) == 0
+    every_line = capsys.readouterr().out
+    assert logistic_sgd.main(args + ["--progress"]) == 0
+    condensed = capsys.readouterr().out
+    epochs = [line for line in condensed.splitlines() if line.startswith("epoch ")]
+    assert [line.split(",")[0] for line in epochs] == [
+        "epoch 1", "epoch 5", "epoch 10", "epoch 15", "epoch 20", "epoch 25", "epoch 30",
+        "epoch 35", "epoch 40", "epoch 45", "epoch 50"]  # a tenth, in a pipe
+    assert all(line in every_line for line in epochs)  # the classic lines, fewer
+    tail = lambda out: out[out.index("Optimization complete"):].splitlines()
+    assert tail(condensed)[0] == tail(every_line)[0]  # the same result
+
+
+def test_progress_on_a_terminal_is_one_bar():
+    import io
+
+    from int8store import EpochLines
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    lines = EpochLines(30, progress=True, file=screen)
+    for epoch in range(1, 31):
+        lines(epoch, f"epoch {epoch}, validation error 1.0 %")
+    lines.close()
+    shown = screen.getvalue()
+    assert shown.count("\n") == 0 and shown.count("\r") >= 30  # one line, redrawn in place
+    assert "30/30" in shown and "epoch 30, validation error 1.0 %" in shown
+    assert shown.endswith("\r") and not shown.rstrip("\r").split("\r")[-1].strip()  # cleared

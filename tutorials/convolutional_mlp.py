@@ -130,7 +130,8 @@ class LeNetConvPoolLayer(object):
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
-                    classic_count=False, max_device_bytes=None, seed=None, max_memory=None):
+                    classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
+                    progress=False):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -146,6 +147,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                           splits only, as the classic did (else every example)
     :param max_device_bytes, seed, max_memory: streaming, as in
                              logistic_sgd.sgd_optimization_mnist
+    :param progress: condense the per-epoch lines, as in
+                     logistic_sgd.sgd_optimization_mnist
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -273,6 +276,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     best_iter = 0
     test_score, test_count = 0., 0
     start_time = timeit.default_timer()
+    # -- int8store: the per-epoch lines, printed as the classic did (or condensed)
+    epoch_lines = int8store.EpochLines(n_epochs, progress)
 
     epoch = 0
     done_looping = False
@@ -287,16 +292,16 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if iter % 100 == 0:
-                print('training @ iter = ', iter)
+                epoch_lines(epoch, 'training @ iter =  %i' % iter)
             cost_ij = train_model(index_on_device)
 
             if (iter + 1) % validation_frequency == 0:
 
                 this_validation_loss, valid_count = int8store.evaluate_in_chunks(
                     validate_model, n_valid, batch_size, classic_count)
-                print('epoch %i, minibatch %i/%i, validation error %f %% over %i examples' %
-                      (epoch, minibatch_index + 1, n_train_batches,
-                       this_validation_loss * 100., valid_count))
+                epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
+                            'examples' % (epoch, minibatch_index + 1, n_train_batches,
+                                          this_validation_loss * 100., valid_count))
 
                 if this_validation_loss < best_validation_loss:
 
@@ -308,10 +313,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
                     test_score, test_count = int8store.evaluate_in_chunks(
                         test_model, n_test, batch_size, classic_count)
-                    print(('     epoch %i, minibatch %i/%i, test error of '
-                           'best model %f %% over %i examples') %
-                          (epoch, minibatch_index + 1, n_train_batches,
-                           test_score * 100., test_count))
+                    epoch_lines(epoch, ('     epoch %i, minibatch %i/%i, test error of '
+                                        'best model %f %% over %i examples') %
+                                (epoch, minibatch_index + 1, n_train_batches,
+                                 test_score * 100., test_count))
 
                     # the tutorial's own checkpoint, replaced at each improvement
                     # (never half-written)
@@ -324,6 +329,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    epoch_lines.close()
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
@@ -388,12 +394,17 @@ def main(argv=None):
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
+    parser.add_argument('--progress', action='store_true',
+                        help='condense the per-epoch lines: a progress bar on a terminal, '
+                             'a tenth of them in a pipe (default: every line, as the '
+                             'classic tutorial printed)')
     args = parser.parse_args(argv)
     result, status = run_from_command_line(
         evaluate_lenet5, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
-        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
+        progress=args.progress)
     if result is None:
         return status
     print()

@@ -153,7 +153,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
                            classic_count=False, max_device_bytes=None, seed=None,
-                           max_memory=None):
+                           max_memory=None, progress=False):
     """
     Train the logistic regression by minibatch SGD with early stopping.
 
@@ -176,6 +176,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                  each epoch from this seed (None: the split's own order)
     :param max_memory: memory ceiling (bytes, or '4GiB'): a store larger than
                        it is streamed even without max_device_bytes
+    :param progress: condense the per-epoch lines (a bar on a terminal, a
+                     tenth of them in a pipe); by default all, as the classic
 
     Returns a dict with the best validation error, the test error of the
     best model and how many examples it is over, the epochs run and the
@@ -265,6 +267,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     best_validation_loss = numpy.inf
     test_score, test_count = 0., 0
     start_time = timeit.default_timer()
+    # -- int8store: the per-epoch lines, printed as the classic did (or condensed)
+    epoch_lines = int8store.EpochLines(n_epochs, progress)
 
     done_looping = False
     epoch = 0
@@ -282,9 +286,9 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                 this_validation_loss, valid_count = int8store.evaluate_in_chunks(
                     validate_model, n_valid, batch_size, classic_count)
 
-                print('epoch %i, minibatch %i/%i, validation error %f %% over %i examples' %
-                      (epoch, minibatch_index + 1, n_train_batches,
-                       this_validation_loss * 100., valid_count))
+                epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
+                            'examples' % (epoch, minibatch_index + 1, n_train_batches,
+                                          this_validation_loss * 100., valid_count))
 
                 if this_validation_loss < best_validation_loss:
                     # a significant improvement extends the patience
@@ -296,9 +300,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                     test_score, test_count = int8store.evaluate_in_chunks(
                         test_model, n_test, batch_size, classic_count)
 
-                    print('     epoch %i, minibatch %i/%i, test error of best model %f %% '
-                          'over %i examples' % (epoch, minibatch_index + 1, n_train_batches,
-                                                test_score * 100., test_count))
+                    epoch_lines(epoch, '     epoch %i, minibatch %i/%i, test error of best model '
+                                '%f %% over %i examples' % (epoch, minibatch_index + 1,
+                                                            n_train_batches, test_score * 100.,
+                                                            test_count))
 
                     # save the best model (the tutorial's own checkpoint:
                     # replaced each time, as the classic did; never half-written)
@@ -312,6 +317,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    epoch_lines.close()
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
@@ -390,12 +396,17 @@ def main(argv=None):
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
+    parser.add_argument('--progress', action='store_true',
+                        help='condense the per-epoch lines: a progress bar on a terminal, '
+                             'a tenth of them in a pipe (default: every line, as the '
+                             'classic tutorial printed)')
     args = parser.parse_args(argv)
     result, status = run_from_command_line(
         sgd_optimization_mnist, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
         mode=args.mode, classic_count=args.classic_count,
-        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
+        progress=args.progress)
     if result is None:
         return status
     print()

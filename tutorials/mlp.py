@@ -90,13 +90,15 @@ class MLP(object):
 
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
              dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
-             classic_count=False, max_device_bytes=None, seed=None, max_memory=None):
+             classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
+             progress=False):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
     the best validation error, the test error of the best model (over every
     example, or whole minibatches only with ``classic_count``, as the classic
     did) and the epochs run. ``max_device_bytes``, ``seed`` and ``max_memory``
-    stream the splits, as in logistic_sgd.sgd_optimization_mnist.
+    stream the splits, and ``progress`` condenses the per-epoch lines, as in
+    logistic_sgd.sgd_optimization_mnist.
     """
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (logistic_sgd.load_for_training)
@@ -155,6 +157,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     best_iter = 0
     test_score, test_count = 0., 0
     start_time = timeit.default_timer()
+    # -- int8store: the per-epoch lines, printed as the classic did (or condensed)
+    epoch_lines = int8store.EpochLines(n_epochs, progress)
 
     epoch = 0
     done_looping = False
@@ -170,9 +174,9 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
             if (iter + 1) % validation_frequency == 0:
                 this_validation_loss, valid_count = int8store.evaluate_in_chunks(
                     validate_model, n_valid, batch_size, classic_count)
-                print('epoch %i, minibatch %i/%i, validation error %f %% over %i examples' %
-                      (epoch, minibatch_index + 1, n_train_batches, this_validation_loss * 100.,
-                       valid_count))
+                epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
+                            'examples' % (epoch, minibatch_index + 1, n_train_batches,
+                                          this_validation_loss * 100., valid_count))
 
                 if this_validation_loss < best_validation_loss:
                     if this_validation_loss < best_validation_loss * improvement_threshold:
@@ -181,9 +185,10 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                     best_iter = iter
                     test_score, test_count = int8store.evaluate_in_chunks(
                         test_model, n_test, batch_size, classic_count)
-                    print('     epoch %i, minibatch %i/%i, test error of best model %f %% '
-                          'over %i examples' % (epoch, minibatch_index + 1, n_train_batches,
-                                                test_score * 100., test_count))
+                    epoch_lines(epoch, '     epoch %i, minibatch %i/%i, test error of best model '
+                                '%f %% over %i examples' % (epoch, minibatch_index + 1,
+                                                            n_train_batches, test_score * 100.,
+                                                            test_count))
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             if patience <= iter or int8store.stop_requested():
@@ -191,6 +196,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
+    epoch_lines.close()
     for stream in streams or ():
         stream.close()  # its reading threads stop
     end_time = timeit.default_timer()
@@ -230,11 +236,16 @@ def main(argv=None):
     parser.add_argument('--seed', type=int,
                         help='shuffle streamed training shards and their examples each '
                              'epoch from this seed (default: the split\'s own order)')
+    parser.add_argument('--progress', action='store_true',
+                        help='condense the per-epoch lines: a progress bar on a terminal, '
+                             'a tenth of them in a pipe (default: every line, as the '
+                             'classic tutorial printed)')
     args = parser.parse_args(argv)
     _, status = run_from_command_line(
         test_mlp, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
         n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
-        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory)
+        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
+        progress=args.progress)
     return status  # 0, 2 after an error, 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 
