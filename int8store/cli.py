@@ -1,4 +1,4 @@
-"""The ``int8store`` command: convert archives, describe and verify stores.
+"""The ``int8store`` command: convert archives, describe, verify and preview stores.
 
     int8store convert SRC... -o OUT.h5 [--valid-size N] [--valid-seed S] [--lossy]
                       [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--max-memory SIZE] [--force]
@@ -7,6 +7,7 @@
     int8store manifest FILE
     int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
                      [--device-memory SIZE] [--margin F]
+    int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
 ceiling reached) print one line on stderr and exit with status 2; an
@@ -99,6 +100,25 @@ def _parser():
     budget.add_argument("--margin", type=float, default=0.1,
                         help="fraction of the memory kept free for the framework and "
                              "fragmentation (default: %(default)s)")
+    preview = commands.add_parser(
+        "preview", help="a PNG grid of sample images, one row per class",
+        description="Write a PNG grid of the first images of each class of a split, decoded "
+                    "as training reads them: a store's int8 codes, or any source through the "
+                    "planning step load_data uses. See what a conversion gives before training.")
+    preview.add_argument("sources", nargs="+", metavar="SRC",
+                         help="a store, or anything convert and load_data take")
+    preview.add_argument("-o", "--output", required=True, metavar="GRID.png")
+    preview.add_argument("--split", default="train", choices=("train", "valid", "test"),
+                         help="the split shown (default: %(default)s)")
+    preview.add_argument("--count", type=int, default=8, metavar="N",
+                         help="images per class (default: %(default)s)")
+    preview.add_argument("--scale", type=int, metavar="K",
+                         help="enlarge each image K times (default: to at least 32 pixels)")
+    preview.add_argument("--resize", type=_size, metavar="HxW", help="as for convert")
+    preview.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
+                         help="as for convert")
+    preview.add_argument("--max-memory", metavar="SIZE", help="as for convert")
+    preview.add_argument("--force", action="store_true", help="replace GRID.png if it exists")
     return parser
 
 
@@ -139,6 +159,12 @@ def _run(args, argv):
                        command_line=shlex.join(["int8store"] + argv),
                        max_memory=args.max_memory, report=print)
         print(describe(path))
+    elif args.command == "preview":
+        from .preview import preview
+        sources = args.sources[0] if len(args.sources) == 1 else args.sources
+        print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
+                      force=args.force, keys=dict(args.keys) if args.keys else None,
+                      resize=args.resize, max_memory=args.max_memory).describe())
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":

@@ -1,0 +1,186 @@
+"""``int8store preview``: a PNG grid of sample images, one row per class, to
+see whether a conversion came out right (orientation, classes, contrast).
+
+The images are taken where training takes them: a store's int8 codes as
+stored (checked against their checksums), any other source's through the
+planning step ``load_data`` uses (the same validation split, the same
+encoding). Their first ``count`` examples of each class, in split order,
+fill that class's row.
+
+What a pixel shows: for integer pixels held as ``level = code + 128`` (8-bit
+images: the level is the source's pixel), the level scaled to 0..255 by the
+source's own full scale, ``level * 255 / min(divisor, 255)``: 8-bit images
+show their exact bytes, and the digits' 0..16 fill the range. Other data
+(float values, a lossy codebook, signed levels) is stretched linearly from
+the smallest to the largest value shown, and :func:`preview` says so.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ArgumentError, SourceFormatError
+
+__all__ = ["preview", "Preview", "display_bytes"]
+
+#: Grey of the gaps between cells and of an empty cell.
+BACKGROUND = 96
+_GAP = 1  # pixels between cells
+_MIN_CELL = 32  # cells are scaled up (by an integer factor) to at least this
+
+
+@dataclass
+class Preview:
+    """What :func:`preview` wrote: ``path``, the ``split``, ``classes`` (one
+    row each, in label order, named in a column ``margin`` pixels wide),
+    ``count`` cells per row, the images' ``shape``, the ``scale`` they were
+    enlarged by, and how pixels were shown (``shown``)."""
+
+    path: str
+    split: str
+    classes: list
+    count: int
+    shape: tuple
+    scale: int
+    shown: str
+    margin: int
+
+    def cell(self, row, column):
+        """Top-left pixel (y, x) of the cell of class ``row``, image ``column``."""
+        top, left = cell_origin(row, column, self.shape, self.scale)
+        return top, left + self.margin
+
+    def describe(self):
+        rows, cols = self.shape[:2]
+        return (f"{self.path}: {len(self.classes)} classes x {self.count} images of split "
+                f"{self.split!r} ({rows}x{cols}, shown {self.scale}x), one row per class "
+                f"({', '.join(map(str, self.classes))}); {self.shown}")
+
+
+def display_bytes(codes, encoding):
+    """The 0..255 bytes that show ``codes`` (see the module docstring), and
+    a few words on how they were obtained."""
+    if not encoding.is_codebook and encoding.offset == 128:
+        full = min(encoding.divisor, 255)
+        levels = encoding.levels(codes).astype(np.float64)
+        shown = np.clip(np.rint(levels * (255 / full)), 0, 255).astype(np.uint8)
+        how = ("pixels as stored" if full == 255 else f"levels 0..{full} scaled to 0..255")
+        return shown, how
+    values = encoding.decode(codes, np.float64)
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    span = high - low or 1.0
+    shown = np.clip(np.rint((values - low) * (255 / span)), 0, 255).astype(np.uint8)
+    return shown, f"values stretched from [{low:g}, {high:g}] to 0..255"
+
+
+def preview(dataset, output, split="train", count=8, scale=None, force=False, keys=None,
+            resize=None, max_memory=None):
+    """Write a PNG grid of ``count`` images of each class of ``split`` of
+    ``dataset`` (anything ``load_data`` takes, a store included) to
+    ``output``; returns a :class:`Preview`. ``scale``: the integer factor
+    images are enlarged by (default: to at least 32 pixels)."""
+    from .runtime.limits import memory_ceiling
+    from .store.atomic import atomic_output
+
+    if not (isinstance(count, int) and count >= 1):
+        raise ArgumentError(f"count={count!r}: expected a positive number of images per class")
+    if scale is not None and not (isinstance(scale, int) and scale >= 1):
+        raise ArgumentError(f"scale={scale!r}: expected a positive integer")
+    with memory_ceiling(max_memory):
+        codes, labels, encoding, shape, names = _samples(dataset, split, count, keys, resize)
+    if len(shape) == 1:
+        raise SourceFormatError(
+            f"{dataset}: its images are flat vectors of {shape[0]} values with no known "
+            "rows and columns; a preview needs images")
+    classes = list(range(int(labels.max()) + 1 if labels.size else 0))
+    if names:
+        classes = list(names)
+    shown, how = display_bytes(codes, encoding)
+    scale = scale or max(1, math.ceil(_MIN_CELL / max(shape[:2])))
+    image, margin = _named_rows(_grid(shown, labels, len(classes), count, shape, scale),
+                                classes, shape, scale)
+    with atomic_output(output, force=force) as temporary:
+        image.save(temporary, format="PNG")
+    return Preview(str(output), split, classes, count, tuple(shape), scale, how, margin)
+
+
+def cell_origin(row, column, shape, scale):
+    """Top-left pixel of the cell of class ``row``, image ``column``."""
+    rows, cols = shape[:2]
+    return _GAP + row * (rows * scale + _GAP), _GAP + column * (cols * scale + _GAP)
+
+
+def _grid(shown, labels, n_classes, count, shape, scale):
+    rows, cols = shape[:2]
+    size = (_GAP + n_classes * (rows * scale + _GAP), _GAP + count * (cols * scale + _GAP))
+    grid = np.full(size + tuple(shape[2:]), BACKGROUND, dtype=np.uint8)
+    filled = [0] * n_classes
+    for image, label in zip(shown, labels):
+        top, left = cell_origin(int(label), filled[label], shape, scale)
+        big = np.repeat(np.repeat(image.reshape(shape), scale, axis=0), scale, axis=1)
+        grid[top:top + rows * scale, left:left + cols * scale] = big
+        filled[label] += 1
+    return grid
+
+
+def _named_rows(grid, classes, shape, scale):
+    """The grid as a Pillow image, each row's class named in a column at its
+    left (Pillow's default font); returns the image and the column's width."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default()
+    names = [str(name) for name in classes]
+    probe = ImageDraw.Draw(Image.new("L", (1, 1)))
+    margin = 2 * _GAP + 4 + max((math.ceil(probe.textlength(n, font=font)) for n in names), default=0)
+    grid_image = Image.fromarray(grid)
+    image = Image.new(grid_image.mode, (grid_image.width + margin, grid_image.height),
+                      BACKGROUND if grid_image.mode == "L" else (BACKGROUND,) * 3)
+    image.paste(grid_image, (margin, 0))
+    draw, white = ImageDraw.Draw(image), 255 if image.mode == "L" else (255, 255, 255)
+    for row, name in enumerate(names):
+        top, _ = cell_origin(row, 0, shape, scale)
+        draw.text((2, top + max(0, (shape[0] * scale - 11) // 2)), name, fill=white, font=font)
+    return image, margin
+
+
+def _first_of_each_class(labels, count):
+    """Indices of the first ``count`` examples of each label, in order."""
+    taken, chosen = {}, []
+    for index, label in enumerate(labels.tolist()):
+        if taken.get(label, 0) < count:
+            taken[label] = taken.get(label, 0) + 1
+            chosen.append(index)
+    return np.asarray(chosen, dtype=np.int64)
+
+
+def _samples(dataset, split, count, keys, resize):
+    """(codes, labels, encoding, image shape, class names) of the chosen examples."""
+    from .sources.locate import caller_file
+    from .store.reader import is_store, open_store
+
+    path = str(dataset)
+    if is_store(path):  # read only the rows shown, checked as training reads them
+        store = open_store(path)
+        if split not in store.splits:
+            raise ArgumentError(f"{path}: has no split {split!r}; it has "
+                                f"{', '.join(store.splits)}")
+        labels = store.read_labels(split)
+        chosen = _first_of_each_class(labels, count)
+        codes = np.empty((len(chosen),) + tuple(store.image_shape), np.int8)
+        for row, index in enumerate(chosen):
+            store.read_rows(split, int(index), int(index) + 1, codes[row:row + 1])
+        return codes, labels[chosen], store.encoding, tuple(store.image_shape), store.label_names
+    from .plan.splits import plan_splits
+    from .sources import read_source
+
+    plan = plan_splits(read_source(dataset, resize=resize, keys=keys, caller=caller_file()))
+    if split not in plan.splits:
+        raise ArgumentError(f"{plan.origin}: has no split {split!r}; it has "
+                            f"{', '.join(plan.splits)}")
+    labels = np.asarray(plan.labels(split))
+    chosen = _first_of_each_class(labels, count)
+    codes = plan.codes(split)[chosen]
+    shape = tuple(plan.image_shape)
+    return codes.reshape((len(chosen),) + shape), labels[chosen], plan.encoding, shape, \
+        plan.label_names

@@ -1,0 +1,105 @@
+"""``int8store preview``: a PNG grid, one row per class, whose pixels are the
+images training reads."""
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from archives import write_image_folder, zip_folder
+from int8store import open_store
+from int8store.cli import main
+from int8store.preview import BACKGROUND, preview
+
+pytestmark = pytest.mark.graph_free
+
+
+def cells(path, result):
+    """The grid's cells as arrays, per class row, enlarged pixels taken back."""
+    grid = np.asarray(Image.open(path))
+    rows, cols = result.shape[:2]
+    out = []
+    for row in range(len(result.classes)):
+        line = []
+        for column in range(result.count):
+            top, left = result.cell(row, column)
+            cell = grid[top:top + rows * result.scale, left:left + cols * result.scale]
+            small = cell[::result.scale, ::result.scale]
+            # every enlarged pixel is a block of one value
+            assert np.array_equal(np.repeat(np.repeat(small, result.scale, 0), result.scale, 1), cell)
+            line.append(small)
+        out.append(line)
+    return grid, out
+
+
+def first_of_each_class(images, labels, count):
+    picked = {}
+    for image, label in zip(images, labels):
+        picked.setdefault(int(label), [])
+        if len(picked[int(label)]) < count:
+            picked[int(label)].append(image)
+    return picked
+
+
+def test_preview_of_a_converted_image_archive_shows_its_exact_pixels(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    images = rng.integers(0, 256, (30, 6, 9), dtype=np.uint8)  # not square: orientation shows
+    labels = np.arange(30) % 3
+    order = write_image_folder(tmp_path / "imgs", images, labels, ["cat", "dog", "eel"])
+    archive = zip_folder(tmp_path / "imgs", tmp_path / "pets.zip")
+    store = tmp_path / "pets.h5"
+    assert main(["convert", str(archive), "-o", str(store)]) == 0
+    train = open_store(store).read_split("train")
+    for source, out in ((store, tmp_path / "store.png"), (archive, tmp_path / "zip.png")):
+        assert main(["preview", str(source), "-o", str(out), "--count", "4"]) == 0
+        said = capsys.readouterr().out
+        assert "3 classes x 4 images of split 'train'" in said and "pixels as stored" in said
+        result = preview(source, tmp_path / "again.png", count=4, force=True)
+        grid, shown = cells(out, result)
+        assert result.classes == ["cat", "dog", "eel"] and result.scale == 4
+        assert grid.shape == (1 + 3 * (6 * 4 + 1), result.margin + 1 + 4 * (9 * 4 + 1))
+        expected = first_of_each_class(train[0].astype(np.int16) + 128, train[1], 4)
+        for label, row in enumerate(shown):
+            assert len(expected[label]) == 4
+            for cell, image in zip(row, expected[label]):
+                np.testing.assert_array_equal(cell, image)  # the stored bytes, not a rendering
+        # and those are the source's own pixels, each shown in its class's row
+        source_pixels = {images[i].tobytes(): labels[i] for i in order}
+        for label, row in enumerate(shown):
+            assert all(source_pixels[cell.astype(np.uint8).tobytes()] == label for cell in row)
+
+
+def test_preview_of_the_digits_scales_their_17_levels(tmp_path):
+    store = tmp_path / "digits.h5"
+    assert main(["convert", "digits", "-o", str(store)]) == 0
+    codes, labels = open_store(store).read_split("valid")
+    for source in ("digits", store):
+        out = tmp_path / "digits.png"
+        result = preview(source, out, split="valid", count=5, force=True)
+        assert result.classes == list(range(10)) and "levels 0..16 scaled to 0..255" in result.shown
+        grid, shown = cells(out, result)
+        assert grid.shape == (1 + 10 * (8 * 4 + 1), result.margin + 1 + 5 * (8 * 4 + 1))
+        expected = first_of_each_class(codes.reshape(-1, 8, 8), labels, 5)
+        for label, row in enumerate(shown):
+            for cell, image in zip(row, expected[label]):
+                levels = image.astype(np.int16) + 128
+                assert levels.max() <= 16
+                np.testing.assert_array_equal(cell, np.rint(levels * 255 / 16))
+
+
+def test_a_class_with_fewer_images_leaves_its_cells_empty(tmp_path):
+    images = np.full((5, 4, 4), 200, np.uint8)
+    write_image_folder(tmp_path / "imgs", images, [0, 0, 0, 0, 1], ["many", "one"])
+    result = preview(tmp_path / "imgs", tmp_path / "g.png", count=3)
+    _, shown = cells(tmp_path / "g.png", result)
+    assert [int(cell.min()) for cell in shown[1]] == [200, BACKGROUND, BACKGROUND]
+
+
+def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
+    out = tmp_path / "g.png"
+    out.write_bytes(b"mine")
+    assert main(["preview", "digits", "-o", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == b"mine"
+    np.savez(tmp_path / "flat.npz", x_train=np.zeros((4, 10), np.uint8), y_train=np.zeros(4, np.uint8))
+    assert main(["preview", str(tmp_path / "flat.npz"), "-o", str(tmp_path / "f.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "flat vectors" in err
