@@ -197,8 +197,8 @@ def test_lenet5_trains_in_jax_mode_with_its_images_placed_once(monkeypatch):
     placed = []
     place_once = int8store.place
 
-    def recording_place(data, mode):
-        data = place_once(data, mode)
+    def recording_place(data, mode, devices=None):
+        data = place_once(data, mode, devices=devices)
         placed.extend((x.dataset.data, x.dataset.data.get_value(borrow=True)) for x, _ in data)
         return data
 

@@ -40,7 +40,7 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import (LogisticRegression, load_data, load_for_training,
+from logistic_sgd import (LogisticRegression, devices_option, load_data, load_for_training,
                           run_from_command_line)
 from mlp import HiddenLayer
 
@@ -131,7 +131,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
                     classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-                    progress=False):
+                    progress=False, devices=None):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -147,8 +147,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                           splits only, as the classic did (else every example)
     :param max_device_bytes, seed, max_memory: streaming, as in
                              logistic_sgd.sgd_optimization_mnist
-    :param progress: condense the per-epoch lines, as in
-                     logistic_sgd.sgd_optimization_mnist
+    :param progress, devices: condense the per-epoch lines; JAX mode over
+                     several devices; as in logistic_sgd.sgd_optimization_mnist
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -159,7 +159,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (logistic_sgd.load_for_training)
     datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
-        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
+        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
+                          devices)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
@@ -261,7 +262,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        int8store.keep_on_device(params, [train_model, validate_model, test_model])
+        int8store.keep_on_device(params, [train_model, validate_model, test_model],
+                                 devices=devices)
 
     ###############
     # TRAIN MODEL #
@@ -394,6 +396,9 @@ def main(argv=None):
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
+    parser.add_argument('--devices', type=devices_option, metavar='N',
+                        help="JAX mode over N devices ('all': every one JAX sees): each "
+                             "split's rows in blocks, one per device (default: one)")
     parser.add_argument('--progress', action='store_true',
                         help='condense the per-epoch lines: a progress bar on a terminal, '
                              'a tenth of them in a pipe (default: every line, as the '
@@ -404,7 +409,7 @@ def main(argv=None):
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress)
+        progress=args.progress, devices=args.devices)
     if result is None:
         return status
     print()

@@ -81,7 +81,7 @@ class LogisticRegression(object):
 
 
 def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed=None,
-                      max_memory=None):
+                      max_memory=None, devices=None):
     """
     int8store's additions to the classic loading, shared by the tutorials.
 
@@ -89,7 +89,9 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     the device shard by shard (int8store.load_streams: read from the file
     for a store, ahead of use by background threads), and only the shards
     in flight are in memory; otherwise load_data holds them whole (in JAX
-    mode, placed on JAX's device once).
+    mode, placed on JAX's device once; with devices, each split's rows in
+    blocks over that many devices, each slicing its own part of every
+    minibatch: int8store.place(..., devices=N)).
 
     Returns the classic [(x, y)] * 3, the streams (None when held whole),
     the batch size (cut to the smallest split or shard) and the counts
@@ -97,6 +99,12 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     which int8store.evaluate_in_chunks scores alike, and classes).
     """
     streams = None
+    if devices not in (None, 1) and mode != 'jax':
+        raise int8store.ArgumentError('--devices needs --mode jax: the C backend runs on one CPU')
+    if devices not in (None, 1) and max_device_bytes:
+        raise int8store.ArgumentError('--devices and --max-device-bytes together are not '
+                                      'supported yet: stream on one device, or hold the '
+                                      'splits whole over several')
     if max_device_bytes or not int8store.fits_in_memory(dataset, max_memory):
         streams = int8store.load_streams(dataset, max_device_bytes, batch_size, seed=seed,
                                          mode=mode, max_memory=max_memory, report=print)
@@ -107,23 +115,50 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
         # -- int8store's JAX mode: the data goes to JAX's device once, and
         # the functions compile for JAX (the classic slices in their givens
         # become static-size minibatches there).
-        if mode == 'jax':
-            int8store.place(datasets, 'jax')
         # counted from the labels (x.get_value(borrow=True).shape[0] gives
         # the same count, but decodes every image to give it)
-        labels = [y.get_value(borrow=True) for _, y in datasets]
+        labels = [numpy.asarray(y.get_value(borrow=True)) for _, y in datasets]
+        if mode == 'jax':
+            int8store.place(datasets, 'jax', devices=devices)
     smallest, what = min(len(l) for l in labels), 'split'
     if streams and min(s.shard_size for s in streams) < smallest:
         smallest, what = min(s.shard_size for s in streams), 'shard'
+    blocks = [x.dataset.blocks for x, _ in datasets] if not streams else [None]
+    if blocks[0] is not None:  # over several devices: what each holds
+        smallest, what = min(b.rows_per_device for b in blocks) * blocks[0].devices, 'split'
     if batch_size > smallest:
         print('... batch size %i is larger than a %s of %i examples: using %i'
               % (batch_size, what, smallest, smallest))
         batch_size = smallest
-    if streams:  # a streamed split counts its batches shard by shard, and is scored so
+    if blocks[0] is not None:
+        devices = blocks[0].devices
+        if batch_size % devices:
+            print('... batch size %i is not a multiple of the %i devices: using %i'
+                  % (batch_size, devices, batch_size - batch_size % devices))
+            batch_size -= batch_size % devices
+        print('... each split in %i blocks, one per device (%s); minibatches of %i, %i '
+              'rows from each device' % (devices, ', '.join('%i rows' % b.rows_per_device
+                                                           for b in blocks),
+                                         batch_size, batch_size // devices))
+        counts = (blocks[0].n_batches(batch_size), blocks[1], blocks[2])
+    elif streams:  # a streamed split counts its batches shard by shard, and is scored so
         counts = (streams[0].n_batches(batch_size), streams[1], streams[2])
     else:
         counts = (len(labels[0]) // batch_size, len(labels[1]), len(labels[2]))
     return datasets, streams, batch_size, counts + (1 + int(max(l.max() for l in labels)),)
+
+
+def devices_option(text):
+    """--devices: a count, or 'all'."""
+    if text == 'all':
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError("expected a number of devices or 'all', got %r" % text)
+    return count
 
 
 def run_from_command_line(train, **kwargs):
@@ -153,7 +188,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
                            classic_count=False, max_device_bytes=None, seed=None,
-                           max_memory=None, progress=False):
+                           max_memory=None, progress=False, devices=None):
     """
     Train the logistic regression by minibatch SGD with early stopping.
 
@@ -178,6 +213,9 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                        it is streamed even without max_device_bytes
     :param progress: condense the per-epoch lines (a bar on a terminal, a
                      tenth of them in a pipe); by default all, as the classic
+    :param devices: JAX mode over several devices (a count or 'all'): each
+                    split's rows in blocks, one per device, the parameters
+                    replicated, the gradients reduced by XLA
 
     Returns a dict with the best validation error, the test error of the
     best model and how many examples it is over, the epochs run and the
@@ -186,7 +224,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (load_for_training, above)
     datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
-        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
+        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
+                          devices)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
@@ -252,7 +291,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     # -- int8store's JAX mode: keep the parameters' updates on the device,
     # rather than copying them to host memory after every step.
     if mode == 'jax':
-        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model])
+        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model],
+                                 devices=devices)
 
     ###############
     # TRAIN MODEL #
@@ -396,6 +436,9 @@ def main(argv=None):
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
+    parser.add_argument('--devices', type=devices_option, metavar='N',
+                        help="JAX mode over N devices ('all': every one JAX sees): each "
+                             "split's rows in blocks, one per device (default: one)")
     parser.add_argument('--progress', action='store_true',
                         help='condense the per-epoch lines: a progress bar on a terminal, '
                              'a tenth of them in a pipe (default: every line, as the '
@@ -406,7 +449,7 @@ def main(argv=None):
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
         mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress)
+        progress=args.progress, devices=args.devices)
     if result is None:
         return status
     print()

@@ -1,10 +1,15 @@
-"""Holding shared values on JAX's default device.
+"""Holding shared values on JAX's devices: the default one, or several.
 
 Aesara's JAX mode hands every shared value to ``jax.jit`` on every call: a
 numpy value is copied to the device each time. A shared variable whose
 container holds a ``jax.Array`` is passed as it is, so data placed once stays
 on the device. (Setting ``container.storage[0]`` bypasses Aesara's filter,
 which would turn the array back into numpy.)
+
+Over several devices (``devices=`` of :func:`place` and
+:func:`keep_on_device`), a split's int8 rows and labels are split in
+contiguous blocks, one per device, and parameters are replicated; see
+:mod:`.sharding`.
 """
 
 import numpy as np
@@ -36,27 +41,78 @@ def to_host(variable):
     return variable.container.storage[0]
 
 
-def place(data, mode):
-    """Hold data where ``mode`` runs: JAX's default device for ``"jax"`` (placed
+def place(data, mode, devices=None):
+    """Hold data where ``mode`` runs: JAX's device(s) for ``"jax"`` (placed
     once, kept there across calls), host memory for ``"c"``.
 
     ``data`` is a shared variable, a :class:`~int8store.SharedDataset`, the
     float view of one, or a list of these (e.g. what ``load_data`` returns).
-    Returns ``data``.
+    ``devices`` (JAX mode): None or 1 for JAX's default device; a count,
+    ``"all"`` or a list of devices to split each dataset's rows in blocks over
+    them (:mod:`.sharding`: ``dataset.blocks`` then says how), other shared
+    variables being replicated. Returns ``data``.
     """
     from .modes import check_mode
 
-    move = to_device if check_mode(mode) == "jax" else to_host
-    for variable in _shared_variables(data):
-        move(variable)
+    if check_mode(mode) != "jax" or devices in (None, 1):
+        for dataset in _datasets(data):
+            if dataset.blocks is not None:
+                _gather(dataset)
+        move = to_device if mode.lower() == "jax" else to_host
+        for variable in _shared_variables(data):
+            move(variable)
+        return data
+    from .sharding import Blocks, data_mesh, place_rows, replicate
+
+    require_jax()
+    mesh = data_mesh(devices)
+    split = set()
+    for dataset in _datasets(data):
+        if dataset.blocks is not None and dataset.blocks.devices == mesh.size:
+            split.update(map(id, (dataset.data, dataset.y)))
+            continue  # placed already
+        host = {v: np.asarray(v.container.storage[0])[:dataset.n_examples]
+                for v in (dataset.data, dataset.y)}
+        blocks = Blocks(dataset.n_examples, mesh.size)
+        for variable, rows in host.items():
+            place_rows(variable, mesh, blocks, lambda start, stop, rows=rows: rows[start:stop])
+            split.add(id(variable))
+        dataset.blocks = blocks
+    # Other shared variables (not a dataset's rows: the labels of one are) go whole to each.
+    for variable in _shared_variables(data, datasets=False):
+        if id(variable) not in split:
+            replicate(variable, mesh)
     return data
 
 
-def _shared_variables(data):
+def _gather(dataset):
+    """A dataset split over several devices back in host memory, padding dropped."""
+    from .sharding import retype
+
+    for variable in (dataset.data, dataset.y):
+        rows = np.asarray(variable.container.storage[0])[:dataset.n_examples]
+        retype(variable, rows.shape)
+        variable.container.storage[0] = rows
+    dataset.blocks = None
+
+
+def _datasets(data):
+    """The :class:`~int8store.SharedDataset` objects in ``data``."""
     if isinstance(data, (list, tuple)):
-        return [v for item in data for v in _shared_variables(item)]
+        return [d for item in data for d in _datasets(item)]
+    if hasattr(data, "container"):
+        return []
+    return [getattr(data, "dataset", data)]
+
+
+def _shared_variables(data, datasets=True):
+    """The shared variables in ``data`` (those of its datasets too, unless not ``datasets``)."""
+    if isinstance(data, (list, tuple)):
+        return [v for item in data for v in _shared_variables(item, datasets)]
     if hasattr(data, "container"):  # a shared variable
         return [data]
+    if not datasets:
+        return []
     dataset = getattr(data, "dataset", data)  # a float view knows its SharedDataset
     return [dataset.data, dataset.y]
 
@@ -80,7 +136,7 @@ class _DeviceContainer:
     value = property(_get, _set_on_device)
 
 
-def keep_on_device(variables, functions=()):
+def keep_on_device(variables, functions=(), devices=None):
     """Place parameters on the device and keep the compiled ``functions``'
     updates of them there.
 
@@ -90,12 +146,23 @@ def keep_on_device(variables, functions=()):
     given shared variables, the containers of the shared variables and of the
     given functions store updates that are ``jax.Array`` of the right dtype
     as they are. Use with functions compiled in JAX mode; C-backend functions
-    are not to be given.
+    are not to be given. ``devices`` as for :func:`place`: over several, the
+    parameters are replicated on each.
     """
     variables = list(variables)
     storages = set()
+    mesh = None
+    if devices not in (None, 1):
+        from .sharding import data_mesh
+
+        mesh = data_mesh(devices)
     for variable in variables:
-        to_device(variable)
+        if mesh is None:
+            to_device(variable)
+        else:
+            from .sharding import replicate
+
+            replicate(variable, mesh)
         _store_device_arrays(variable.container)
         storages.add(id(variable.container.storage))
     for function in functions:

@@ -15,8 +15,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from ..errors import ArgumentError
 from . import activate
 from .minibatch import Minibatch
+from .sharding import AXIS, sharded_layout
 
 __all__ = ["convert"]
 
@@ -32,15 +34,46 @@ def convert(op, **kwargs):
 
 
 @convert.register(Minibatch)
-def jax_funcify_Minibatch(op, **kwargs):
+def jax_funcify_Minibatch(op, node=None, **kwargs):
     # Only int8store's JAX mode converts this op, and it checks every index
     # on the host first (the dynamic slice would clamp it).
     size, stride = op.size, op.stride
+    layout = sharded_layout(node.inputs[0]) if node is not None else None
+    if layout is not None:
+        return _sharded_minibatch(op, *layout)
 
     def minibatch(data, index):
         return jax.lax.dynamic_slice_in_dim(data, index * stride, size, axis=0)
 
     return minibatch
+
+
+def _sharded_minibatch(op, mesh, devices):
+    """The minibatch of data split in blocks over ``devices`` (see
+    :mod:`.sharding`): ``size / devices`` rows of each block at the same
+    local row, ``index * stride / devices`` (a window, ``stride`` 1, starts
+    at local row ``index``), so that no device reads another's rows."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    per, local_stride = sharded_steps(op, devices)
+    split = NamedSharding(mesh, PartitionSpec(AXIS))
+
+    def minibatch(data, index):
+        blocks = data.reshape((devices, data.shape[0] // devices) + data.shape[1:])
+        blocks = jax.lax.with_sharding_constraint(blocks, split)
+        rows = jax.lax.dynamic_slice_in_dim(blocks, index * local_stride, per, axis=1)
+        return jax.lax.with_sharding_constraint(rows.reshape((op.size,) + data.shape[1:]), split)
+
+    return minibatch
+
+
+def sharded_steps(op, devices):
+    """``(rows per device, local stride)`` of a minibatch op over ``devices``."""
+    if op.size % devices or (op.stride != 1 and op.stride % devices):
+        raise ArgumentError(
+            f"a minibatch of {op.size} rows (stride {op.stride}) cannot be split evenly over "
+            f"{devices} devices: use a batch size that is a multiple of {devices}")
+    return op.size // devices, 1 if op.stride == 1 else op.stride // devices
 
 
 @convert.register(Argmax)

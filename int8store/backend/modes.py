@@ -92,8 +92,9 @@ def _make_jax_mode():
     fgraph_to_python = api.module("link.utils").fgraph_to_python
     Subtensor = api.module("tensor.subtensor").Subtensor
 
-    from .jax_ops import convert
+    from .jax_ops import convert, sharded_steps
     from .minibatch import Minibatch, check_index, minibatch_of_slice
+    from .sharding import sharded_layout
 
     class CheckedJAXLinker(JAXLinker):
         """Aesara's JAX linker with int8store's conversions and a host-side
@@ -132,15 +133,20 @@ def _make_jax_mode():
                 f"{name}: in JAX mode minibatches need data of a static length "
                 "(int8store's shared datasets have one)"
             )
+        size, stride = node.op.size, node.op.stride
+        layout = sharded_layout(data)
+        if layout is not None:  # checked in one block: each device slices its own
+            devices = layout[1]
+            (size, stride), rows = sharded_steps(node.op, devices), rows // devices
         if isinstance(index, Constant):
-            check_index(index.data, node.op.size, rows, name, node.op.stride)
+            check_index(index.data, size, rows, name, stride)
             return None
         if index not in fgraph.inputs:
             raise ArgumentError(
                 f"{name}: in JAX mode the minibatch index must be an input of the function, "
                 "so that it can be checked before JAX runs (JAX would clamp it silently)"
             )
-        return fgraph.inputs.index(index), node.op.size, rows, name, node.op.stride
+        return fgraph.inputs.index(index), size, rows, name, stride
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):

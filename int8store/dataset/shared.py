@@ -109,6 +109,9 @@ class SharedDataset:
             stored = _evaluate(flat, encoding, normalize, dataset_mean, self.dtype)
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
+        self._count = int(labels.shape[0])
+        #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.
+        self.blocks = None
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float storage, unit scale).
         self.x = _View.wrap(self._float_view(self.data[:]), self)
@@ -136,7 +139,7 @@ class SharedDataset:
     def decoded(self):
         """All images as the view's values, a numpy array ``(N, features)``
         (for ``"batch"``, centred on the whole split's mean)."""
-        codes = np.asarray(self.data.get_value(borrow=True))
+        codes = np.asarray(self.data.get_value(borrow=True))[:self.n_examples]  # no padding
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
         symbolic = at.matrix(dtype=codes.dtype)
@@ -146,8 +149,8 @@ class SharedDataset:
 
     @property
     def n_examples(self):
-        """Number of examples, read from the labels (no graph evaluation)."""
-        return int(self.y.get_value(borrow=True).shape[0])
+        """Number of examples (padding over several devices excluded)."""
+        return self._count
 
     @property
     def n_features(self):
@@ -158,6 +161,8 @@ class SharedDataset:
         as in the classic tutorials)."""
         if int(batch_size) != batch_size or batch_size < 1:
             raise ArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if self.blocks is not None:  # over several devices: each fills its part
+            return self.blocks.n_batches(int(batch_size))
         return self.n_examples // int(batch_size)
 
     def minibatch(self, index, batch_size):

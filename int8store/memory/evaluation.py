@@ -31,10 +31,13 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
         its examples not yet scored count. With ``static=False``,
         ``evaluate(start, stop)`` returns the mean over ``[start, stop)``,
         weighted by ``stop - start``.
-    n_examples : int or StreamingSplit
+    n_examples : int, StreamingSplit or Blocks
         How many examples to score; or a streamed split, whose shards are
         loaded one after the other (in the split's order) and scored with
-        ``evaluate(start)`` reading the shard now loaded.
+        ``evaluate(start)`` reading the shard now loaded; or the blocks of a
+        split over several devices (``dataset.blocks``), scored with
+        ``evaluate(start)`` giving each device's ``chunk_size / devices``
+        rows from its local row ``start``, padding left out.
     chunk_size : int
     classic_count : bool
         Score whole chunks only, dropping the remainder, as the classic
@@ -54,6 +57,8 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
     """
     if hasattr(n_examples, "epoch"):
         return _evaluate_stream(evaluate, n_examples, int(chunk_size), classic_count, static)
+    if hasattr(n_examples, "rows_per_device"):
+        return _evaluate_blocks(evaluate, n_examples, int(chunk_size), classic_count, static)
     n_examples, chunk_size = int(n_examples), int(chunk_size)
     if chunk_size < 1 or n_examples < 0:
         raise ArgumentError(f"chunk_size={chunk_size} and n_examples={n_examples}: expected a "
@@ -114,4 +119,32 @@ def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
             values = _chunk_values(evaluate, base, chunk_size)
             total += float(values[first - base:min(scored, first + chunk_size) - base].sum())
         count += max(scored, 0)
+    return (total / count if count else float("nan")), count
+
+
+def _evaluate_blocks(evaluate, blocks, chunk_size, classic_count, static):
+    """:func:`evaluate_in_chunks` over a split in blocks on several devices
+    (:mod:`int8store.backend.sharding`): windows of ``chunk_size / devices``
+    local rows, the same on every device; each real example counts once,
+    padding never."""
+    if not static:
+        raise ArgumentError("a split over several devices is scored with static chunks "
+                            "(evaluate(start))")
+    width = blocks.per_device(chunk_size)
+    if width > blocks.rows_per_device:
+        raise ArgumentError(f"chunk_size={chunk_size}: more than the {blocks.rows_per_device} "
+                            f"rows of each of {blocks.devices} devices")
+    limit = blocks.fewest_rows // width * width if classic_count else blocks.rows_per_device
+    starts = list(range(0, limit - width + 1, width))
+    if limit % width:
+        starts.append(limit - width)  # the last window, overlapping the one before
+    seen = np.zeros((blocks.devices, blocks.rows_per_device), dtype=bool)
+    total, count = 0.0, 0
+    for start in starts:
+        values = _chunk_values(evaluate, start, chunk_size).reshape(blocks.devices, width)
+        real = blocks.global_rows(start, width) >= 0
+        new = real & ~seen[:, start:start + width]
+        total += float(values[new].sum())
+        count += int(new.sum())
+        seen[:, start:start + width] |= real
     return (total / count if count else float("nan")), count

@@ -1,0 +1,187 @@
+"""A split over several devices (JAX's sharding, on 4 CPU devices forced
+with XLA_FLAGS): each device holds exactly its block of int8 rows, the
+compiled step gathers no data, and the results equal one device fed the same
+examples in the same order.
+
+JAX fixes its device count when it starts, so the multi-device checks run in
+a process of their own (``sharded_run``), which prints what it saw as JSON.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from int8store.backend.sharding import Blocks
+
+needs_jax = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode != 0,
+    reason="JAX is not installed in this environment")
+
+
+# -- the layout: a pure function of (device, device count, split length) -------------
+
+def test_blocks_are_contiguous_and_padding_is_never_trained_on():
+    blocks = Blocks(10, 4)
+    assert blocks.rows_per_device == 3 and blocks.padded_rows == 12
+    assert [blocks.rows_of(d) for d in range(4)] == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    assert blocks.fewest_rows == 1 and blocks.n_batches(4) == 1
+    np.testing.assert_array_equal(blocks.global_rows(1, 2),
+                                  [[1, 2], [4, 5], [7, 8], [-1, -1]])
+    # minibatch i takes rows i*B/D.. of each block, in device order
+    np.testing.assert_array_equal(Blocks(16, 4).order(8), [0, 1, 4, 5, 8, 9, 12, 13,
+                                                           2, 3, 6, 7, 10, 11, 14, 15])
+    with pytest.raises(ValueError, match="multiple of 4"):
+        blocks.n_batches(6)
+    with pytest.raises(ValueError, match="cannot be split over 4 devices"):
+        Blocks(3, 4)
+
+
+def test_evaluation_over_blocks_counts_each_real_example_once():
+    from int8store import evaluate_in_chunks
+
+    blocks = Blocks(10, 4)
+    values = np.arange(12, dtype=float)  # the padded array's values: row r scores r
+    padded = values.reshape(4, 3)
+
+    def evaluate(start):  # what a sharded window gives: 1 row from each device
+        return padded[:, start:start + 1].reshape(-1)
+
+    mean, count = evaluate_in_chunks(evaluate, blocks, 4)
+    assert count == 10 and mean == pytest.approx(np.arange(10).mean())
+    assert evaluate_in_chunks(lambda s: padded[:, s:s + 2].reshape(-1), blocks, 8) == (
+        pytest.approx(np.arange(10).mean()), 10)  # an overlapping last window
+
+
+# -- on 4 devices ----------------------------------------------------------------------
+
+RUN = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, {tutorials!r})
+    import int8store
+    from int8store import load_splits, SharedDataset, evaluate_in_chunks
+    lib = int8store.tensor_library(); T = lib.tensor
+    B, EPOCHS = 100, 3
+
+    def trainer(devices, order=None):
+        splits = load_splits("digits")
+        train, valid = splits["train"], splits["valid"]
+        if order is not None:  # one device, fed the examples in the sharded order
+            codes = np.asarray(train.data.get_value())[order]
+            labels = np.asarray(train.y.get_value())[order]
+            train = SharedDataset(codes, labels, train.encoding, name="train",
+                                  dtype=lib.config.floatX)
+        int8store.place([train, valid], "jax", devices=devices)
+        W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
+        b = lib.shared(np.zeros(10, dtype=lib.config.floatX), shape=(10,))
+        x, y, i, start = T.matrix(), T.ivector(), T.lscalar(), T.lscalar()
+        p = T.special.softmax(T.dot(x, W) + b, axis=-1)
+        cost = -T.mean(T.log(p)[T.arange(y.shape[0]), y])
+        mode = int8store.function_mode("jax")
+        step = lib.function([i], cost, mode=mode,
+                            updates=[(W, W - 0.13 * T.grad(cost, W)),
+                                     (b, b - 0.13 * T.grad(cost, b))],
+                            givens={{x: train.x[i * B:(i + 1) * B], y: train.y[i * B:(i + 1) * B]}})
+        errors = lib.function([start], T.neq(T.argmax(p, axis=1), y), mode=mode,
+                              givens={{x: valid.x[start:start + B], y: valid.y[start:start + B]}})
+        int8store.keep_on_device([W, b], [step, errors], devices=devices)
+        return train, valid, step, errors, W
+
+    train4, valid4, step4, errors4, W4 = trainer(4)
+    n = train4.n_batches(B)
+    shards = train4.data.container.storage[0].addressable_shards
+    label_shards = train4.y.container.storage[0].addressable_shards
+    args = [np.asarray(0, dtype="int64") if c.storage[0] is None else c.storage[0]
+            for c in step4.input_storage]
+    hlo = step4.maker.linker.jitted.lower(*args).compile().as_text()
+    costs4 = [float(step4(k)) for _ in range(EPOCHS) for k in range(n)]
+    score4 = evaluate_in_chunks(errors4, valid4.blocks, B)
+    train1, valid1, step1, errors1, W1 = trainer(None, train4.blocks.order(B))
+    costs1 = [float(step1(k)) for _ in range(EPOCHS) for k in range(n)]
+    score1 = evaluate_in_chunks(errors1, valid1.n_examples, B)
+    print(json.dumps({{
+        "devices": [s.device.id for s in shards],
+        "blocks": [s.data.shape[0] for s in shards],
+        "starts": [s.index[0].start or 0 for s in shards],
+        "dtype": str(shards[0].data.dtype),
+        "rows": [np.asarray(s.data).tolist() for s in shards],
+        "labels": [np.asarray(s.data).tolist() for s in label_shards],
+        "n_batches": n, "codes": np.asarray(train1.data.get_value()).tolist(),
+        "all_gather": hlo.count("all-gather"), "all_reduce": hlo.count("all-reduce"),
+        "costs4": costs4, "costs1": costs1, "score4": score4, "score1": score1,
+        "W4": np.asarray(W4.get_value()).tolist(), "W1": np.asarray(W1.get_value()).tolist(),
+    }}))
+""")
+
+
+def sharded_run(script, devices=4):
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def four_devices():
+    return sharded_run(RUN.format(tutorials=str(ROOT / "tutorials")))
+
+
+@needs_jax
+def test_each_device_holds_exactly_its_block_of_int8_rows(four_devices):
+    from int8store import load_splits
+
+    train = load_splits("digits")["train"]  # 1,197 rows: 300 a device, 3 of padding
+    codes, labels = np.asarray(train.data.get_value()), np.asarray(train.y.get_value())
+    seen = four_devices
+    assert seen["devices"] == [0, 1, 2, 3] and seen["blocks"] == [300] * 4
+    assert seen["starts"] == [0, 300, 600, 900] and seen["dtype"] == "int8"
+    for device, (rows, tags) in enumerate(zip(seen["rows"], seen["labels"])):
+        start, stop = device * 300, min(device * 300 + 300, len(codes))
+        np.testing.assert_array_equal(np.asarray(rows[:stop - start]), codes[start:stop])
+        np.testing.assert_array_equal(tags[:stop - start], labels[start:stop])
+    assert np.asarray(seen["rows"][3][297:]).tolist() == [[0] * 64] * 3  # the padding
+
+
+@needs_jax
+def test_the_compiled_step_reduces_gradients_and_gathers_no_data(four_devices):
+    assert four_devices["all_gather"] == 0
+    assert four_devices["all_reduce"] >= 1  # XLA's own gradient reduction
+
+
+@needs_jax
+def test_results_equal_one_device_fed_the_same_order(four_devices):
+    seen = four_devices
+    assert seen["n_batches"] == 11  # 297 real rows on the last device: 11 of 25 each
+    # The same examples, the same order; sums over four devices add in another
+    # order, so the floats agree to rounding, and the errors exactly.
+    np.testing.assert_allclose(seen["costs4"], seen["costs1"], rtol=1e-5)
+    np.testing.assert_allclose(seen["W4"], seen["W1"], rtol=1e-4, atol=1e-6)
+    assert seen["score4"] == seen["score1"] and seen["score4"][1] == 300
+
+
+@needs_jax
+def test_the_tutorials_train_over_four_devices(tmp_path):
+    for tutorial, extra in (("logistic_sgd.py", ["--epochs", "3"]),
+                            ("convolutional_mlp.py", ["--epochs", "1", "--batch-size", "100"])):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tutorials" / tutorial), "--dataset", "digits",
+             "--mode", "jax", "--devices", "4", "--save-model", str(tmp_path / "m.npz"), *extra],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+            env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "each split in 4 blocks, one per device" in done.stdout
+        assert "best validation error" in done.stdout
+
+
+def test_devices_need_jax_mode(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"),
+                           "--dataset", "digits", "--devices", "2"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 2 and "--devices needs --mode jax" in done.stderr
