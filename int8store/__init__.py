@@ -70,6 +70,8 @@ _LAZY = {
     "minibatch": "backend.minibatch",
     "place": "backend.device",
     "keep_on_device": "backend.device",
+    "start_processes": "backend.sharding",
+    "is_main_process": "backend.sharding",
 }
 
 __all__ = list(_LAZY) + [

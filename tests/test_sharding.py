@@ -185,3 +185,44 @@ def test_devices_need_jax_mode(tmp_path):
                            "--dataset", "digits", "--devices", "2"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 2 and "--devices needs --mode jax" in done.stderr
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def results(out):
+    """The lines of a tutorial's output that carry its figures."""
+    return [line for line in out.splitlines()
+            if line.startswith(("epoch ", "     epoch ", "best validation", "test error"))]
+
+
+@needs_jax
+def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
+    """Two jax.distributed processes on the CPU (Gloo), two devices each, and
+    one process with four: each process reads only its own devices' blocks,
+    and the run gives the same errors, epoch by epoch."""
+    tutorial = [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset",
+                "digits", "--epochs", "3", "--save-model", "m.npz"]
+    address = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    runs = [subprocess.Popen(tutorial + ["--coordinator", address, "--num-processes", "2",
+                                         "--process-id", str(i)],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for i in (0, 1)]
+    outs = [run.communicate(timeout=600) for run in runs]
+    for run, (out, err) in zip(runs, outs):
+        assert run.returncode == 0, err[-2000:]
+        assert "each split in 4 blocks, one per device" in out
+    single = subprocess.run(tutorial[:-1] + ["single.npz", "--mode", "jax", "--devices", "4"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert single.returncode == 0, single.stderr[-2000:]
+    assert results(outs[0][0]) == results(outs[1][0]) == results(single.stdout)
+    assert len(results(single.stdout)) >= 5
+    with np.load(tmp_path / "m.npz") as multi, np.load(tmp_path / "single.npz") as one:
+        np.testing.assert_allclose(multi["W"], one["W"], rtol=1e-5, atol=1e-7)

@@ -40,8 +40,8 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import (LogisticRegression, devices_option, load_data, load_for_training,
-                          run_from_command_line)
+from logistic_sgd import (LogisticRegression, add_process_options, devices_option,
+                          join_processes, load_data, load_for_training, run_from_command_line)
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -322,7 +322,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
                     # the tutorial's own checkpoint, replaced at each improvement
                     # (never half-written)
-                    if model_path:
+                    if model_path and int8store.is_main_process():  # (one of several)
                         int8store.save_checkpoint(model_path, *[p.get_value() for p in params])
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
@@ -399,11 +399,13 @@ def main(argv=None):
     parser.add_argument('--devices', type=devices_option, metavar='N',
                         help="JAX mode over N devices ('all': every one JAX sees): each "
                              "split's rows in blocks, one per device (default: one)")
+    add_process_options(parser)
     parser.add_argument('--progress', action='store_true',
                         help='condense the per-epoch lines: a progress bar on a terminal, '
                              'a tenth of them in a pipe (default: every line, as the '
                              'classic tutorial printed)')
     args = parser.parse_args(argv)
+    join_processes(args)
     result, status = run_from_command_line(
         evaluate_lenet5, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,

@@ -161,6 +161,23 @@ def devices_option(text):
     return count
 
 
+def add_process_options(parser):
+    """--coordinator, --num-processes, --process-id: several processes (hosts) in one run."""
+    parser.add_argument('--coordinator', metavar='HOST:PORT',
+                        help='run as one of several processes (JAX mode): process 0\'s '
+                             'address; then --devices defaults to all of every process\'s')
+    parser.add_argument('--num-processes', type=int, metavar='N', help='processes in the run')
+    parser.add_argument('--process-id', type=int, metavar='I', help='this one (0 to N-1)')
+
+
+def join_processes(args):
+    """Join the run's other processes (int8store.start_processes), before any JAX use."""
+    if args.coordinator:
+        int8store.start_processes(args.coordinator, args.num_processes, args.process_id)
+        args.mode = 'jax'
+        args.devices = args.devices or 'all'
+
+
 def run_from_command_line(train, **kwargs):
     """
     int8store's additions to the classic scripts' ending, shared by the
@@ -347,7 +364,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
 
                     # save the best model (the tutorial's own checkpoint:
                     # replaced each time, as the classic did; never half-written)
-                    if model_path:
+                    if model_path and int8store.is_main_process():  # (one of several)
                         int8store.save_checkpoint(model_path, W=classifier.W.get_value(),
                                                   b=classifier.b.get_value())
 
@@ -439,11 +456,13 @@ def main(argv=None):
     parser.add_argument('--devices', type=devices_option, metavar='N',
                         help="JAX mode over N devices ('all': every one JAX sees): each "
                              "split's rows in blocks, one per device (default: one)")
+    add_process_options(parser)
     parser.add_argument('--progress', action='store_true',
                         help='condense the per-epoch lines: a progress bar on a terminal, '
                              'a tenth of them in a pipe (default: every line, as the '
                              'classic tutorial printed)')
     args = parser.parse_args(argv)
+    join_processes(args)
     result, status = run_from_command_line(
         sgd_optimization_mnist, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,

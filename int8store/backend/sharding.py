@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import ArgumentError
 
-__all__ = ["AXIS", "Blocks", "data_mesh", "sharded_layout", "place_rows", "replicate", "retype"]
+__all__ = ["AXIS", "Blocks", "data_mesh", "sharded_layout", "place_rows", "replicate", "retype",
+           "start_processes", "is_main_process", "host_values"]
 
 #: The mesh axis the examples are split along.
 AXIS = "data"
@@ -176,11 +177,48 @@ def retype(variable, shape):
 
 
 def replicate(variable, mesh):
-    """Put the shared ``variable``'s value on every device of ``mesh``, whole."""
+    """Put the shared ``variable``'s value on every device of ``mesh``, whole
+    (each process gives its own devices their copy)."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
     value = variable.container.storage[0]
-    variable.container.storage[0] = jax.device_put(np.asarray(value) if not isinstance(
-        value, jax.Array) else value, NamedSharding(mesh, PartitionSpec()))
+    host = np.asarray(value)
+    variable.container.storage[0] = jax.make_array_from_callback(
+        host.shape, NamedSharding(mesh, PartitionSpec()), lambda index: host[index])
     return variable.container.storage[0]
+
+
+def start_processes(coordinator, num_processes, process_id):
+    """Join ``num_processes`` processes (this one ``process_id``) through the
+    coordinator at ``coordinator`` (``HOST:PORT``, process 0's): then
+    ``jax.devices()`` lists every process's devices, and a split placed over
+    them gives each process only its own devices' blocks to read. On the
+    CPU the processes' collectives go through Gloo. Call it before anything
+    else uses JAX."""
+    import jax
+
+    # Collectives between processes' CPU devices go through Gloo (the setting
+    # concerns the CPU backend only: GPUs keep NCCL).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=int(num_processes),
+                               process_id=int(process_id))
+
+
+def is_main_process():
+    """Whether this is process 0 of a multi-process run (or no such run):
+    the one that writes the checkpoint."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    return jax is None or jax.process_index() == 0
+
+
+def host_values(values):
+    """``values`` as numpy; an array spread over several processes is
+    gathered from all of them first."""
+    if getattr(values, "is_fully_addressable", True):
+        return np.asarray(values)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(values, tiled=True))

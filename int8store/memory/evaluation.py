@@ -91,7 +91,12 @@ def _chunk_sum(evaluate, start, stop, static, chunk_size):
 
 def _chunk_values(evaluate, start, chunk_size):
     """``evaluate(start)``'s per-example values, checked to be one per example."""
-    values = np.asarray(evaluate(start), dtype=np.float64).reshape(-1)
+    values = evaluate(start)
+    if not getattr(values, "is_fully_addressable", True):  # spread over several processes
+        from ..backend.sharding import host_values
+
+        values = host_values(values)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
     if values.size != chunk_size:
         raise ArgumentError(f"evaluate({start}) gave {values.size} values for a chunk of "
                             f"{chunk_size}: with static=True it gives one per example")
