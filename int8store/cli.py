@@ -6,7 +6,7 @@
     int8store verify FILE
     int8store manifest FILE
     int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
-                     [--device-memory SIZE] [--margin F]
+                     [--device-memory SIZE] [--margin F] [--devices N]
     int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
@@ -97,6 +97,9 @@ def _parser():
     budget.add_argument("--device-memory", metavar="SIZE",
                         help="the memory to plan for, e.g. 1GiB (default: asked of the "
                              "device through JAX or nvidia-smi)")
+    budget.add_argument("--devices", type=int, default=1, metavar="N",
+                        help="plan for N devices, each holding a block of every split and a "
+                             "part of each minibatch (default: %(default)s)")
     budget.add_argument("--margin", type=float, default=0.1,
                         help="fraction of the memory kept free for the framework and "
                              "fragmentation (default: %(default)s)")
@@ -170,7 +173,7 @@ def _run(args, argv):
     elif args.command == "budget":
         from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
-                            args.margin))
+                            args.margin, args.devices))
     elif args.command == "manifest":
         import json
         from .store.reader import open_store

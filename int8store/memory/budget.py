@@ -23,12 +23,24 @@ def dataset_summary(dataset):
     return counts, tuple(plan.image_shape), n_classes
 
 
-def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1):
-    """The text ``int8store budget`` prints."""
+def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1):
+    """The text ``int8store budget`` prints. With ``devices`` > 1, the answer
+    is per device: each split in blocks of ``ceil(examples / devices)`` rows,
+    one per device (as ``int8store.place(..., devices=N)`` lays them), the
+    parameters on each, and ``batch_size`` the global minibatch, a
+    ``batch_size / devices`` part on each device."""
     if model not in MODELS:
         raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
     counts, image_shape, n_classes = dataset_summary(dataset)
+    devices = int(devices)
+    if devices < 1:
+        raise ArgumentError(f"devices={devices}: expected 1 or more")
+    held = {name: -(-n // devices) for name, n in counts.items()}  # rows a device holds
     batch_size = batch_size or min(MODELS[model], min(counts.values()))
+    if batch_size % devices:
+        raise ArgumentError(f"a batch of {batch_size} cannot be split evenly over {devices} "
+                            f"devices: give --batch-size a multiple of {devices}")
+    part = batch_size // devices
     if device_bytes is None:
         budget, where = device_memory()
         if budget is None:
@@ -36,11 +48,12 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     else:
         budget, where = parse_size(device_bytes, "--device-memory"), "given"
     usable = int(budget * (1 - margin))
-    memory = model_memory(model, batch_size, image_shape, n_classes)
+    memory = model_memory(model, part, image_shape, n_classes)
     step = memory.step
     estimate = step_estimator(model, image_shape, n_classes)
-    total = sum(counts.values())
+    total = sum(held.values())
     shape = "x".join(map(str, image_shape))
+    each = "" if devices == 1 else " per device"
     lines = [
         f"dataset:  {dataset}: " + ", ".join(f"{n:,} {name}" for name, n in counts.items())
         + f" images of {shape}, {n_classes} classes",
@@ -48,14 +61,22 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"keeping {margin:.0%} free",
         f"model:    {model}, {memory.parameters:,} parameters ({describe_bytes(memory.parameter_bytes)}), "
         f"{memory.neurons:,} activations per example (the input included)",
-        f"batch {batch_size}: rule of thumb (neurons x batch + parameters) x 2 x 4 bytes = "
+    ]
+    if devices > 1:
+        lines.append(
+            f"devices:  {devices}, each holding a block of every split: "
+            + ", ".join(f"{n:,} {name}" for name, n in held.items())
+            + f" examples (padding included); a minibatch of {batch_size} is {part} on each; "
+            "the figures below are per device")
+    lines += [
+        f"batch {part}{each}: rule of thumb (neurons x batch + parameters) x 2 x 4 bytes = "
         f"{describe_bytes(memory.rule_of_thumb)}; finer estimate of the compiled step "
         f"{describe_bytes(step.total)} (arguments {describe_bytes(step.arguments)}, outputs "
         f"{describe_bytes(step.outputs)}, temporaries {describe_bytes(step.temporaries)})",
         "",
     ]
-    rows = [("storage", "data (all splits)", f"model at batch {batch_size}", "fits",
-             "largest batch beside the data", "examples that fit beside the model")]
+    rows = [("storage", f"data{each} (all splits)", f"model at batch {part}", "fits",
+             f"largest batch{each} beside the data", f"examples that fit{each} beside the model")]
     for kind in ("int8", "float32"):
         data = split_bytes(total, image_shape)[kind]
         room = usable - data
