@@ -72,6 +72,7 @@ _LAZY = {
     "keep_on_device": "backend.device",
     "start_processes": "backend.sharding",
     "is_main_process": "backend.sharding",
+    "check_same_data": "backend.sharding",
 }
 
 __all__ = list(_LAZY) + [

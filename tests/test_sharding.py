@@ -226,3 +226,29 @@ def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
     assert len(results(single.stdout)) >= 5
     with np.load(tmp_path / "m.npz") as multi, np.load(tmp_path / "single.npz") as one:
         np.testing.assert_allclose(multi["W"], one["W"], rtol=1e-5, atol=1e-7)
+
+
+@needs_jax
+def test_processes_holding_different_data_stop_before_the_first_step(tmp_path):
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import int8store
+        int8store.start_processes(sys.argv[1], 2, int(sys.argv[2]))
+        images = np.full((8, 4), int(sys.argv[2]) * 3, np.uint8)  # process 1's differ
+        data = int8store.SharedDataset.from_arrays(images, np.arange(8) % 2, name="train")
+        try:
+            int8store.place([data], "jax", devices="all")
+        except int8store.Int8StoreError as error:
+            print("error:", error)
+            sys.exit(2)
+    """)
+    address = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    runs = [subprocess.Popen([sys.executable, "-c", script, address, str(i)], env=env, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in (0, 1)]
+    outs = [run.communicate(timeout=300) for run in runs]
+    for run, (out, err) in zip(runs, outs):
+        assert run.returncode == 2, err[-2000:]
+        assert "split 'train': process 1 holds other data than process 0" in out

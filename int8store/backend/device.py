@@ -62,9 +62,9 @@ def place(data, mode, devices=None):
         for variable in _shared_variables(data):
             move(variable)
         return data
-    from .sharding import Blocks, data_mesh, place_rows, replicate
+    from .sharding import Blocks, check_same_data, data_mesh, place_rows, replicate
 
-    require_jax()
+    jax = require_jax()
     mesh = data_mesh(devices)
     split = set()
     for dataset in _datasets(data):
@@ -73,6 +73,8 @@ def place(data, mode, devices=None):
             continue  # placed already
         host = {v: np.asarray(v.container.storage[0])[:dataset.n_examples]
                 for v in (dataset.data, dataset.y)}
+        if jax.process_count() > 1:  # every process must hold the same split
+            check_same_data(_digest(host.values()), f"split {dataset.name!r}")
         blocks = Blocks(dataset.n_examples, mesh.size)
         for variable, rows in host.items():
             place_rows(variable, mesh, blocks, lambda start, stop, rows=rows: rows[start:stop])
@@ -83,6 +85,17 @@ def place(data, mode, devices=None):
         if id(variable) not in split:
             replicate(variable, mesh)
     return data
+
+
+def _digest(arrays):
+    """XXH3-128 of the arrays' shapes and bytes."""
+    import xxhash
+
+    hasher = xxhash.xxh3_128()
+    for array in arrays:
+        hasher.update(repr((array.shape, array.dtype.str)).encode())
+        hasher.update(np.ascontiguousarray(array).data)
+    return hasher.digest()
 
 
 def _gather(dataset):

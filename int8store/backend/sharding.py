@@ -23,13 +23,18 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, StoreFormatError
 
 __all__ = ["AXIS", "Blocks", "data_mesh", "sharded_layout", "place_rows", "replicate", "retype",
-           "start_processes", "is_main_process", "host_values"]
+           "start_processes", "is_main_process", "check_same_data", "host_values",
+           "DataMismatchError"]
 
 #: The mesh axis the examples are split along.
 AXIS = "data"
+
+
+class DataMismatchError(StoreFormatError):
+    """The processes of one run do not hold the same data."""
 
 
 class Blocks:
@@ -212,6 +217,28 @@ def is_main_process():
 
     jax = sys.modules.get("jax")
     return jax is None or jax.process_index() == 0
+
+
+def check_same_data(digest, what):
+    """Before the first step of a multi-process run: every process must hold
+    the same data (``digest``: bytes, e.g. a store's manifest digest).
+    Raises, naming the processes that differ, if they do not; nothing to do
+    in a run of one process."""
+    import jax
+
+    if jax.process_count() == 1:
+        return
+    from jax.experimental import multihost_utils
+
+    mine = np.frombuffer(bytes(digest)[:32].ljust(32, b"\0"), dtype=np.uint8)
+    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
+    differ = [p for p in range(len(every)) if not np.array_equal(every[p], every[0])]
+    if differ:
+        raise DataMismatchError(
+            f"{what}: process{'es' if len(differ) > 1 else ''} "
+            f"{', '.join(map(str, differ))} hold{'' if len(differ) > 1 else 's'} other data than "
+            f"process 0 (digest {every[differ[0]].tobytes().hex()[:16]}... against "
+            f"{every[0].tobytes().hex()[:16]}...): every process must read the same store")
 
 
 def host_values(values):
