@@ -195,6 +195,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+def run_together(commands, cwd, env, timeout=600):
+    """Run the processes of one multi-process run side by side; their output
+    goes to files (a full pipe would block one at a barrier while the other
+    waits for it). Returns [(returncode, stdout, stderr)]."""
+    runs = []
+    for i, command in enumerate(commands):
+        out, err = open(cwd / f"out{i}.txt", "w+"), open(cwd / f"err{i}.txt", "w+")
+        runs.append((subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err, text=True),
+                     out, err))
+    results = []
+    for process, out, err in runs:
+        process.wait(timeout=timeout)
+        out.seek(0), err.seek(0)
+        results.append((process.returncode, out.read(), err.read()))
+        out.close(), err.close()
+    return results
+
+
 def results(out):
     """The lines of a tutorial's output that carry its figures."""
     return [line for line in out.splitlines()
@@ -210,19 +228,16 @@ def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
                 "digits", "--epochs", "3", "--save-model", "m.npz"]
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    runs = [subprocess.Popen(tutorial + ["--coordinator", address, "--num-processes", "2",
-                                         "--process-id", str(i)],
-                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for i in (0, 1)]
-    outs = [run.communicate(timeout=600) for run in runs]
-    for run, (out, err) in zip(runs, outs):
-        assert run.returncode == 0, err[-2000:]
+    outs = run_together([tutorial + ["--coordinator", address, "--num-processes", "2",
+                                     "--process-id", str(i)] for i in (0, 1)], tmp_path, env)
+    for code, out, err in outs:
+        assert code == 0, err[-2000:]
         assert "each split in 4 blocks, one per device" in out
     single = subprocess.run(tutorial[:-1] + ["single.npz", "--mode", "jax", "--devices", "4"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=600,
                             env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
     assert single.returncode == 0, single.stderr[-2000:]
-    assert results(outs[0][0]) == results(outs[1][0]) == results(single.stdout)
+    assert results(outs[0][1]) == results(outs[1][1]) == results(single.stdout)
     assert len(results(single.stdout)) >= 5
     with np.load(tmp_path / "m.npz") as multi, np.load(tmp_path / "single.npz") as one:
         np.testing.assert_allclose(multi["W"], one["W"], rtol=1e-5, atol=1e-7)
@@ -245,10 +260,50 @@ def test_processes_holding_different_data_stop_before_the_first_step(tmp_path):
     """)
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
-    runs = [subprocess.Popen([sys.executable, "-c", script, address, str(i)], env=env, cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for i in (0, 1)]
-    outs = [run.communicate(timeout=300) for run in runs]
-    for run, (out, err) in zip(runs, outs):
-        assert run.returncode == 2, err[-2000:]
+    outs = run_together([[sys.executable, "-c", script, address, str(i)] for i in (0, 1)],
+                        tmp_path, env, timeout=300)
+    for code, out, err in outs:
+        assert code == 2, err[-2000:]
         assert "split 'train': process 1 holds other data than process 0" in out
+
+
+@needs_jax
+def test_each_process_reads_only_its_own_devices_rows_of_a_store(tmp_path):
+    from int8store.cli import main
+
+    store = tmp_path / "digits.h5"
+    assert main(["convert", "digits", "-o", str(store)]) == 0
+    script = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        import int8store
+        int8store.start_processes(sys.argv[1], 2, int(sys.argv[2]))
+        splits = int8store.load_splits(sys.argv[3], mode="jax", devices="all", normalize="dataset")
+        train = splits["train"]
+        mine = [np.asarray(s.data).tolist() for s in train.data.container.storage[0].addressable_shards]
+        print(json.dumps({"read": {n: s.rows_read for n, s in splits.items()},
+                          "blocks": train.blocks.rows_per_device, "rows": mine,
+                          "mean": train.dataset_mean, "count": train.n_examples}))
+    """)
+    address = f"127.0.0.1:{free_port()}"
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    outs = run_together([[sys.executable, "-c", script, address, str(i), str(store)]
+                         for i in (0, 1)], tmp_path, env, timeout=300)
+    seen = []
+    for code, out, err in outs:
+        assert code == 0, err[-2000:]
+        seen.append(json.loads(out.strip().splitlines()[-1]))
+    from int8store import open_store
+    from int8store.dataset.symbolic import normalization_mean
+
+    opened = open_store(store)
+    codes = opened.read_split("train")[0].reshape(opened.splits["train"], -1)
+    blocks = Blocks(len(codes), 4)
+    for process in (0, 1):
+        mine = [blocks.rows_of(d) for d in (2 * process, 2 * process + 1)]
+        assert [tuple(r) for r in seen[process]["read"]["train"]] == mine  # its own rows, only
+        for (start, stop), rows in zip(mine, seen[process]["rows"]):
+            np.testing.assert_array_equal(np.asarray(rows)[:stop - start], codes[start:stop])
+        # the "dataset" mean: each process counted its own rows, the counts summed
+        assert seen[process]["mean"] == normalization_mean(codes, opened.encoding)
+        assert seen[process]["count"] == len(codes)

@@ -110,16 +110,21 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
                                          mode=mode, max_memory=max_memory, report=print)
         datasets = [(s.x, s.y) for s in streams]
         labels = [s.labels for s in streams]
+    elif devices not in (None, 1):
+        # -- int8store over several devices: each split in blocks, one per
+        # device (a store is read by each process for its own devices' rows)
+        datasets = load_data(dataset, max_memory=max_memory, mode='jax', devices=devices)
+        labels = [x.dataset.labels for x, _ in datasets]
     else:
         datasets = load_data(dataset, max_memory=max_memory)
         # -- int8store's JAX mode: the data goes to JAX's device once, and
         # the functions compile for JAX (the classic slices in their givens
         # become static-size minibatches there).
+        if mode == 'jax':
+            int8store.place(datasets, 'jax')
         # counted from the labels (x.get_value(borrow=True).shape[0] gives
         # the same count, but decodes every image to give it)
-        labels = [numpy.asarray(y.get_value(borrow=True)) for _, y in datasets]
-        if mode == 'jax':
-            int8store.place(datasets, 'jax', devices=devices)
+        labels = [y.get_value(borrow=True) for _, y in datasets]
     smallest, what = min(len(l) for l in labels), 'split'
     if streams and min(s.shard_size for s in streams) < smallest:
         smallest, what = min(s.shard_size for s in streams), 'shard'

@@ -1,13 +1,16 @@
 """``load_data()``: the classic tutorials' function, returning int8-backed splits."""
 
-from ..errors import SourceFormatError
+import os
+
+from ..errors import ArgumentError, SourceFormatError
 from ..codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice
 
 __all__ = ["load_data", "load_splits"]
 
 
 def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
-                cache_dir=None, lossy=False, mode="c", dtype=None, caller=None, max_memory=None):
+                cache_dir=None, lossy=False, mode="c", dtype=None, caller=None, max_memory=None,
+                devices=None):
     """The train, valid and test splits of ``dataset`` as :class:`SharedDataset` objects.
 
     Parameters are those of :func:`load_data`.
@@ -24,6 +27,17 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     check_choice("normalize", normalize, NORMALIZATIONS)
     check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
+    if devices not in (None, 1):
+        if mode != "jax" or storage != "int8":
+            raise ArgumentError("devices= needs mode='jax' and storage='int8'")
+        from ..sources.locate import classic_candidates
+        from ..store.reader import is_store
+
+        found = [p for p in classic_candidates(dataset, caller or caller_file())
+                 if p.is_file()] if isinstance(dataset, (str, os.PathLike)) else []
+        if found and is_store(found[0]):  # each process reads only its own devices' rows
+            from .over_devices import load_store_over_devices
+            return load_store_over_devices(found[0], devices, normalize, dtype)
     from ..runtime.limits import memory_ceiling
 
     with memory_ceiling(max_memory):
@@ -57,12 +71,12 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
               for name, (codes, labels) in held.items()}
     if mode != "c":
         from ..backend.device import place
-        place(list(splits.values()), mode)
+        place(list(splits.values()), mode, devices=devices)
     return splits
 
 
 def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
-              cache_dir=None, lossy=False, mode="c", dtype=None, max_memory=None):
+              cache_dir=None, lossy=False, mode="c", dtype=None, max_memory=None, devices=None):
     """Load a dataset as ``[(train_x, train_y), (valid_x, valid_y), (test_x, test_y)]``.
 
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
@@ -109,6 +123,10 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
         Ceiling on what the source's headers may ask to allocate at once,
         e.g. ``"4GiB"``; default half the physical memory (see
         :mod:`int8store.runtime.limits`). Sizes are also checked against the file.
+    devices : int, "all" or list, optional
+        With ``mode="jax"``: each split in blocks over that many devices
+        (see :func:`int8store.place`); a store is then read by each process
+        for its own devices' rows only.
 
     Examples
     --------
@@ -124,5 +142,6 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
 
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
-                         dtype=dtype, caller=caller_file(), max_memory=max_memory)
+                         dtype=dtype, caller=caller_file(), max_memory=max_memory,
+                         devices=devices)
     return [(splits[n].x, splits[n].y) for n in SPLITS]

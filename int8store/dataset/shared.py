@@ -110,6 +110,7 @@ class SharedDataset:
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
         self._count = int(labels.shape[0])
+        self._labels = labels  # on the host too: 4 bytes an example, read without a device
         #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.
         self.blocks = None
         # Through a full slice, so that the view is a variable of its own even
@@ -146,6 +147,19 @@ class SharedDataset:
         return _api.function([symbolic], self._float_view(symbolic))(codes)
 
     # -- sizes ----------------------------------------------------------
+
+    @property
+    def labels(self):
+        """The labels, int32 in host memory (wherever ``y`` is held)."""
+        return self._labels
+
+    def adopt_placement(self, labels, blocks):
+        """Record a placement over several devices made from outside (the
+        rows went straight to the devices): the split's ``labels`` and its
+        ``blocks``."""
+        self._labels = as_int32_labels(labels, name=f"{self.name} labels")
+        self._count = len(self._labels)
+        self.blocks = blocks
 
     @property
     def n_examples(self):

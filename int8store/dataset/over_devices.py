@@ -1,0 +1,85 @@
+"""A store's splits placed over several devices, each process reading only
+the rows its own devices hold: no host ever holds a whole split's images.
+
+The layout is :class:`~int8store.backend.sharding.Blocks` (a pure function of
+the split's length and the device count); JAX asks each process for its own
+devices' blocks only (``jax.make_array_from_callback``), and those rows are
+read from the store, checked against their chunks' checksums, straight into
+the block. Labels (4 bytes an example) are read whole by every process: the
+tutorials count and score with them. Before anything is placed, every
+process checks that all opened the same store (its manifest digest).
+"""
+
+import numpy as np
+
+from ..codes.vocabulary import SPLITS
+from ..errors import ArgumentError, SourceFormatError
+
+__all__ = ["load_store_over_devices"]
+
+
+def load_store_over_devices(path, devices, normalize="unit", dtype=None):
+    """``{split: SharedDataset}`` of the store at ``path``, each split in
+    blocks over ``devices`` (a count, ``"all"`` or a list: see
+    :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
+    stop)`` row ranges this process read."""
+    from ..backend.sharding import Blocks, check_same_data, data_mesh, place_rows
+    from ..store.reader import open_store
+    from .shared import SharedDataset
+
+    store = open_store(path)
+    missing = [name for name in SPLITS if name not in store.splits]
+    if missing:
+        raise SourceFormatError(f"{path}: has splits {', '.join(store.splits)}; load_data needs "
+                                f"{', '.join(SPLITS)} (no {', '.join(missing)} split)")
+    mesh = data_mesh(devices)
+    check_same_data(bytes.fromhex(store.manifest_digest), str(path))
+    blocks = {name: Blocks(store.splits[name], mesh.size) for name in SPLITS}
+    mean = _dataset_mean(store, blocks["train"], mesh) if normalize == "dataset" else None
+    features = int(np.prod(store.image_shape))
+    datasets = {}
+    for name in SPLITS:
+        labels = store.read_labels(name)
+        # Built over one placeholder row; the rows go straight to the devices.
+        dataset = SharedDataset(np.zeros((1, features), np.int8), labels[:1], store.encoding,
+                                normalize=normalize, dataset_mean=mean,
+                                image_shape=store.image_shape, name=name, dtype=dtype)
+        dataset.rows_read = []
+
+        def read(start, stop, name=name, dataset=dataset):
+            rows = np.empty((stop - start, features), np.int8)
+            store.read_rows(name, start, stop, rows)
+            dataset.rows_read.append((start, stop))
+            return rows
+
+        place_rows(dataset.data, mesh, blocks[name], read)
+        place_rows(dataset.y, mesh, blocks[name],
+                   lambda start, stop, labels=labels: labels[start:stop])
+        dataset.adopt_placement(labels, blocks[name])
+        datasets[name] = dataset
+    return datasets
+
+
+def _dataset_mean(store, blocks, mesh):
+    """The training split's mean for ``normalize="dataset"``: each process
+    counts the codes of its own devices' rows, and the counts are summed
+    over the processes (exact, as one pass over the split would be)."""
+    import jax
+
+    from .symbolic import code_counts, mean_of_code_counts
+
+    counts = np.zeros(256, dtype=np.int64)
+    mine = {device.id for device in jax.local_devices()}
+    for index, device in enumerate(mesh.devices.flat):
+        if device.id in mine:
+            start, stop = blocks.rows_of(index)
+            rows = np.empty((stop - start, int(np.prod(store.image_shape))), np.int8)
+            store.read_rows("train", start, stop, rows)
+            counts += code_counts(rows)
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
+    if not counts.sum():
+        raise ArgumentError(f"{store.path}: the training split is empty")
+    return mean_of_code_counts(counts, store.encoding)
