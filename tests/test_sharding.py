@@ -307,3 +307,88 @@ def test_each_process_reads_only_its_own_devices_rows_of_a_store(tmp_path):
         # the "dataset" mean: each process counted its own rows, the counts summed
         assert seen[process]["mean"] == normalization_mean(codes, opened.encoding)
         assert seen[process]["count"] == len(codes)
+
+
+# -- the seeded order: O(1) a position, the same on the host, the C backend and JAX ----
+
+def test_the_shuffle_is_a_bijection_a_new_one_each_epoch():
+    from int8store.backend.shuffle import permuted
+
+    for n in (1, 2, 3, 10, 297, 1000, 4097):
+        orders = [permuted(np.arange(n), n, 42, epoch) for epoch in range(3)]
+        for order in orders:
+            assert sorted(order.tolist()) == list(range(n))
+        if n > 3:
+            assert not np.array_equal(orders[0], orders[1])
+    # position by position: any slice of positions gives the same rows
+    whole = permuted(np.arange(1000), 1000, 7, 4)
+    np.testing.assert_array_equal(permuted(np.arange(600, 700), 1000, 7, 4), whole[600:700])
+    # one domain per device (the last block holds fewer real rows)
+    per_device = permuted(np.arange(297)[None, :], np.array([[300], [297]]), 7, 1)
+    assert per_device[1].max() < 297 and len(set(per_device[0].tolist())) == 297
+
+
+SHUFFLED = """import json, sys
+import numpy as np
+import int8store
+from int8store import load_splits, SharedDataset
+lib = int8store.tensor_library(); T = lib.tensor
+B, EPOCHS, SEED = 100, 2, 11
+
+def model(train, devices, mode="jax"):
+    W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
+    x, y, i = T.matrix(), T.ivector(), T.lscalar()
+    p = T.special.softmax(T.dot(x, W), axis=-1)
+    cost = -T.mean(T.log(p)[T.arange(y.shape[0]), y])
+    step = lib.function([i], cost, mode=int8store.function_mode(mode),
+                        updates=[(W, W - 0.13 * T.grad(cost, W))],
+                        givens={x: train.x[i * B:(i + 1) * B], y: train.y[i * B:(i + 1) * B]})
+    if mode == "jax":
+        int8store.keep_on_device([W], [step], devices=devices)
+    return step, W
+
+train = load_splits("digits")["train"]
+codes, labels = np.asarray(train.data.get_value()), np.asarray(train.y.get_value())
+train.shuffle(SEED)
+int8store.place([train], "jax", devices=4)
+step4, W4 = model(train, 4)
+n = train.n_batches(B)
+costs4 = []
+for e in range(EPOCHS):
+    costs4 += [float(step4(index)) for _, index in train.minibatches(e, B)]
+hlo = step4.maker.linker.jitted.lower(*[np.asarray(0, dtype="int64") if c.storage[0] is None else c.storage[0] for c in step4.input_storage]).compile().as_text()
+W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
+costs1 = []
+for e in range(EPOCHS):  # one device fed each epoch's order
+    order = train.blocks.order(B, seed=SEED, epoch=e)
+    one = SharedDataset(codes[order], labels[order], train.encoding, name="one", dtype=lib.config.floatX)
+    int8store.place([one], "jax")
+    x, y, i = T.matrix(), T.ivector(), T.lscalar()
+    p = T.special.softmax(T.dot(x, W), axis=-1)
+    cost = -T.mean(T.log(p)[T.arange(y.shape[0]), y])
+    step = lib.function([i], cost, mode=int8store.function_mode("jax"), updates=[(W, W - 0.13 * T.grad(cost, W))],
+                        givens={x: one.x[i * B:(i + 1) * B], y: one.y[i * B:(i + 1) * B]})
+    costs1 += [float(step(k)) for k in range(n)]
+# one device shuffled, C backend (perform) against JAX mode
+single = SharedDataset(codes, labels, train.encoding, name="s", dtype=lib.config.floatX).shuffle(SEED)
+i = T.lscalar()
+xb, yb = single.minibatch(i, B)
+at3 = 3 * single.n_batches(B) + 2  # epoch 3, minibatch 2
+c_rows = lib.function([i], [xb, yb], mode=int8store.function_mode("c"))(at3)
+j_rows = lib.function([i], [xb, yb], mode=int8store.function_mode("jax"))(at3)
+order = int8store.backend.sharding.Blocks(len(codes), 1).order(B, seed=SEED, epoch=3)[2 * B:3 * B]
+print(json.dumps({"costs4": costs4, "costs1": costs1, "gather": hlo.count("all-gather"),
+                  "c_equals_jax": bool(np.array_equal(np.asarray(c_rows[1]), np.asarray(j_rows[1]))
+                                       and np.allclose(np.asarray(c_rows[0]), np.asarray(j_rows[0]))),
+                  "c_is_order": bool(np.array_equal(np.asarray(c_rows[1]), labels[order])),
+                  "epochs_differ": costs4[:n] != costs4[n:]}))
+"""
+
+
+@needs_jax
+def test_a_shuffled_split_over_four_devices_equals_one_device_fed_its_order():
+    seen = sharded_run(SHUFFLED)
+    assert seen["gather"] == 0  # each device gathers from its own block
+    np.testing.assert_allclose(seen["costs4"], seen["costs1"], rtol=1e-5)
+    assert seen["epochs_differ"]  # a new order each epoch
+    assert seen["c_equals_jax"] and seen["c_is_order"]  # the C backend, JAX and the host agree

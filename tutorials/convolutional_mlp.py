@@ -287,8 +287,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0].minibatches(epoch, batch_size) if streams
-                   else ((i, i) for i in range(n_train_batches)))
+        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
+                                                                              batch_size)
         for minibatch_index, index_on_device in batches:
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
@@ -391,8 +391,9 @@ def main(argv=None):
                         help="memory ceiling, e.g. '4GiB': a store larger than it is "
                              "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed training shards and their examples each '
-                             'epoch from this seed (default: the split\'s own order)')
+                        help='take the training examples in a new order each epoch, from this '
+                             'seed: streamed shards and their examples, or (JAX mode) the '
+                             'split held whole (default: the split\'s own order)')
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")

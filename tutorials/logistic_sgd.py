@@ -128,6 +128,14 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     smallest, what = min(len(l) for l in labels), 'split'
     if streams and min(s.shard_size for s in streams) < smallest:
         smallest, what = min(s.shard_size for s in streams), 'shard'
+    if seed is not None and not streams:
+        # -- int8store: the training split in a new seeded order each epoch,
+        # computed on the device(s) from (seed, epoch, position)
+        if mode != 'jax':
+            raise int8store.ArgumentError(
+                '--seed shuffles a split held whole in JAX mode (--mode jax), or a streamed '
+                'one (--max-device-bytes); the C backend takes the split in its own order')
+        datasets[0][0].dataset.shuffle(seed)
     blocks = [x.dataset.blocks for x, _ in datasets] if not streams else [None]
     if blocks[0] is not None:  # over several devices: what each holds
         smallest, what = min(b.rows_per_device for b in blocks) * blocks[0].devices, 'split'
@@ -337,8 +345,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0].minibatches(epoch, batch_size) if streams
-                   else ((i, i) for i in range(n_train_batches)))
+        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
+                                                                              batch_size)
         for minibatch_index, index_on_device in batches:
 
             minibatch_avg_cost = train_model(index_on_device)
@@ -453,8 +461,9 @@ def main(argv=None):
                         help="memory ceiling, e.g. '4GiB': a store larger than it is "
                              "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed training shards and their examples each '
-                             'epoch from this seed (default: the split\'s own order)')
+                        help='take the training examples in a new order each epoch, from this '
+                             'seed: streamed shards and their examples, or (JAX mode) the '
+                             'split held whole (default: the split\'s own order)')
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")

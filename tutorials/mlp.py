@@ -165,8 +165,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0].minibatches(epoch, batch_size) if streams
-                   else ((i, i) for i in range(n_train_batches)))
+        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
+                                                                              batch_size)
         for minibatch_index, index_on_device in batches:
             minibatch_avg_cost = train_model(index_on_device)
             iter = (epoch - 1) * n_train_batches + minibatch_index
@@ -234,8 +234,9 @@ def main(argv=None):
                         help="memory ceiling, e.g. '4GiB': a store larger than it is "
                              "streamed (default: half the physical memory)")
     parser.add_argument('--seed', type=int,
-                        help='shuffle streamed training shards and their examples each '
-                             'epoch from this seed (default: the split\'s own order)')
+                        help='take the training examples in a new order each epoch, from this '
+                             'seed: streamed shards and their examples, or (JAX mode) the '
+                             'split held whole (default: the split\'s own order)')
     parser.add_argument('--progress', action='store_true',
                         help='condense the per-epoch lines: a progress bar on a terminal, '
                              'a tenth of them in a pipe (default: every line, as the '

@@ -19,6 +19,7 @@ from ..errors import ArgumentError
 from . import activate
 from .minibatch import Minibatch
 from .sharding import AXIS, sharded_layout
+from .shuffle import permuted_jax
 
 __all__ = ["convert"]
 
@@ -41,6 +42,13 @@ def jax_funcify_Minibatch(op, node=None, **kwargs):
     layout = sharded_layout(node.inputs[0]) if node is not None else None
     if layout is not None:
         return _sharded_minibatch(op, *layout)
+    if op.seed is not None:
+        def shuffled(data, index):  # rows at these positions of the epoch's shuffle
+            epoch, index = jnp.divmod(index, op.batches)
+            rows = permuted_jax(index * stride + jnp.arange(size), op.rows, op.rows, op.seed, epoch)
+            return jnp.take(data, rows, axis=0)
+
+        return shuffled
 
     def minibatch(data, index):
         return jax.lax.dynamic_slice_in_dim(data, index * stride, size, axis=0)
@@ -58,13 +66,26 @@ def _sharded_minibatch(op, mesh, devices):
     per, local_stride = sharded_steps(op, devices)
     split = NamedSharding(mesh, PartitionSpec(AXIS))
 
-    def minibatch(data, index):
+    def in_blocks(data):
         blocks = data.reshape((devices, data.shape[0] // devices) + data.shape[1:])
-        blocks = jax.lax.with_sharding_constraint(blocks, split)
-        rows = jax.lax.dynamic_slice_in_dim(blocks, index * local_stride, per, axis=1)
+        return jax.lax.with_sharding_constraint(blocks, split)
+
+    def minibatch(data, index):
+        rows = jax.lax.dynamic_slice_in_dim(in_blocks(data), index * local_stride, per, axis=1)
         return jax.lax.with_sharding_constraint(rows.reshape((op.size,) + data.shape[1:]), split)
 
-    return minibatch
+    def shuffled(data, index):
+        # Each device's own shuffle of its real rows (the last block has fewer).
+        epoch, index = jnp.divmod(index, op.batches)
+        blocks = in_blocks(data)
+        held = blocks.shape[1]
+        real = jnp.clip(op.rows - jnp.arange(devices) * held, 0, held)[:, None]
+        positions = index * local_stride + jnp.arange(per)[None, :]
+        rows = permuted_jax(positions, real, held, op.seed, epoch)
+        picked = jax.vmap(lambda block, take: jnp.take(block, take, axis=0))(blocks, rows)
+        return jax.lax.with_sharding_constraint(picked.reshape((op.size,) + data.shape[1:]), split)
+
+    return minibatch if op.seed is None else shuffled
 
 
 def sharded_steps(op, devices):

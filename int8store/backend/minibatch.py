@@ -45,17 +45,31 @@ def check_index(index, size, rows, name="data", stride=None):
 
 class Minibatch(_api.module("graph.op").Op):
     """``data[index * stride:index * stride + size]`` with the static length
-    ``size`` (``stride`` defaults to ``size``: minibatch ``index``)."""
+    ``size`` (``stride`` defaults to ``size``: minibatch ``index``).
 
-    __props__ = ("size", "stride")
-    view_map = {0: [0]}
+    With a ``seed`` (a shuffled split, ``stride == size``), ``index`` counts
+    minibatches from the first epoch's first, ``batches`` an epoch: the rows
+    are those at positions ``[i * size, (i + 1) * size)`` of epoch ``e``'s
+    shuffle of the split's ``rows`` real rows (:mod:`.shuffle`), where
+    ``e, i = divmod(index, batches)``. The split's order otherwise."""
 
-    def __init__(self, size, stride=None):
+    __props__ = ("size", "stride", "seed", "rows", "batches")
+
+    def __init__(self, size, stride=None, seed=None, rows=None, batches=None):
         stride = size if stride is None else stride
         if int(size) != size or size < 1 or int(stride) != stride or stride < 1:
             raise ArgumentError(f"minibatch size and stride must be positive integers, got "
                                 f"{size!r} and {stride!r}")
         self.size, self.stride = int(size), int(stride)
+        self.seed = None if seed is None else int(seed)
+        self.rows = None if rows is None else int(rows)
+        self.batches = None if batches is None else int(batches)
+        if self.seed is not None and (self.stride != self.size or not self.batches
+                                      or not self.rows):
+            raise ArgumentError("a shuffled minibatch needs stride == size, the split's rows "
+                                "and its minibatches per epoch")
+        # A view of the data, unless rows are gathered from a shuffle.
+        self.view_map = {0: [0]} if self.seed is None else {}
 
     def make_node(self, data, index):
         data = at.as_tensor_variable(data)
@@ -70,11 +84,21 @@ class Minibatch(_api.module("graph.op").Op):
         out = at.TensorType(data.dtype, shape=(self.size,) + tuple(data.type.shape[1:]))()
         return _api.module("graph.basic").Apply(self, [data, index], [out])
 
+    def epoch_and_index(self, index):
+        """``(epoch, minibatch in the epoch)`` of a shuffled minibatch's index."""
+        return divmod(int(index), self.batches) if self.seed is not None else (0, int(index))
+
     def perform(self, node, inputs, outputs):
         data, index = inputs
+        epoch, index = self.epoch_and_index(index)
         check_index(index, self.size, data.shape[0], node.inputs[0].name or "data", self.stride)
-        start = int(index) * self.stride
-        outputs[0][0] = data[start:start + self.size]
+        start = index * self.stride
+        if self.seed is None:
+            outputs[0][0] = data[start:start + self.size]
+            return
+        from .shuffle import permuted
+
+        outputs[0][0] = data[permuted(start + np.arange(self.size), self.rows, self.seed, epoch)]
 
     def infer_shape(self, *node_and_shapes):
         # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
@@ -94,7 +118,13 @@ class Minibatch(_api.module("graph.op").Op):
 
 
 def minibatch(data, index, size, stride=None):
-    """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`)."""
+    """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`): in
+    a shuffled split's order when ``data`` belongs to one
+    (:meth:`~int8store.SharedDataset.shuffle`) and the minibatch is whole."""
+    dataset = getattr(getattr(data, "tag", None), "int8store_shuffled", None)
+    if dataset is not None and (stride is None or stride == size):
+        return Minibatch(size, size, dataset.seed, dataset.n_examples,
+                         dataset.n_batches(size))(data, index)
     return Minibatch(size, stride)(data, index)
 
 

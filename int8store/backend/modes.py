@@ -118,8 +118,9 @@ def _make_jax_mode():
                 return jitted
 
             def checked(*args):
-                for position, size, rows, name, stride in checks:
-                    check_index(args[position], size, rows, name, stride)
+                for position, size, rows, name, stride, batches in checks:
+                    index = args[position] if batches is None else int(args[position]) % batches
+                    check_index(index, size, rows, name, stride)
                 return jitted(*args)
 
             return checked
@@ -139,14 +140,14 @@ def _make_jax_mode():
             devices = layout[1]
             (size, stride), rows = sharded_steps(node.op, devices), rows // devices
         if isinstance(index, Constant):
-            check_index(index.data, size, rows, name, stride)
+            check_index(node.op.epoch_and_index(index.data)[1], size, rows, name, stride)
             return None
         if index not in fgraph.inputs:
             raise ArgumentError(
                 f"{name}: in JAX mode the minibatch index must be an input of the function, "
                 "so that it can be checked before JAX runs (JAX would clamp it silently)"
             )
-        return fgraph.inputs.index(index), size, rows, name, stride
+        return fgraph.inputs.index(index), size, rows, name, stride, node.op.batches
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):

@@ -76,15 +76,21 @@ class Blocks:
         tutorials left out the remainder of a split."""
         return self.fewest_rows // self.per_device(batch_size)
 
-    def order(self, batch_size, n_batches=None):
+    def order(self, batch_size, n_batches=None, seed=None, epoch=0):
         """The split's rows in the order the minibatches of ``batch_size``
-        take them (``n_batches`` of them, by default all): what a single
-        device fed in this order sees."""
+        take them (``n_batches`` of them, by default all), shuffled by
+        ``seed`` in ``epoch`` if given: what a single device fed in this
+        order sees."""
         per = self.per_device(batch_size)
         count = self.n_batches(batch_size) if n_batches is None else n_batches
-        local = np.arange(count * per).reshape(count, 1, per)
-        first = (np.arange(self.devices) * self.rows_per_device).reshape(1, -1, 1)
-        return (first + local).reshape(-1)
+        local = np.broadcast_to(np.arange(count * per), (self.devices, count * per))
+        if seed is not None:
+            from .shuffle import permuted
+
+            real = np.array([np.subtract(*self.rows_of(d)[::-1]) for d in range(self.devices)])
+            local = permuted(local, real[:, None], seed, epoch)
+        rows = local + (np.arange(self.devices) * self.rows_per_device)[:, None]
+        return rows.reshape(self.devices, count, per).transpose(1, 0, 2).reshape(-1)
 
     def global_rows(self, local_start, width):
         """Rows ``(devices, width)`` of the split at local rows

@@ -113,6 +113,7 @@ class SharedDataset:
         self._labels = labels  # on the host too: 4 bytes an example, read without a device
         #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.
         self.blocks = None
+        self.seed = None  # see shuffle()
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float storage, unit scale).
         self.x = _View.wrap(self._float_view(self.data[:]), self)
@@ -152,6 +153,29 @@ class SharedDataset:
     def labels(self):
         """The labels, int32 in host memory (wherever ``y`` is held)."""
         return self._labels
+
+    def shuffle(self, seed):
+        """Take this split's minibatches in a seeded order, a new one each
+        epoch: minibatch ``i`` of epoch ``e`` holds the rows at positions
+        ``[i*B, (i+1)*B)`` of a bijection of the split computed position by
+        position from ``(seed, e)`` (:mod:`int8store.backend.shuffle`; over
+        several devices each device shuffles its own block). Index such
+        minibatches with what :meth:`minibatches` yields: ``e * batches + i``
+        (so a data position is ``(seed, epoch, step)``). Applies to
+        minibatches taken after the call: :meth:`minibatch`, and the classic
+        slices in int8store's JAX mode."""
+        self.seed = int(seed)
+        for variable in (self.data, self.y):
+            variable.tag.int8store_shuffled = self
+        return self
+
+    def minibatches(self, epoch, batch_size):
+        """``(minibatch in the epoch, index to pass the compiled step)`` for
+        each whole minibatch of ``epoch`` (0 or more): the two are the same
+        unless the split is shuffled (then the index also says the epoch)."""
+        count = self.n_batches(batch_size)
+        offset = int(epoch) * count if self.seed is not None else 0
+        return ((i, offset + i) for i in range(count))
 
     def adopt_placement(self, labels, blocks):
         """Record a placement over several devices made from outside (the

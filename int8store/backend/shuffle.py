@@ -1,0 +1,91 @@
+"""A seeded bijection of ``[0, n)`` per epoch, computed position by position.
+
+``permuted(p, n, seed, epoch)`` is the row taken at position ``p`` of epoch
+``epoch``: a four-round Feistel network over the smallest even number of
+bits that covers ``n`` (keys from the seed, the epoch and the round), walked
+again while the result is ``n`` or more (cycle walking: at most a few
+steps, fewer than two on average). Each position costs O(1) and needs
+nothing but ``(seed, epoch, p)``: a process, or a device, knows which rows it
+takes without a message from any other, and a data position is
+``(seed, epoch, step)`` whatever the number of hosts (the idea of Grain's
+``index_shuffle``).
+
+The same arithmetic (32-bit unsigned, wrapping) runs in numpy and in
+``jax.numpy``: the C backend, JAX mode and the host give the same order.
+"""
+
+import numpy as np
+
+__all__ = ["permuted", "permuted_jax"]
+
+_ROUNDS = 4
+_M1, _M2, _GOLDEN = 0x85EBCA6B, 0xC2B2AE35, 0x9E3779B9
+
+
+def _mix(x, xp):
+    """A 32-bit finaliser (MurmurHash3's), on uint32 arrays of ``xp``."""
+    x = x ^ (x >> 16)
+    x = x * xp.uint32(_M1)
+    x = x ^ (x >> 13)
+    x = x * xp.uint32(_M2)
+    return x ^ (x >> 16)
+
+
+def _keys(seed, epoch, xp):
+    base = _mix(xp.asarray(seed, dtype=xp.uint32) ^ _mix(xp.asarray(epoch, dtype=xp.uint32)
+                                                        * xp.uint32(_GOLDEN) + xp.uint32(1), xp),
+                xp)
+    return [_mix(base + xp.uint32((r + 1) * _GOLDEN & 0xFFFFFFFF), xp) for r in range(_ROUNDS)]
+
+
+def _half_bits(n):
+    bits = max(2, int(n - 1).bit_length())
+    return (bits + 1) // 2
+
+
+def _feistel(x, keys, half, xp):
+    mask = xp.uint32((1 << half) - 1)
+    left, right = x >> xp.uint32(half), x & mask
+    for key in keys:
+        left, right = right, left ^ (_mix(right ^ key, xp) & mask)
+    return (left << xp.uint32(half)) | right
+
+
+def permuted(positions, n, seed, epoch):
+    """Rows (int64) at ``positions`` of epoch ``epoch`` of a shuffle of
+    ``[0, n)`` by ``seed`` (numpy). ``n`` may be an array broadcasting with
+    ``positions`` (one domain per device), all no larger than ``max_n``
+    would need: the bits are those of the largest."""
+    n = np.asarray(n, dtype=np.int64)
+    half = _half_bits(int(n.max()))
+    with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as intended
+        keys = _keys(np.uint32(seed & 0xFFFFFFFF), np.uint32(epoch & 0xFFFFFFFF), np)
+        x = np.asarray(positions, dtype=np.uint32) + np.zeros(n.shape, np.uint32)
+        limit = n.astype(np.uint32)
+        x = _feistel(x, keys, half, np)
+        while True:
+            outside = x >= limit
+            if not outside.any():
+                return x.astype(np.int64)
+            x = np.where(outside, _feistel(x, keys, half, np), x)
+
+
+def permuted_jax(positions, n, max_n, seed, epoch):
+    """:func:`permuted` in ``jax.numpy``, inside a traced function:
+    ``epoch`` may be traced; ``max_n`` (a Python int) fixes the bits."""
+    import jax
+    import jax.numpy as jnp
+
+    half = _half_bits(int(max_n))
+    keys = _keys(jnp.uint32(seed & 0xFFFFFFFF), jnp.asarray(epoch).astype(jnp.uint32), jnp)
+    limit = jnp.asarray(n).astype(jnp.uint32)
+    x = _feistel(jnp.asarray(positions).astype(jnp.uint32) + jnp.zeros(limit.shape, jnp.uint32),
+                 keys, half, jnp)
+
+    def outside(x):
+        return jnp.any(x >= limit)
+
+    def walk(x):
+        return jnp.where(x >= limit, _feistel(x, keys, half, jnp), x)
+
+    return jax.lax.while_loop(outside, walk, x).astype(jnp.int32)
