@@ -23,12 +23,14 @@ _M1, _M2, _GOLDEN = 0x85EBCA6B, 0xC2B2AE35, 0x9E3779B9
 
 
 def _mix(x, xp):
-    """A 32-bit finaliser (MurmurHash3's), on uint32 arrays of ``xp``."""
-    x = x ^ (x >> 16)
+    """A 32-bit finaliser (MurmurHash3's), on uint32 arrays of ``xp``. Every
+    constant is a uint32: numpy 1.x would widen a 0-d uint32 array shifted by
+    a Python int to int64, and the order would differ from JAX's."""
+    x = x ^ (x >> xp.uint32(16))
     x = x * xp.uint32(_M1)
-    x = x ^ (x >> 13)
+    x = x ^ (x >> xp.uint32(13))
     x = x * xp.uint32(_M2)
-    return x ^ (x >> 16)
+    return x ^ (x >> xp.uint32(16))
 
 
 def _keys(seed, epoch, xp):
