@@ -195,7 +195,7 @@ def test_fuzz_hdf5_sources(request, scratch, tmp_path):
     flips = st.lists(st.tuples(st.integers(0, len(original) - 1), st.integers(0, 7)),
                      min_size=1, max_size=3)
 
-    @fuzz(request, flips, 60)  # each example starts a process: fewer than the others
+    @fuzz(request, flips, 30)  # each example starts a process: fewer than the others
     def check(case):
         data = bytearray(original)
         for position, bit in case:

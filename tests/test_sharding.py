@@ -19,6 +19,10 @@ import pytest
 from conftest import ROOT
 from int8store.backend.sharding import Blocks
 
+# Several devices or processes: PyTensor's float64 run leaves these out (its
+# float32 run and Aesara's JAX run have them; scripts/test.sh).
+pytestmark = pytest.mark.devices
+
 needs_jax = pytest.mark.skipif(
     subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode != 0,
     reason="JAX is not installed in this environment")
