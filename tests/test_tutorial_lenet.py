@@ -14,9 +14,11 @@ def test_geometry_is_the_classic_one_on_28x28_and_smaller_on_8x8():
 
 @pytest.mark.slow
 def test_lenet5_learns_on_digits_and_slices_before_the_cast(tmp_path):
-    result = convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=60, batch_size=100,
-                                               model_path=tmp_path / "lenet.npz")
-    assert result["test_score"] < 0.3  # chance is 90 %
+    # A larger step than the tutorial's 0.1 learns in a quarter of the epochs
+    # (and of the suite's time): 5.7 % test error after 15.
+    result = convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=15, batch_size=100,
+                                               learning_rate=0.3, model_path=tmp_path / "lenet.npz")
+    assert result["test_score"] < 0.2  # chance is 90 %
     assert len(result["params"]) == 8
     assert_sliced_before_cast(result["train_model"], result["datasets"][0][0].dataset)
     assert (tmp_path / "lenet.npz").exists()
