@@ -40,7 +40,7 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import (LogisticRegression, add_process_options, devices_option,
+from logistic_sgd import (LogisticRegression, add_device_options, add_progress_option,
                           join_processes, load_data, load_for_training, run_from_command_line)
 from mlp import HiddenLayer
 
@@ -397,14 +397,8 @@ def main(argv=None):
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
-    parser.add_argument('--devices', type=devices_option, metavar='N',
-                        help="JAX mode over N devices ('all': every one JAX sees): each "
-                             "split's rows in blocks, one per device (default: one)")
-    add_process_options(parser)
-    parser.add_argument('--progress', action='store_true',
-                        help='condense the per-epoch lines: a progress bar on a terminal, '
-                             'a tenth of them in a pipe (default: every line, as the '
-                             'classic tutorial printed)')
+    add_device_options(parser)
+    add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
     result, status = run_from_command_line(

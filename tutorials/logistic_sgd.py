@@ -174,8 +174,20 @@ def devices_option(text):
     return count
 
 
-def add_process_options(parser):
-    """--coordinator, --num-processes, --process-id: several processes (hosts) in one run."""
+def add_progress_option(parser):
+    """--progress: the per-epoch lines condensed (int8store.EpochLines)."""
+    parser.add_argument('--progress', action='store_true',
+                        help='condense the per-epoch lines: a progress bar on a terminal, '
+                             'a tenth of them in a pipe (default: every line, as the '
+                             'classic tutorial printed)')
+
+
+def add_device_options(parser):
+    """--devices, and --coordinator, --num-processes, --process-id: several
+    devices, and several processes (hosts), in one run."""
+    parser.add_argument('--devices', type=devices_option, metavar='N',
+                        help="JAX mode over N devices ('all': every one JAX sees): each "
+                             "split's rows in blocks, one per device (default: one)")
     parser.add_argument('--coordinator', metavar='HOST:PORT',
                         help='run as one of several processes (JAX mode): process 0\'s '
                              'address; then --devices defaults to all of every process\'s')
@@ -467,14 +479,8 @@ def main(argv=None):
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
-    parser.add_argument('--devices', type=devices_option, metavar='N',
-                        help="JAX mode over N devices ('all': every one JAX sees): each "
-                             "split's rows in blocks, one per device (default: one)")
-    add_process_options(parser)
-    parser.add_argument('--progress', action='store_true',
-                        help='condense the per-epoch lines: a progress bar on a terminal, '
-                             'a tenth of them in a pipe (default: every line, as the '
-                             'classic tutorial printed)')
+    add_device_options(parser)
+    add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
     result, status = run_from_command_line(

@@ -26,8 +26,8 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import (LogisticRegression, load_data, load_for_training,
-                          run_from_command_line)
+from logistic_sgd import (LogisticRegression, add_progress_option, load_data,
+                          load_for_training, run_from_command_line)
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -237,10 +237,7 @@ def main(argv=None):
                         help='take the training examples in a new order each epoch, from this '
                              'seed: streamed shards and their examples, or (JAX mode) the '
                              'split held whole (default: the split\'s own order)')
-    parser.add_argument('--progress', action='store_true',
-                        help='condense the per-epoch lines: a progress bar on a terminal, '
-                             'a tenth of them in a pipe (default: every line, as the '
-                             'classic tutorial printed)')
+    add_progress_option(parser)
     args = parser.parse_args(argv)
     _, status = run_from_command_line(
         test_mlp, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["start"]
+__all__ = ["start", "end"]
 
 
 def start(module, args, pass_fds=(), bufsize=-1, env=None):
@@ -24,3 +24,18 @@ def start(module, args, pass_fds=(), bufsize=-1, env=None):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, pass_fds=pass_fds, env=env, bufsize=bufsize)
+
+
+def end(process, timeout):
+    """Close a helper's input (it then finishes what it was asked, and
+    exits), wait ``timeout`` seconds for it, kill it if it has not ended."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    process.stdout.close()

@@ -68,7 +68,7 @@ class Hdf5Process:
             "int8store.sources.hdf5_process", [self.path, max_memory()], bufsize=0,
             env={"OPENBLAS_NUM_THREADS": "1"})  # the child does no linear algebra
         self._buffer = bytearray()
-        self.close = weakref.finalize(self, _end, self._process)
+        self.close = weakref.finalize(self, processes.end, self._process, 5)
 
     def describe(self, keys=None):
         """``[(split, images key, image shape, image dtype, labels)]`` of the file."""
@@ -181,20 +181,6 @@ def _checked_layout(shape, dtype, path):
                                 f"dtype {dtype} and shape {shape}")
     check_memory(math.prod(shape) * dtype.itemsize, f"an array of shape {shape}", path)
     return shape, dtype
-
-
-def _end(process):
-    """Close the child's input (it then exits) and make sure it has."""
-    try:
-        process.stdin.close()
-    except OSError:
-        pass
-    try:
-        process.wait(timeout=5)
-    except Exception:  # noqa: BLE001 - a child that does not end is killed
-        process.kill()
-        process.wait()
-    process.stdout.close()
 
 
 # -- the child ----------------------------------------------------------------------

@@ -22,7 +22,6 @@ Protocol, one line each way per shard: ``buffer epoch index start stop`` in,
 import mmap
 import os
 import signal
-import subprocess
 import sys
 import weakref
 
@@ -84,7 +83,7 @@ class ShardProcess:
         self._process = processes.start("int8store.streaming.shard_process", args,
                                          pass_fds=buffers.fds)
         # A stream dropped without close() (or alive at exit) ends its reader too.
-        self.close = weakref.finalize(self, _end, self._process)
+        self.close = weakref.finalize(self, processes.end, self._process, 30)
 
     def submit(self, buffer, epoch, index, start, stop):
         try:
@@ -101,20 +100,6 @@ class ShardProcess:
             raise ShardReadError(reply[6:].decode("utf-8", "replace").rstrip("\n"))
         code = self._process.wait()
         raise ShardReadError(f"the process reading the shards ended (exit status {code})")
-
-
-def _end(process):
-    """Let the reader finish what it was asked, and end it."""
-    try:
-        process.stdin.close()
-    except OSError:
-        pass
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    process.stdout.close()
 
 
 class ShardReadError(Exception):
