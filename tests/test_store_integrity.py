@@ -213,6 +213,28 @@ def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_an_interrupt_c_code_prints_and_swallows_is_remembered_and_not_reported(capfd):
+    """Ctrl-C during the import of one of numpy's extension modules: its
+    ``import_array()`` prints the interrupt with ``PyErr_Print()`` and raises
+    an ImportError instead (a traceback CI once caught in the conversion
+    interrupted at any moment). ``PyRun_SimpleString`` swallows and prints
+    the same way, with the signal really sent."""
+    import ctypes
+    import signal
+
+    from int8store.runtime.interrupts import Interrupted, interrupts_remembered
+
+    with pytest.raises(Interrupted) as raised:
+        with interrupts_remembered():
+            failed = ctypes.pythonapi.PyRun_SimpleString(
+                b"import os, signal; os.kill(os.getpid(), signal.SIGINT); "
+                b"[None for _ in range(10 ** 6)]")  # the handler runs in the loop at the latest
+            progress = "went on"
+    assert failed == -1 and progress == "went on"
+    assert raised.value.signal == signal.SIGINT
+    assert capfd.readouterr().err == ""
+
+
 @pytest.mark.parametrize("umask, published", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, published, monkeypatch):
     """Private (0600) while it is written, then 0666 & ~umask: a store written

@@ -10,7 +10,12 @@ records every signal it turns into an exception, and
 SIGTERM (what ``kill`` and job schedulers send) gets the same treatment, so
 the temporary file is removed instead of being left on disk. Python's report
 of an interrupt it swallowed ("Exception ignored in ...") is kept off
-stderr: the interrupt is handled, and the command says so in one line.
+stderr: the interrupt is handled, and the command says so in one line. So is
+the traceback C code prints when it swallows one: numpy's ``import_array()``,
+run by each of numpy's extension modules as it is imported, reports a failed
+import with ``PyErr_Print()`` (``sys.excepthook``) before raising an
+ImportError of its own, so Ctrl-C during ``import numpy.linalg`` printed a
+traceback and then "numpy.core.multiarray failed to import".
 
 Training loops get a gentler treatment (:func:`stop_requests`): the first
 SIGINT or SIGTERM only asks the loop to stop at its next check
@@ -55,17 +60,17 @@ def interrupts_remembered():
         return
     previous = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
     outermost = not _received and all(h is not _handler for h in previous.values())
-    previous_hook = sys.unraisablehook
+    previous_hooks = sys.unraisablehook, sys.excepthook
     if outermost:
-        sys.unraisablehook = _quiet_about_interrupts(previous_hook)
+        sys.unraisablehook = _quiet_about_interrupts(previous_hooks[0])
+        sys.excepthook = _quiet_excepthook(previous_hooks[1])
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
         if outermost:
-            sys.unraisablehook = previous_hook
-        if outermost:
+            sys.unraisablehook, sys.excepthook = previous_hooks
             pending = list(_received)
             _received.clear()
             if pending:
@@ -80,6 +85,16 @@ def _quiet_about_interrupts(hook):
     def quiet(unraisable):
         if not isinstance(unraisable.exc_value, Interrupted):
             hook(unraisable)
+    return quiet
+
+
+def _quiet_excepthook(hook):
+    """A ``sys.excepthook`` for the block's duration: C code that swallows an
+    exception with ``PyErr_Print()`` calls it; the interrupts this module
+    remembered are dropped (the block ends with them), anything else is passed on."""
+    def quiet(kind, value, traceback):
+        if not isinstance(value, Interrupted):
+            hook(kind, value, traceback)
     return quiet
 
 
