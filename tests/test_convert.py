@@ -108,6 +108,7 @@ def digits_images():
 
 
 @pytest.mark.slow
+@pytest.mark.graph_free
 def test_scikit_learn_digits_as_png_folders_and_zip(tmp_path):
     images, labels = digits_images()
     order = write_image_folder(tmp_path / "digits", images, labels)
@@ -366,6 +367,7 @@ def test_interrupted_conversion_leaves_nothing(tmp_path, capsys, monkeypatch):
 # -- memory ---------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.graph_free
 def test_converting_an_image_folder_takes_bounded_memory(tmp_path):
     """Peak traced memory stays under a bound fixed in advance while the folder
     holds several times that bound in pixels, and does not grow with it.
@@ -419,6 +421,7 @@ def write_source(kind, folder, images, labels):
 
 
 @pytest.mark.slow
+@pytest.mark.graph_free
 @pytest.mark.parametrize("kind", ["idx.gz", "npz", "hdf5", "store", "zip", "tar.gz"])
 def test_conversion_memory_is_bounded_by_the_chunk_size_for_every_format(tmp_path, kind):
     """Peak traced memory converting 24 MB of images with 1 MiB chunks stays

@@ -15,9 +15,21 @@ matrices = hnp.array_shapes(min_dims=2, max_dims=2, max_side=16)
 pixels = hnp.arrays(np.uint8, matrices, elements=st.integers(0, 255))
 
 
+_compiled = {}
+
+
 def compile_dequantize(encoding, normalize="unit", dataset_mean=None, dtype="float32"):
-    codes = at.matrix(dtype="int8")
-    return lib.function([codes], dequantize(codes, encoding, normalize, dataset_mean, dtype))
+    """The compiled conversion, once per encoding and settings: the property
+    tests' examples share a handful of encodings, and compiling is most of
+    their time."""
+    codebook = None if encoding.codebook is None else encoding.codebook.tobytes()
+    key = (encoding.offset, encoding.divisor, codebook, encoding.max_error, encoding.precision,
+           normalize, dataset_mean, dtype)
+    if key not in _compiled:
+        codes = at.matrix(dtype="int8")
+        _compiled[key] = lib.function([codes], dequantize(codes, encoding, normalize,
+                                                          dataset_mean, dtype))
+    return _compiled[key]
 
 
 @pytest.fixture(scope="module")
