@@ -50,7 +50,11 @@ def static_sizes(fgraph, variables):
 
     if not hasattr(fgraph, "shape_feature"):
         fgraph.attach_feature(ShapeFeature())
-    shape_of = fgraph.shape_feature.shape_of
+    feature = fgraph.shape_feature
+    if isinstance(getattr(type(feature), "shape_of", None), property):
+        shape_of = feature.shape_tuple  # PyTensor 3.3+, where shape_of is a deprecated proxy
+    else:  # Aesara, earlier PyTensors (there, shape_tuple gives Shape_i nodes, not the inferred shapes)
+        shape_of = feature.shape_of.__getitem__
     sizes, pending = {}, []
     for variable in variables:
         if not hasattr(variable.type, "ndim"):
@@ -61,7 +65,7 @@ def static_sizes(fgraph, variables):
         if static is not None and None not in static:
             sizes[variable] = math.prod(static) * itemsize
         else:
-            pending.append((variable, itemsize, shape_of[variable]))
+            pending.append((variable, itemsize, shape_of(variable)))
     if pending:
         flat = [dim for _, _, shape in pending for dim in shape]
         inputs = [v for v in graph_basic.graph_inputs(flat)
