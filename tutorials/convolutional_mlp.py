@@ -40,8 +40,9 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import (LogisticRegression, add_device_options, add_progress_option,
-                          join_processes, load_data, load_for_training, run_from_command_line)
+from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
+                          add_progress_option, join_processes, load_data, load_for_training,
+                          run_from_command_line)
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -377,23 +378,7 @@ def main(argv=None):
                         help='minibatch size (default: %(default)s)')
     parser.add_argument('--nkerns', type=int, nargs=2, default=[20, 50], metavar='N',
                         help='kernels of the two conv layers (default: 20 50)')
-    parser.add_argument('--mode', choices=('c', 'jax'), default='c',
-                        help="'c': the library's C backend on the CPU; 'jax': JAX's default "
-                             "device, a GPU when JAX sees one (default: %(default)s)")
-    parser.add_argument('--classic-count', action='store_true',
-                        help='score whole minibatches only, dropping the remainder of the '
-                             'validation and test splits, as the classic tutorial (and its '
-                             'published figures) did; by default every example is scored')
-    parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='feed each split to the device in shards of at most N bytes, '
-                             'read from the file for a store (default: hold it all)')
-    parser.add_argument('--max-memory', metavar='SIZE',
-                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
-                             "streamed (default: half the physical memory)")
-    parser.add_argument('--seed', type=int,
-                        help='take the training examples in a new order each epoch, from this '
-                             'seed: streamed shards and their examples, or (JAX mode) the '
-                             'split held whole (default: the split\'s own order)')
+    add_data_options(parser)
     parser.add_argument('--save-model', metavar='PATH',
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")

@@ -174,6 +174,28 @@ def devices_option(text):
     return count
 
 
+def add_data_options(parser):
+    """--mode, --classic-count, --max-device-bytes, --max-memory and --seed:
+    where the splits are held and how they are fed and scored."""
+    parser.add_argument('--mode', choices=('c', 'jax'), default='c',
+                        help="'c': the library's C backend on the CPU; 'jax': JAX's default "
+                             "device, a GPU when JAX sees one (default: %(default)s)")
+    parser.add_argument('--classic-count', action='store_true',
+                        help='score whole minibatches only, dropping the remainder of the '
+                             'validation and test splits, as the classic tutorial (and its '
+                             'published figures) did; by default every example is scored')
+    parser.add_argument('--max-device-bytes', type=int, metavar='N',
+                        help='feed each split to the device in shards of at most N bytes, '
+                             'read from the file for a store (default: hold it all)')
+    parser.add_argument('--max-memory', metavar='SIZE',
+                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
+                             "streamed (default: half the physical memory)")
+    parser.add_argument('--seed', type=int,
+                        help='take the training examples in a new order each epoch, from this '
+                             'seed: streamed shards and their examples, or (JAX mode) the '
+                             'split held whole (default: the split\'s own order)')
+
+
 def add_progress_option(parser):
     """--progress: the per-epoch lines condensed (int8store.EpochLines)."""
     parser.add_argument('--progress', action='store_true',
@@ -459,23 +481,7 @@ def main(argv=None):
                         help='SGD step (default: %(default)s)')
     parser.add_argument('--batch-size', type=int, default=600,
                         help='minibatch size (default: %(default)s)')
-    parser.add_argument('--mode', choices=('c', 'jax'), default='c',
-                        help="'c': the library's C backend on the CPU; 'jax': JAX's default "
-                             "device, a GPU when JAX sees one (default: %(default)s)")
-    parser.add_argument('--classic-count', action='store_true',
-                        help='score whole minibatches only, dropping the remainder of the '
-                             'validation and test splits, as the classic tutorial (and its '
-                             'published figures) did; by default every example is scored')
-    parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='feed each split to the device in shards of at most N bytes, '
-                             'read from the file for a store (default: hold it all)')
-    parser.add_argument('--max-memory', metavar='SIZE',
-                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
-                             "streamed (default: half the physical memory)")
-    parser.add_argument('--seed', type=int,
-                        help='take the training examples in a new order each epoch, from this '
-                             'seed: streamed shards and their examples, or (JAX mode) the '
-                             'split held whole (default: the split\'s own order)')
+    add_data_options(parser)
     parser.add_argument('--save-model', default='best_model.npz', metavar='PATH',
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")

@@ -26,7 +26,7 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import (LogisticRegression, add_progress_option, load_data,
+from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option, load_data,
                           load_for_training, run_from_command_line)
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -224,19 +224,7 @@ def main(argv=None):
     parser.add_argument('--epochs', type=int, default=1000)
     parser.add_argument('--batch-size', type=int, default=20)
     parser.add_argument('--hidden', type=int, default=500)
-    parser.add_argument('--mode', choices=('c', 'jax'), default='c')
-    parser.add_argument('--classic-count', action='store_true',
-                        help='score whole minibatches only, as the classic tutorial did')
-    parser.add_argument('--max-device-bytes', type=int, metavar='N',
-                        help='feed each split to the device in shards of at most N bytes, '
-                             'read from the file for a store (default: hold it all)')
-    parser.add_argument('--max-memory', metavar='SIZE',
-                        help="memory ceiling, e.g. '4GiB': a store larger than it is "
-                             "streamed (default: half the physical memory)")
-    parser.add_argument('--seed', type=int,
-                        help='take the training examples in a new order each epoch, from this '
-                             'seed: streamed shards and their examples, or (JAX mode) the '
-                             'split held whole (default: the split\'s own order)')
+    add_data_options(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     _, status = run_from_command_line(
