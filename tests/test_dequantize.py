@@ -1,5 +1,7 @@
 """The symbolic float32 conversion, checked against numpy."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -22,9 +24,9 @@ def compile_dequantize(encoding, normalize="unit", dataset_mean=None, dtype="flo
     """The compiled conversion, once per encoding and settings: the property
     tests' examples share a handful of encodings, and compiling is most of
     their time."""
-    codebook = None if encoding.codebook is None else encoding.codebook.tobytes()
-    key = (encoding.offset, encoding.divisor, codebook, encoding.max_error, encoding.precision,
-           normalize, dataset_mean, dtype)
+    fields = (getattr(encoding, f.name) for f in dataclasses.fields(encoding))
+    key = tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in fields) \
+        + (normalize, dataset_mean, dtype)
     if key not in _compiled:
         codes = at.matrix(dtype="int8")
         _compiled[key] = lib.function([codes], dequantize(codes, encoding, normalize,
