@@ -368,13 +368,14 @@ def test_max_pool_second_derivative_is_declared():
 
 
 def test_default_mode_runs_the_ops():
-    """PyTensor's default linker (Numba in 3.x) runs the ops' perform in object mode."""
+    """PyTensor's default linker (Numba in 3.x) runs the ops' perform in object
+    mode, without PyTensor's warning (int8store.backend.numba_ops)."""
     pytest.importorskip("numba")
     x = pt.tensor("x", dtype="float32", shape=(2, 1, 8, 8))
     w = pt.tensor("w", dtype="float32", shape=(3, 1, 3, 3))
     cost = pool_2d(pt.tanh(conv2d(x, w)), (2, 2)).sum()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Numba will use object mode ..."
+        warnings.simplefilter("error")  # "Numba will use object mode ..." included
         f = pytensor.function([x, w], [cost] + pytensor.grad(cost, [x, w]))
     img = rng(27).standard_normal((2, 1, 8, 8)).astype("float32")
     kern = rng(28).standard_normal((3, 1, 3, 3)).astype("float32")

@@ -5,7 +5,8 @@ library runs (:mod:`.selection`), its BLAS set-up (:mod:`.blas`), corrections of
 Aesara defects (:mod:`.fixes`), convolution and pooling for PyTensor, which has
 none (:mod:`.pytensor_nnet`), the modes (:mod:`.modes`), the static-size
 minibatch op (:mod:`.minibatch`), placing data on JAX's device
-(:mod:`.device`) and int8store's JAX conversions (:mod:`.jax_ops`).
+(:mod:`.device`), int8store's JAX conversions (:mod:`.jax_ops`) and its ops
+in PyTensor's Numba mode (:mod:`.numba_ops`).
 
 ``import int8store`` imports none of it. :func:`activate` is the one entry
 point: the first call that builds a graph makes it (or a user, explicitly),
@@ -22,7 +23,8 @@ and it returns :mod:`int8store.backend.api`, the names the rest of the
 package builds graphs with. Nothing outside the package changes:
 ``os.environ`` is as it was after the call, and the library's plain modes
 are left as it ships them (int8store's JAX conversions apply in int8store's
-JAX mode only).
+JAX mode only; PyTensor's Numba dispatch learns int8store's own op classes
+and nothing else).
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 :mod:`int8store.codes`.

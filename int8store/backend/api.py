@@ -47,6 +47,11 @@ else:
         from .pytensor_nnet import pool_2d
         return pool_2d(*args, **kwargs)
 
+    # int8store's ops in PyTensor's default (Numba) mode, registered when a
+    # Numba function is first compiled (numba is not imported before).
+    from .numba_ops import install
+    install()
+
 
 __all__ = ["lib", "NAME", "VERSION", "at", "function", "conv2d", "pool_2d", "softmax",
            "TensorVariable", "module", "float_dtype", "float_constant", "shared",

@@ -27,7 +27,8 @@ takes the maximum of ``ws[0]*ws[1]`` strided views of the input.
 Every op's static output shape is set whenever the input shapes (or
 conv2d's ``input_shape``/``filter_shape`` hints) make it known: JAX mode and
 int8store's memory planning need it. Their JAX conversions are in
-:mod:`.pytensor_nnet_jax`; this module imports only NumPy and PyTensor.
+:mod:`.pytensor_nnet_jax`, their Numba registration in :mod:`.numba_ops`;
+this module imports only NumPy and PyTensor.
 """
 
 import threading
@@ -837,3 +838,10 @@ def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
     if input.type.ndim < 2:
         raise NotImplementedError("pool_2d requires a dimension >= 2")
     return MaxPool2d(ws, stride=stride, ignore_border=ignore_border, pad=pad)(input)
+
+
+# These ops in PyTensor's default (Numba) mode: their perform, without the
+# object-mode warning (registered when a Numba function is first compiled).
+from .numba_ops import install  # noqa: E402
+
+install()

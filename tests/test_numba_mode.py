@@ -1,0 +1,55 @@
+"""int8store's ops in PyTensor's default mode, Numba: they compile without
+PyTensor's "Numba will use object mode" warning, give what the C backend
+gives, and a program that never compiles with Numba never imports it."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from int8store import MinibatchIndexError, SharedDataset, function_mode, quantize
+from int8store.backend import activate
+
+pytestmark = pytest.mark.pytensor
+
+
+def test_minibatches_compile_in_numba_quietly_and_match_the_c_backend():
+    pytest.importorskip("numba")
+    api = activate()
+    codes, encoding = quantize(np.arange(50 * 6, dtype=np.uint8).reshape(50, 6))
+    plain = SharedDataset(codes, np.arange(50) % 3, encoding, name="plain")
+    shuffled = SharedDataset(codes, np.arange(50) % 3, encoding, name="shuffled").shuffle(7)
+    index = api.at.lscalar("index")
+    outputs = [*plain.minibatch(index, 10), *shuffled.minibatch(index, 10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PyTensor's object-mode warning included
+        in_numba = api.function([index], outputs)
+    assert type(in_numba.maker.linker).__name__ == "NumbaLinker"
+    in_c = api.function([index], outputs, mode=function_mode("c"))
+    for i in range(5):  # the first epoch (the shuffled split's order differs from the stored one)
+        for got, expected in zip(in_numba(i), in_c(i)):
+            np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(in_c(0)[0], in_c(0)[2])
+    with pytest.raises(MinibatchIndexError, match="plain_[xy]: minibatch index outside the data"):
+        in_numba(5)
+    with pytest.raises(MinibatchIndexError):
+        in_numba(-1)
+
+
+def test_a_program_that_compiles_in_c_never_imports_numba():
+    code = (
+        "import sys, numpy as np\n"
+        "from int8store import SharedDataset, quantize, function_mode\n"
+        "from int8store.backend import activate\n"
+        "codes, enc = quantize(np.zeros((20, 4), np.uint8))\n"
+        "data = SharedDataset(codes, np.zeros(20), enc)\n"
+        "api = activate()\n"
+        "i = api.at.lscalar()\n"
+        "f = api.function([i], data.minibatch(i, 5)[0].sum(), mode=function_mode('c'))\n"
+        "f(1)\n"
+        "print('numba' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "False"
