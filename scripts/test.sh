@@ -6,7 +6,8 @@
 #     tests skip, saying why) under float64, then with JAX under float32.
 # INT8STORE_BACKEND=pytensor or =aesara runs that stack only. Without it, a
 # machine with no Python 3.10-3.12 runs the PyTensor stack and says it skipped
-# Aesara's. Extra arguments go to pytest (e.g. -x).
+# Aesara's. With two cores or more the stacks run side by side (see
+# both_stacks_side_by_side). Extra arguments go to pytest (e.g. -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,10 +27,18 @@ run() {  # run BACKEND STEP FLOATX [PYTEST ARGS]: pytest in that stack's environ
 # in Aesara's JAX run), to keep the suite's time down.
 second=(-m "not graph_free and not own_flags")
 
-pytensor_stack() {
+pytensor_setup() {
     INT8STORE_BACKEND=pytensor VENV=.venv-pytensor bash scripts/setup.sh test,jax
+}
+
+pytensor_runs() {
     run pytensor "PyTensor 1/2" float32
     run pytensor "PyTensor 2/2" float64 -m "not graph_free and not own_flags and not devices"
+}
+
+pytensor_stack() {
+    pytensor_setup
+    pytensor_runs
 }
 
 aesara_stack() {
@@ -42,16 +51,43 @@ aesara_stack() {
     run aesara "Aesara 2/2" float32 "${second[@]}"
 }
 
+# Both stacks side by side, when there are cores for it: they share nothing
+# (own environments, compile caches and temporary folders), and from a clean
+# clone most of each run is one-threaded C compilation. The Aesara stack
+# starts once the PyTensor environment is set up (two editable installs of
+# one checkout at once are not something pip promises to handle), in a
+# process group of its own, its output kept until the PyTensor runs end;
+# Ctrl-C or a failure ends both. INT8STORE_TEST_JOBS=1 runs them one after
+# the other.
+both_stacks_side_by_side() {
+    local log aesara status=0
+    pytensor_setup
+    log=$(mktemp "${TMPDIR:-/tmp}/int8store-aesara-stack.XXXXXX")
+    setsid env INT8STORE_BACKEND=aesara bash scripts/test.sh \
+        "${pytest_args[@]+"${pytest_args[@]}"}" > "$log" 2>&1 &
+    aesara=$!
+    trap 'kill -TERM -- "-$aesara" 2>/dev/null || true; rm -f "$log"' EXIT
+    pytensor_runs
+    echo "=== the Aesara stack, which ran beside the PyTensor stack ==="
+    wait "$aesara" || status=$?
+    cat "$log"
+    exit "$status"
+}
+
 pytest_args=("$@")
 case ${INT8STORE_BACKEND:-both} in
     pytensor) pytensor_stack ;;
     aesara) aesara_stack ;;
     both)
-        pytensor_stack
-        if INT8STORE_BACKEND=aesara bash scripts/setup.sh --find-python >/dev/null 2>&1; then
-            aesara_stack
-        else
+        if ! INT8STORE_BACKEND=aesara bash scripts/setup.sh --find-python >/dev/null 2>&1; then
+            pytensor_stack
             echo "=== Aesara stack skipped: it needs Python 3.10-3.12, and this machine has none ==="
+        elif [ "${INT8STORE_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}" -ge 2 ] \
+                && command -v setsid >/dev/null 2>&1; then
+            both_stacks_side_by_side
+        else
+            pytensor_stack
+            aesara_stack
         fi ;;
     *) echo "error: INT8STORE_BACKEND=$INT8STORE_BACKEND is not one of pytensor, aesara" >&2; exit 2 ;;
 esac
