@@ -60,17 +60,18 @@ aesara_stack() {
 # Ctrl-C or a failure ends both. INT8STORE_TEST_JOBS=1 runs them one after
 # the other.
 both_stacks_side_by_side() {
-    local log aesara status=0
+    local status=0
     pytensor_setup
-    log=$(mktemp "${TMPDIR:-/tmp}/int8store-aesara-stack.XXXXXX")
+    # (globals: the EXIT trap reads them)
+    aesara_log=$(mktemp "${TMPDIR:-/tmp}/int8store-aesara-stack.XXXXXX")
     setsid env INT8STORE_BACKEND=aesara bash scripts/test.sh \
-        "${pytest_args[@]+"${pytest_args[@]}"}" > "$log" 2>&1 &
-    aesara=$!
-    trap 'kill -TERM -- "-$aesara" 2>/dev/null || true; rm -f "$log"' EXIT
+        "${pytest_args[@]+"${pytest_args[@]}"}" > "$aesara_log" 2>&1 &
+    aesara_group=$!
+    trap 'kill -TERM -- "-$aesara_group" 2>/dev/null || true; rm -f "$aesara_log"' EXIT
     pytensor_runs
     echo "=== the Aesara stack, which ran beside the PyTensor stack ==="
-    wait "$aesara" || status=$?
-    cat "$log"
+    wait "$aesara_group" || status=$?
+    cat "$aesara_log"
     exit "$status"
 }
 
