@@ -68,6 +68,8 @@ both_stacks_side_by_side() {
         "${pytest_args[@]+"${pytest_args[@]}"}" > "$aesara_log" 2>&1 &
     aesara_group=$!
     trap 'kill -TERM -- "-$aesara_group" 2>/dev/null || true; rm -f "$aesara_log"' EXIT
+    trap 'exit 130' INT  # (a signal that kills bash skips its EXIT trap)
+    trap 'exit 143' TERM
     pytensor_runs
     echo "=== the Aesara stack, which ran beside the PyTensor stack ==="
     wait "$aesara_group" || status=$?
