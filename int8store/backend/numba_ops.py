@@ -21,13 +21,10 @@ on PyTensor's Numba dispatchers and leaves the graph as it was. The
 registrations concern int8store's own op classes only.
 """
 
-import threading
 import warnings
 
 __all__ = ["install"]
 
-_lock = threading.Lock()
-_registered = False
 _CACHE_VERSION = 1  # changes whenever the compiled minibatch does
 
 
@@ -47,21 +44,19 @@ def install():
 
 
 def register():
-    """Register the implementations on PyTensor's Numba dispatchers (once;
-    imports numba)."""
-    global _registered
-    with _lock:
-        if _registered:
-            return
-        from pytensor.link.numba.dispatch import basic
+    """Register the implementations on PyTensor's Numba dispatchers, unless
+    they are there already (imports numba). Registering twice, from two
+    threads at once, registers the same functions again: harmless."""
+    from pytensor.link.numba.dispatch import basic
 
-        from .minibatch import Minibatch
-        from .pytensor_nnet import _Conv2dBase, _PoolBase
+    from .minibatch import Minibatch
+    from .pytensor_nnet import _Conv2dBase, _PoolBase
 
-        basic.register_funcify_and_cache_key(Minibatch)(_minibatch)
-        for op_class in (_Conv2dBase, _PoolBase):
-            basic.register_funcify_and_cache_key(op_class)(_object_mode)
-        _registered = True
+    if Minibatch in basic.numba_funcify_and_cache_key.registry:
+        return
+    basic.register_funcify_and_cache_key(Minibatch)(_minibatch)
+    for op_class in (_Conv2dBase, _PoolBase):
+        basic.register_funcify_and_cache_key(op_class)(_object_mode)
 
 
 def _object_mode(op, node, **kwargs):
