@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from archives import fake_mnist, write_mnist_idx_folder
-from int8store import (ArgumentError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
+from int8store import (ArgumentError, StoreChecksumError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
                        load_streams, quantize)
 from int8store.converter import convert
-from int8store.store.reader import open_store
+from int8store.store.reader import ChunkBuffer, open_store
 from int8store.streaming import shard_process
 from int8store.streaming.split import ArrayShards, StoreShards, StreamingSplit, worker_threads
 
@@ -101,6 +101,50 @@ def test_a_damaged_shard_is_named_in_the_training_loop(store):
             pass
     assert str(store) in str(error.value)
     assert worker_threads() == []
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_shards_read_in_order_read_each_stored_chunk_once(store, seed, monkeypatch):
+    codes, _ = open_store(store).read_split("train")
+    source = StoreShards(store, "train")
+    rows = source.store.manifest["splits"][0]["x"]["chunk_rows"]
+    read = []
+    original = source.store._read_range
+
+    def recording(f, offset, views, digest, what):
+        read.append(offset)
+        return original(f, offset, views, digest, what)
+
+    monkeypatch.setattr(source.store, "_read_range", recording)
+    size = rows * 2 // 3  # shards that start and end inside stored chunks
+    out = np.empty((size, 28, 28), np.int8)
+    for first in range(0, len(codes), size):
+        count = min(size, len(codes) - first)
+        positions = None if seed is None else np.random.default_rng(seed).permutation(count)
+        source.read(first, first + count, out[:count], positions)
+        np.testing.assert_array_equal(_placed(out[:count], positions), codes[first:first + count])
+    chunks = [c[0] for c in source.store.manifest["splits"][0]["x"]["chunks"]]
+    assert sorted(read) == chunks  # every chunk read (and checked) once, none twice
+
+
+def _placed(out, positions):
+    """The shard's rows back in the split's order."""
+    return out if positions is None else out[positions]
+
+
+def test_a_chunk_read_unchecked_is_checked_when_asked(store):
+    s = open_store(store, verify=False)
+    rows = s.manifest["splits"][0]["x"]["chunk_rows"]
+    offset = s.manifest["splits"][0]["x"]["chunks"][0][0]
+    buffer = ChunkBuffer(s.chunk_bytes("train"))
+    s.read_rows("train", 1, 2, np.empty((1, 28, 28), np.int8), verify=False, scratch=buffer)
+    with open(store, "r+b") as f:  # damaged after that read
+        f.seek(offset + 5)
+        byte = f.read(1)[0]
+        f.seek(offset + 5)
+        f.write(bytes([byte ^ 1]))
+    with pytest.raises(StoreChecksumError, match="split 'train' chunk 0"):
+        s.read_rows("train", 2, rows, np.empty((rows - 2, 28, 28), np.int8), scratch=buffer)
 
 
 @pytest.mark.parametrize("stop", ["break", "error", "interrupt"])

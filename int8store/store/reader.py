@@ -35,7 +35,7 @@ from ..codes.encoding import Encoding
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import HDF5_SIGNATURE, MAGIC, read_manifest
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "open_store",
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
            "is_store", "axes_for", "refuse_unreadable_store"]
 
 FORMAT_NAME = "int8store"
@@ -102,6 +102,25 @@ class _SplitLayout:
         first = index * self.rows
         return (f"split {split!r} chunk {index} "
                 f"(examples {first} to {min(first + self.rows, self.count) - 1})")
+
+
+class ChunkBuffer:
+    """A buffer for one stored chunk, and which chunk it now holds: ``(store
+    path, split, chunk index)``, and whether it was checked when read."""
+
+    def __init__(self, nbytes):
+        self.array = np.empty(nbytes, dtype=np.uint8)
+        self._key, self._checked = None, False
+
+    def holds(self, key, checked):
+        """Whether the buffer holds chunk ``key`` whole (checked, if ``checked``)."""
+        return self._key == key and (self._checked or not checked)
+
+    def remember(self, key, checked):
+        self._key, self._checked = key, checked
+
+    def forget(self):
+        self._key = None
 
 
 class Store:
@@ -216,7 +235,7 @@ class Store:
         order, each checked against its checksum (unless ``verify`` is false)
         before it is yielded."""
         layout = self._split(name)
-        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        scratch = ChunkBuffer(self.chunk_bytes(name))
         with open(self.path, "rb", buffering=0) as f:
             for start in range(0, layout.count, layout.rows):
                 codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
@@ -238,13 +257,17 @@ class Store:
         shuffled shard is gathered in the same pass that reads it. Whole
         chunks in order are read straight into ``out``, then hashed while
         they are still in the cache; any other chunk is read whole into
-        ``scratch`` (a uint8 buffer of :meth:`chunk_bytes`, allocated if not
-        given), checked there, and its rows copied once to their places.
+        ``scratch`` (a :class:`ChunkBuffer` of :meth:`chunk_bytes`, made if
+        not given), checked there, and its rows copied once to their places.
+        The buffer remembers the chunk it holds: a read that starts in the
+        chunk the previous one ended in (shards read in order) takes its rows
+        from there instead of reading and checking the chunk again.
         Reads and hashing release the GIL; each call opens its own file
-        handle, so calls may run in several threads."""
+        handle, so calls may run in several threads (each with its own
+        ``scratch``)."""
         layout = self._split(name)
         if scratch is None:
-            scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+            scratch = ChunkBuffer(self.chunk_bytes(name))
         with open(self.path, "rb", buffering=0) as f:
             self._read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
 
@@ -257,13 +280,19 @@ class Store:
             what = layout.chunk_name(name, index)
             if positions is None and start <= first and last <= stop:
                 held = (last - first) * layout.row_bytes
+                if nbytes > held:  # the split's last chunk: its padding goes to the buffer
+                    scratch.forget()
                 views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
-                         memoryview(scratch)[:nbytes - held]]
+                         memoryview(scratch.array)[:nbytes - held]]
                 self._read_range(f, offset, views, digest if verify else None, what)
                 continue
-            self._read_range(f, offset, memoryview(scratch)[:nbytes],
-                             digest if verify else None, what)
-            rows = scratch[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
+            key = (self.path, name, index)
+            if not scratch.holds(key, verify):
+                scratch.forget()  # until the chunk is read whole (and checked, if asked)
+                self._read_range(f, offset, memoryview(scratch.array)[:nbytes],
+                                 digest if verify else None, what)
+                scratch.remember(key, verify)
+            rows = scratch.array[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
             lo, hi = max(start, first), min(stop, last)
             if positions is None:
                 flat[lo - start:hi - start] = rows[lo - first:hi - first]

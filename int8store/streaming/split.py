@@ -97,7 +97,9 @@ class StoreShards:
         self.name, self.delay = split, delay
         self.labels = self.store.read_labels(split)
         self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
-        self._scratch = threading.local()  # one chunk-sized buffer per reading thread
+        # One chunk buffer per reading thread: a shard that starts in the chunk
+        # the thread's last shard ended in takes those rows from it.
+        self._scratch = threading.local()
 
     def read(self, start, stop, out, positions=None):
         """As :meth:`ArrayShards.read`."""
@@ -105,7 +107,9 @@ class StoreShards:
             time.sleep(self.delay)
         scratch = getattr(self._scratch, "buffer", None)
         if scratch is None:
-            scratch = self._scratch.buffer = np.empty(self.store.chunk_bytes(self.name), np.uint8)
+            from ..store.reader import ChunkBuffer
+
+            scratch = self._scratch.buffer = ChunkBuffer(self.store.chunk_bytes(self.name))
         self.store.read_rows(self.name, start, stop, out, scratch=scratch, positions=positions)
         return self.labels[start:stop]
 
