@@ -74,15 +74,13 @@ if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e ".[$extras
 fi
 
 if [ "$backend" = aesara ]; then
-    # Python 3.12: numpy 1.26 has no numpy.distutils there, and `import aesara`
-    # fails before int8store can give it a BLAS. A start-up hook in this
-    # environment (only) runs that import with the BLAS int8store gives Aesara
-    # anyway: see int8store/backend/aesara_startup.py.
+    # `import aesara` probes for a BLAS through numpy.distutils: on Python 3.12
+    # (no numpy.distutils) the import fails before int8store can give it one;
+    # on 3.10 and 3.11 it prints numpy's "no BLAS found" warnings, false ones.
+    # A start-up hook in this environment (only) runs that import with the
+    # BLAS int8store gives Aesara anyway: see int8store/backend/aesara_startup.py.
+    # (It does nothing once int8store is uninstalled from the environment.)
     site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
-        echo "import int8store.backend.aesara_startup as hook; hook.install()" \
-            > "$site/int8store-aesara-blas.pth"
-    else
-        rm -f "$site/int8store-aesara-blas.pth"
-    fi
+    echo 'import importlib.util as u; u.find_spec("int8store") and __import__("int8store.backend.aesara_startup", fromlist=["install"]).install()' \
+        > "$site/int8store-aesara-blas.pth"
 fi

@@ -1,10 +1,13 @@
-"""A start-up hook for the Aesara stack on Python 3.12, where ``import aesara``
-fails on its own: its BLAS probe needs ``numpy.distutils``, which numpy 1.26
-does not ship for Python 3.12. A program that imports Aesara before int8store
-(every classic tutorial) would die before int8store runs a line.
+"""A start-up hook for the Aesara stack: the first ``import aesara`` gets a
+BLAS. On its own, that import probes for one through ``numpy.distutils``:
+on Python 3.12, where numpy 1.26 ships no ``numpy.distutils``, the import
+fails, and a program that imports Aesara before int8store (every classic
+tutorial) dies before int8store runs a line; on 3.10 and 3.11 the probe finds
+no BLAS on most machines and prints eleven lines of numpy's warnings, false
+ones, since int8store gives Aesara the wheel's OpenBLAS anyway.
 
 ``scripts/setup.sh`` installs this hook in the virtual environment it creates
-for the Aesara stack on Python 3.12, and nowhere else: a one-line
+for the Aesara stack, and nowhere else: a one-line
 ``int8store-aesara-blas.pth`` in that environment's ``site-packages``, which
 Python reads at start-up. The hook waits for the first ``import aesara`` and
 runs just that import with int8store's BLAS in ``$AESARA_FLAGS`` (the value
@@ -52,11 +55,8 @@ class _ImportWithBlas(importlib.abc.Loader):
 
 
 def install():
-    """Watch for the first ``import aesara`` (no-op where Aesara imports
-    without help, or it was already imported)."""
-    # By the version, not by looking for numpy.distutils: that would import
-    # numpy in every process the environment starts.
-    if "aesara" in sys.modules or sys.version_info < (3, 12):
+    """Watch for the first ``import aesara`` (no-op once it was imported)."""
+    if "aesara" in sys.modules:
         return
     if not any(isinstance(finder, _BlasForAesara) for finder in sys.meta_path):
         sys.meta_path.insert(0, _BlasForAesara())
