@@ -52,8 +52,9 @@ aesara_stack() {
 }
 
 # Both stacks side by side, when there are cores for it: they share nothing
-# (own environments, compile caches and temporary folders), and from a clean
-# clone most of each run is one-threaded C compilation. The Aesara stack
+# (own environments, compile caches and temporary folders), and each keeps
+# about one core busy (one pytest process: its tests, and the C modules it
+# compiles, one at a time). The Aesara stack
 # starts once the PyTensor environment is set up (two editable installs of
 # one checkout at once are not something pip promises to handle), in a
 # process group of its own, its output kept until the PyTensor runs end;
