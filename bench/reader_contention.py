@@ -12,12 +12,23 @@ floatX=float32, the C backend), each way's epochs alternated in one process:
   by this bench (the library leaves it alone);
 - serial: no prefetch, each shard read in the trainer when it is needed.
 
+A second table weighs a design that is not built: **the shuffle in the
+graph**. The reader then copies and checks a shard's rows in the split's
+order (no shuffling pass), and each step gathers its minibatch by the
+shard's order vector (``x[order[i*B:(i+1)*B]]``, an advanced index in the
+compiled graph; the shards are still visited in a shuffled order). Its ways:
+resident, gathered by an order vector (what the gather costs a step);
+shards ready in memory (nothing to read: the ceiling of any reader);
+serial (read in the trainer); process (read two ahead by the library's
+reading process).
+
 Each table runs in a fresh process under one BLAS setting: the defaults;
 ``OPENBLAS_THREAD_TIMEOUT=4`` (OpenBLAS's idle threads go to sleep at once
 instead of spinning for 2**28 cycles, about a tenth of a second, after each
 call); ``OPENBLAS_NUM_THREADS=1``. After the table, what reading one shard
 costs in each of those processes, read after read and right after training on a shard
-(the steps evict the store's pages and the buffers from the caches).
+(the steps evict the store's pages and the buffers from the caches), and
+read after read with its rows left in the split's order.
 
     python bench/reader_contention.py [--rounds 21]
 """
@@ -38,6 +49,8 @@ sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
 SETTINGS = {"default": {}, "OPENBLAS_THREAD_TIMEOUT=4": {"OPENBLAS_THREAD_TIMEOUT": "4"},
             "OPENBLAS_NUM_THREADS=1": {"OPENBLAS_NUM_THREADS": "1"}}
 WAYS = ("resident", "process", "process, SCHED_IDLE", "process, nice 19", "serial")
+GRAPH_WAYS = ("resident, gathered", "shards ready", "serial, rows in order",
+              "process, rows in order")
 EXAMPLES, SHARD, BATCH = 12000, 3000, 600
 
 
@@ -80,6 +93,8 @@ def measure(rounds):
                 os.setpriority(os.PRIO_PROCESS, pid, 19)
         runs[way] = streamed_epoch
         splits.append(split)
+    graph_ways, graph_close = _graph_shuffle_ways(store, path, codes, labels)
+    runs.update(graph_ways)
     rates = {way: [] for way in runs}
     for epoch in range(1, rounds + 1):  # alternated: each round runs every way once
         for way, run in runs.items():
@@ -88,22 +103,127 @@ def measure(rounds):
             rates[way].append(batches * BATCH / (time.perf_counter() - start))
     for split in splits:
         split.close()
+    graph_close()
 
     # What one shard costs to read, check and shuffle here: read after read,
     # and each read right after the steps that train on a shard.
     source = StoreShards(path, "train")
     out = np.empty((SHARD, 28 * 28), np.int8)
-    costs = {"read after read": [], "between steps": []}
+    costs = {"read after read": [], "between steps": [], "in order": []}
     for where, times in costs.items():
         for r in range(40):
             if where == "between steps":
                 for i in range(SHARD // BATCH):
                     train_resident(i)
+            positions = None if where == "in order" else shuffle_positions(0, r, 0, SHARD)
             start = time.perf_counter()
-            source.read(0, SHARD, out, shuffle_positions(0, r, 0, SHARD))
+            source.read(0, SHARD, out, positions)
             times.append(time.perf_counter() - start)
     return {"rates": {way: statistics.median(v) for way, v in rates.items()},
             "read": {where: statistics.median(v) for where, v in costs.items()}}
+
+
+def _gathering_step(dataset, order):
+    """The logistic SGD step on the rows ``order[index*B:(index+1)*B]`` of
+    ``dataset`` (that slice taken by int8store's static-size minibatch op):
+    the minibatch gathered in the graph, then widened."""
+    from logistic_sgd import LogisticRegression
+
+    from int8store import dequantize, function_mode, minibatch
+    from int8store.backend import tensor_library
+
+    library = tensor_library()
+    T = library.tensor
+    index = T.lscalar()
+    x, y = T.matrix("x", dtype="float32"), T.ivector("y")
+    top = LogisticRegression(input=x, n_in=dataset.n_features, n_out=10)
+    cost = top.negative_log_likelihood(y)
+    updates = [(p, p - 0.13 * g) for p, g in zip(top.params, T.grad(cost, top.params))]
+    rows = minibatch(order, index, BATCH)  # of a static length, as the shipped graphs' are
+    features = dataset.data.reshape((dataset.data.shape[0], dataset.n_features))
+    return library.function([index], cost, updates=updates, mode=function_mode("c"),
+                            givens={x: dequantize(features[rows], dataset.encoding, dtype="float32"),
+                                    y: dataset.y[rows]})
+
+
+def _graph_shuffle_ways(store, path, codes, labels):
+    """The ways of the second table (see the module docstring), and a
+    function that ends their reading process."""
+    import numpy as np
+
+    from int8store import SharedDataset
+    from int8store.backend import tensor_library
+    from int8store.streaming.shard_process import ShardProcess, SharedBuffers
+    from int8store.streaming.split import StoreShards, shuffle_order
+
+    shared = tensor_library().shared
+    n_shards, row = EXAMPLES // SHARD, 28 * 28
+    resident = SharedDataset(codes, labels, store.encoding, image_shape=(28, 28), name="train",
+                             dtype="float32")
+    resident_order = shared(np.arange(EXAMPLES, dtype=np.int64))
+    train_resident = _gathering_step(resident, resident_order)
+    shard = SharedDataset(np.zeros((SHARD, row), np.int8), np.zeros(SHARD, np.int32),
+                          store.encoding, image_shape=(28, 28), name="shard", dtype="float32")
+    order = shared(np.arange(SHARD, dtype=np.int64))
+    train = _gathering_step(shard, order)
+    flat, labels = codes.reshape(EXAMPLES, row), np.asarray(labels, np.int32)
+    ready = [np.ascontiguousarray(flat[k * SHARD:(k + 1) * SHARD]) for k in range(n_shards)]
+    source = StoreShards(path, "train")
+    buffers = SharedBuffers(4, (SHARD, row))  # two in flight, one in use, one spare
+    reader = ShardProcess(store, "train", None, 0.0, buffers)
+    # The reading process's jobs run on across epochs, as the library's do:
+    # (epoch, shard) in each epoch's shuffled order, two ahead.
+    def visits(epoch):
+        return np.random.default_rng((0, epoch)).permutation(n_shards)
+
+    jobs = ((e, k) for e in range(1, 1 << 30) for k in visits(e))
+    asked = []
+
+    def ask():
+        epoch, k = next(jobs)
+        buffer = len(asked) % len(buffers.arrays)
+        reader.submit(buffer, epoch, k, k * SHARD, (k + 1) * SHARD)
+        asked.append((epoch, k, buffer))
+
+    def train_on(epoch, k, rows):
+        shard.data.set_value(rows, borrow=True)
+        shard.y.set_value(labels[k * SHARD:(k + 1) * SHARD], borrow=True)
+        order.set_value(shuffle_order(0, epoch, k, SHARD), borrow=True)
+        for i in range(SHARD // BATCH):
+            train(i)
+
+    def resident_gathered(epoch):
+        permutation = np.random.default_rng((0, epoch)).permutation(EXAMPLES)
+        resident_order.set_value(permutation, borrow=True)
+        for i in range(EXAMPLES // BATCH):
+            train_resident(i)
+
+    def shards_ready(epoch):
+        for k in visits(epoch):
+            train_on(epoch, k, ready[k])
+
+    serial_buffers = [np.empty((SHARD, row), np.int8) for _ in range(2)]
+
+    def serial(epoch):
+        for n, k in enumerate(visits(epoch)):
+            rows = serial_buffers[n % 2]
+            source.read(k * SHARD, (k + 1) * SHARD, rows)
+            train_on(epoch, k, rows)
+
+    def process(epoch):
+        while len(asked) < 2:
+            ask()
+        for _ in range(n_shards):
+            reader.wait()  # the oldest job asked
+            ask()
+            done = asked[-3]
+            if done[0] != epoch:
+                raise RuntimeError(f"the reader's jobs ran out of step: {done} in epoch {epoch}")
+            train_on(epoch, done[1], buffers.arrays[done[2]])
+
+    ways = {GRAPH_WAYS[0]: resident_gathered, GRAPH_WAYS[1]: shards_ready, GRAPH_WAYS[2]: serial,
+            GRAPH_WAYS[3]: process}
+    return ways, reader.close
 
 
 def main(argv=None):
@@ -118,20 +238,27 @@ def main(argv=None):
           f"{SHARD:,}, batch {BATCH}; medians of {args.rounds} alternated epochs")
     print("| BLAS setting | " + " | ".join(WAYS) + " |")
     print("|---|" + "---:|" * len(WAYS))
-    notes = []
+    notes, graph_rows = [], []
     for setting, extra in SETTINGS.items():  # each in a fresh process
         child = subprocess.run([sys.executable, __file__, "--child", "--rounds", str(args.rounds)],
                                env={**os.environ, **extra}, capture_output=True, text=True,
                                check=True)
         result = json.loads(child.stdout.strip().splitlines()[-1])
-        base = result["rates"]["resident"]
-        cells = [f"{base:,.0f} ex/s"] + [f"{result['rates'][w] / base:.2f}" for w in WAYS[1:]]
+        rates = result["rates"]
+        base = rates["resident"]
+        cells = [f"{base:,.0f} ex/s"] + [f"{rates[w] / base:.2f}" for w in WAYS[1:]]
         print(f"| {setting} | " + " | ".join(cells) + " |")
+        graph_rows.append(f"| {setting} | " + " | ".join(f"{rates[w] / base:.2f}" for w in GRAPH_WAYS)
+                          + " |")
         notes.append(f"{setting}: reading a shard takes {result['read']['read after read'] * 1e3:.2f} ms "
                      f"read after read, {result['read']['between steps'] * 1e3:.2f} ms right after "
-                     "training on a shard")
+                     f"training on a shard; {result['read']['in order'] * 1e3:.2f} ms read after read "
+                     "with its rows in the split's order (no shuffling pass)")
     print("\n".join(notes))
-
+    print("\nthe shuffle in the graph (not built), against the same resident rate:")
+    print("| BLAS setting | " + " | ".join(GRAPH_WAYS) + " |")
+    print("|---|" + "---:|" * len(GRAPH_WAYS))
+    print("\n".join(graph_rows))
 
 if __name__ == "__main__":
     main()
