@@ -147,6 +147,17 @@ def test_a_chunk_read_unchecked_is_checked_when_asked(store):
         s.read_rows("train", 2, rows, np.empty((rows - 2, 28, 28), np.int8), scratch=buffer)
 
 
+def test_a_chunk_buffer_never_answers_for_a_store_rewritten_at_its_path(tmp_path, store):
+    buffer = ChunkBuffer(open_store(store).chunk_bytes("train"))
+    out = np.empty((5, 28, 28), np.int8)
+    open_store(store).read_rows("train", 1, 6, out, scratch=buffer)
+    other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
+    convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
+    rewritten = open_store(store)
+    rewritten.read_rows("train", 1, 6, out, scratch=buffer)
+    np.testing.assert_array_equal(out, rewritten.read_split("train")[0][1:6])
+
+
 @pytest.mark.parametrize("stop", ["break", "error", "interrupt"])
 def test_no_worker_thread_remains_after_an_interrupted_epoch(stop):
     stream, _ = array_stream(n=400, shard_size=10, workers=3, prefetch=4)
@@ -381,6 +392,61 @@ def test_a_delivery_interrupted_loses_no_buffer(store, monkeypatch):
     assert len(seen) == 2500
     split.close()
     assert split._free.qsize() == split.prefetch + 1  # all but the loaded one
+
+
+@needs_memfd
+@pytest.mark.parametrize("where", ["after loading a shard", "asking the reader for one"])
+def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkeypatch, where):
+    """Ctrl-C caught by the user (a notebook) after a shard went into the
+    shared variables but before it left the queue, or after a buffer was
+    taken for a shard but before the reader was asked: the next epochs read
+    each shard into a buffer of its own, never the one being trained on, and
+    never wait for a buffer that was lost."""
+    codes = open_store(store).read_split("train")[0]
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           prefetch=2)
+    for _ in split.epoch(0):
+        pass
+    calls = []
+
+    def once(real):
+        def interrupted(*args):
+            calls.append(1)
+            if where == "asking the reader for one" and len(calls) == 2:
+                raise KeyboardInterrupt
+            result = real(*args)
+            if where == "after loading a shard" and len(calls) == 2:
+                raise KeyboardInterrupt
+            return result
+        return interrupted
+
+    if where == "after loading a shard":
+        monkeypatch.setattr(split, "_load", once(split._load))
+    else:
+        monkeypatch.setattr(shard_process.ShardProcess, "submit", once(shard_process.ShardProcess.submit))
+    with pytest.raises(KeyboardInterrupt):
+        for _ in split.epoch(1):
+            pass
+    monkeypatch.undo()
+    buffers = [id(b) for b, _ in _drain(split._free)]
+    assert len(buffers) == len(set(buffers)) == split.prefetch + 1
+    assert id(split._loaded[0]) not in buffers
+    for epoch in (2, 3):
+        for shard in split.epoch(epoch):
+            held = np.asarray(split.dataset.data.get_value())[:shard.count]
+            np.testing.assert_array_equal(held.reshape(shard.count, -1),
+                                          codes[shard.start:shard.start + shard.count].reshape(shard.count, -1))
+    split.close()
+
+
+def _drain(free):
+    """The buffers in a free queue, put back."""
+    items = []
+    while not free.empty():
+        items.append(free.get())
+    for item in items:
+        free.put(item)
+    return items
 
 
 @needs_memfd

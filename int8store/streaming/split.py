@@ -238,8 +238,9 @@ class StreamingSplit:
             codes = self._shared.arrays
         else:
             codes = [np.zeros((self.shard_size, row), np.int8) for _ in range(count)]
-        for array in codes:
-            self._free.put((array, np.zeros(self.shard_size, np.int32)))
+        self._buffers = [(array, np.zeros(self.shard_size, np.int32)) for array in codes]
+        for buffer in self._buffers:
+            self._free.put(buffer)
         self._loaded = None
         self._pool, self._ahead, self._ahead_epoch = None, deque(), None
         # A split that is one shard in its own order is read once and kept.
@@ -399,6 +400,15 @@ class StreamingSplit:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         self._release(ahead)
+        # Nothing is in flight now: every buffer but the one in the shared
+        # variables is free, whatever an interruption (Ctrl-C between taking
+        # a buffer and recording its job, or between loading a shard and
+        # taking it off the queue) left in the bookkeeping.
+        self._free = queue.SimpleQueue()
+        loaded = self._loaded[0] if self._loaded is not None else None
+        for buffer in self._buffers:
+            if buffer[0] is not loaded:
+                self._free.put(buffer)
 
     def _release(self, futures):
         """Give back the buffers of shards read but never used: those not
