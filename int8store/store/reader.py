@@ -286,7 +286,8 @@ class Store:
                          memoryview(scratch.array)[:nbytes - held]]
                 self._read_range(f, offset, views, digest if verify else None, what)
                 continue
-            key = (self.path, name, index)
+            # (the chunk's place and checksum too: a store rewritten at the same path differs)
+            key = (self.path, name, index, offset, digest)
             if not scratch.holds(key, verify):
                 scratch.forget()  # until the chunk is read whole (and checked, if asked)
                 self._read_range(f, offset, memoryview(scratch.array)[:nbytes],
