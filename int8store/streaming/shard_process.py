@@ -121,11 +121,12 @@ def _serve(argv):
         buffer, epoch, index, start, stop = map(int, line.split())
         try:
             if source is None:
-                source = StoreShards(path, split, delay=float(delay))
-                if source.store.manifest_digest != digest:
+                opened = StoreShards(path, split, delay=float(delay))
+                if opened.store.manifest_digest != digest:
                     raise StoreFormatError(
                         f"{path}: the file changed since the store was opened (replaced or "
                         "rewritten): its shards would not match the labels read before")
+                source = opened  # only once it is the trainer's store
             codes, count = buffers[buffer], stop - start
             positions = None if seed is None else shuffle_positions(seed, epoch, index, count)
             source.read(start, stop, codes[:count], positions)
