@@ -102,3 +102,16 @@ def flip(path, offset):
         byte = f.read(1)[0]
         f.seek(offset)
         f.write(bytes([byte ^ 0x10]))
+
+
+@pytest.mark.parametrize("mistake", ["wrong dtype", "too few images"])
+def test_a_writer_refusing_its_input_names_the_store_and_leaves_nothing(tmp_path, mistake):
+    from int8store import StoreFormatError, quantize
+    from int8store.store.writer import StoreWriter
+
+    path = tmp_path / "out.h5"
+    codes, encoding = quantize(np.zeros((3, 4), np.uint8))
+    with pytest.raises(StoreFormatError, match=f"{path}: split 'train': "):
+        with StoreWriter(path, encoding, (4,), {"train": np.arange(3)}) as writer:
+            writer.append("train", codes.astype(np.int16) if mistake == "wrong dtype" else codes[:2])
+    assert list(tmp_path.iterdir()) == []

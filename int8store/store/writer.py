@@ -102,7 +102,7 @@ class StoreWriter:
             self._write_header()
             self._writeback = _Writeback(self._temporary)
             self._splits = {name: _SplitWriter(self._file, name, labels, self.image_shape,
-                                               self.chunk_rows, self._writeback.wrote)
+                                               self.chunk_rows, self._writeback.wrote, self.path)
                             for name, labels in self.labels.items()}
         except OSError as error:
             raise _write_error(self.path, error) from error
@@ -239,8 +239,9 @@ class StoreWriter:
 
 
 class _SplitWriter:
-    def __init__(self, h5file, name, labels, image_shape, chunk_rows, wrote):
+    def __init__(self, h5file, name, labels, image_shape, chunk_rows, wrote, path):
         self.name = name
+        self.where = f"{path}: split {name!r}"  # what its errors name
         self.wrote = wrote  # told the bytes of each chunk written
         self.count = len(labels)
         self.image_shape = image_shape
@@ -261,10 +262,10 @@ class _SplitWriter:
     def append(self, codes):
         codes = np.asarray(codes)
         if codes.dtype != np.int8 or codes.shape[1:] != self.image_shape:
-            raise StoreFormatError(f"split {self.name!r}: expected int8 codes of shape "
+            raise StoreFormatError(f"{self.where}: expected int8 codes of shape "
                                    f"(N, {self.image_shape}), got {codes.dtype} {codes.shape}")
         if self.written + self.filled + len(codes) > self.count:
-            raise StoreFormatError(f"split {self.name!r}: more than its {self.count} images written")
+            raise StoreFormatError(f"{self.where}: more than its {self.count} images written")
         self.total += _code_sum(codes)
         if self.buffer is None and len(codes):
             self.buffer = np.empty((self.rows,) + self.image_shape, dtype=np.int8)
@@ -292,7 +293,7 @@ class _SplitWriter:
             self._write_chunk()
         if self.written != self.count:
             raise StoreFormatError(
-                f"split {self.name!r}: {self.written} images written for {self.count} labels")
+                f"{self.where}: {self.written} images written for {self.count} labels")
         self.buffer = None
         code_mean = self.total / (self.count * int(np.prod(self.image_shape))) if self.count else None
         self.group.attrs["count"] = self.count
