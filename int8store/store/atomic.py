@@ -116,6 +116,7 @@ def atomic_output(path, force=False):
         # new file of the user gets, so that others can read what the umask lets them.
         os.chmod(temporary, new_file_mode())
         _publish(temporary, path, force)
+        _sync_folder(path.parent)  # the new name survives a power cut too
         _published.add(os.path.abspath(path))
     finally:
         try:
@@ -138,6 +139,21 @@ def new_file_mode():
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def _sync_folder(folder):
+    """fsync a folder, making the names made in it durable (best effort:
+    some systems cannot open or sync a folder)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _publish(temporary, path, force):
