@@ -344,7 +344,10 @@ def test_the_reading_process_ignores_ctrl_c_and_ends_with_the_stream(store):
     shards = split.epoch(0)
     next(shards)
     child = split._pool.process._process
-    os.kill(child.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group: the trainer's
+    # A terminal's Ctrl-C goes to its foreground process group: not the
+    # child's, from the moment it starts; and a SIGINT sent to it is ignored.
+    assert os.getpgid(child.pid) != os.getpgrp()
+    os.kill(child.pid, signal.SIGINT)
     assert sum(1 for _ in shards) == 3 and child.poll() is None
     split.close()
     assert child.poll() is not None and split._pool is None

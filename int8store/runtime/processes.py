@@ -18,12 +18,16 @@ __all__ = ["start", "end"]
 
 def start(module, args, pass_fds=(), bufsize=-1, env=None):
     """``python -m module args…`` with pipes on its standard input and output,
-    and the variables in ``env`` set besides this process's own."""
+    and the variables in ``env`` set besides this process's own. The child
+    runs in a session of its own, out of the terminal's reach: Ctrl-C is the
+    parent's to handle, even while the child is still starting (before it
+    can ignore SIGINT itself), and the child ends when its input closes."""
     package_parent = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, pass_fds=pass_fds, env=env, bufsize=bufsize)
+                            stdout=subprocess.PIPE, pass_fds=pass_fds, env=env, bufsize=bufsize,
+                            start_new_session=True)
 
 
 def end(process, timeout):

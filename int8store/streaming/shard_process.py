@@ -12,8 +12,9 @@ own GIL; the trainer only writes a request line and reads a reply line.
 The shard buffers are anonymous shared memory (``memfd_create``, Linux),
 mapped by both processes; the child inherits their descriptors, so there
 is nothing to name, clean up or leak: the memory goes when both have
-closed them. The child ignores SIGINT (Ctrl-C is the trainer's to handle)
-and exits when its input closes, which also happens when the trainer dies.
+closed them. The child runs in a session of its own and ignores SIGINT
+(Ctrl-C is the trainer's to handle, even while the child starts), and exits
+when its input closes, which also happens when the trainer dies.
 
 Protocol, one line each way per shard: ``buffer epoch index start stop`` in,
 ``ok`` or ``error MESSAGE`` out, in order.
