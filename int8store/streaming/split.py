@@ -229,7 +229,6 @@ class StreamingSplit:
         # Shard buffers, reused: the one in the shared variables, and one for
         # each shard in flight (prefetch + 1); with no prefetch, one buffer,
         # read into in place. Memory stays bounded.
-        self._free = queue.SimpleQueue()
         self.reader = self._choose_reader(reader)
         count = self.prefetch + 2 if self.prefetch else 1
         if self.reader == "process":  # buffers the reading process maps too
@@ -239,9 +238,8 @@ class StreamingSplit:
         else:
             codes = [np.zeros((self.shard_size, row), np.int8) for _ in range(count)]
         self._buffers = [(array, np.zeros(self.shard_size, np.int32)) for array in codes]
-        for buffer in self._buffers:
-            self._free.put(buffer)
         self._loaded = None
+        self._free_all_but_loaded()
         self._pool, self._ahead, self._ahead_epoch = None, deque(), None
         # A split that is one shard in its own order is read once and kept.
         self._kept = self.n_shards == 1 and seed is None
@@ -399,11 +397,13 @@ class StreamingSplit:
             future.cancel()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        self._release(ahead)
         # Nothing is in flight now: every buffer but the one in the shared
         # variables is free, whatever an interruption (Ctrl-C between taking
         # a buffer and recording its job, or between loading a shard and
         # taking it off the queue) left in the bookkeeping.
+        self._free_all_but_loaded()
+
+    def _free_all_but_loaded(self):
         self._free = queue.SimpleQueue()
         loaded = self._loaded[0] if self._loaded is not None else None
         for buffer in self._buffers:
