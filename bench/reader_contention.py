@@ -123,27 +123,31 @@ def measure(rounds):
             "read": {where: statistics.median(v) for where, v in costs.items()}}
 
 
+class _Gathered:
+    """A split for models.build whose minibatch ``index`` is its rows
+    ``order[index*B:(index+1)*B]`` (that slice taken by int8store's
+    static-size minibatch op): gathered in the graph, then widened."""
+
+    def __init__(self, dataset, order):
+        self.dataset, self.order, self.y = dataset, order, dataset.y
+        self.n_features, self.image_shape = dataset.n_features, dataset.image_shape
+
+    def minibatch(self, index, size):
+        from int8store import dequantize, minibatch
+
+        rows = minibatch(self.order, index, size)
+        data = self.dataset.data
+        features = data.reshape((data.shape[0], self.n_features))
+        return dequantize(features[rows], self.dataset.encoding, dtype="float32"), self.y[rows]
+
+
 def _gathering_step(dataset, order):
-    """The logistic SGD step on the rows ``order[index*B:(index+1)*B]`` of
-    ``dataset`` (that slice taken by int8store's static-size minibatch op):
-    the minibatch gathered in the graph, then widened."""
-    from logistic_sgd import LogisticRegression
+    """The logistic SGD step on the rows of ``dataset`` that ``order`` gathers."""
+    from models import build
 
-    from int8store import dequantize, function_mode, minibatch
-    from int8store.backend import tensor_library
-
-    library = tensor_library()
-    T = library.tensor
-    index = T.lscalar()
-    x, y = T.matrix("x", dtype="float32"), T.ivector("y")
-    top = LogisticRegression(input=x, n_in=dataset.n_features, n_out=10)
-    cost = top.negative_log_likelihood(y)
-    updates = [(p, p - 0.13 * g) for p, g in zip(top.params, T.grad(cost, top.params))]
-    rows = minibatch(order, index, BATCH)  # of a static length, as the shipped graphs' are
-    features = dataset.data.reshape((dataset.data.shape[0], dataset.n_features))
-    return library.function([index], cost, updates=updates, mode=function_mode("c"),
-                            givens={x: dequantize(features[rows], dataset.encoding, dtype="float32"),
-                                    y: dataset.y[rows]})
+    # (ten classes: a shard's labels are zeros until its first shard is loaded)
+    return build("logistic regression", {"train": _Gathered(dataset, order)}, BATCH, 0.13,
+                 n_out=10)[1]
 
 
 def _graph_shuffle_ways(store, path, codes, labels):
