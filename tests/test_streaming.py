@@ -199,7 +199,7 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
 def test_switching_epochs_while_reading_ahead_never_loses_a_buffer():
     """Shards read ahead for the next epoch, some still being read, are given
     back when another epoch is asked for: the buffers never run out."""
-    stream, _ = array_stream(n=60, shard_size=6, workers=2, prefetch=2)
+    stream, _ = array_stream(n=60, shard_size=6, workers=2, prefetch=2, reader="threads")
     stream.source.delay = 0.002
     for epoch in (0, 5, 2, 9, 1, 7, 3, 8):  # never the epoch read ahead
         assert sorted(np.concatenate([labels for labels, _ in visit(stream, epoch)])) == list(range(60))
@@ -234,8 +234,9 @@ def test_a_split_that_fits_in_a_shard_is_read_once_and_kept(monkeypatch):
     train, valid, test = load_streams(FORMAT2, max_device_bytes=1 << 20, batch_size=10)
     assert [s.n_shards for s in (train, valid, test)] == [1, 1, 1]
     reads = []
-    original = valid.source.read
-    monkeypatch.setattr(valid.source, "read", lambda *a: reads.append(a[:2]) or original(*a))
+    for way in ("read", "lend"):
+        monkeypatch.setattr(valid.source, way, lambda *a, original=getattr(valid.source, way):
+                            reads.append(a[:2]) or original(*a))
     for _ in range(3):
         assert sum(shard.count for shard in valid.passes()) == 50
     assert reads == [(0, 50)]
@@ -259,13 +260,15 @@ def test_a_streamed_split_is_scored_like_a_resident_one(shard_size, classic_coun
 
 
 def test_prefetch_is_bounded_in_bytes():
-    stream, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=3 * 70)
+    stream, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=3 * 70,
+                             reader="threads")
     assert stream.shard_bytes == 70 and stream.prefetch == 2  # 3 shards in flight at most
     assert stream._free.qsize() == stream.prefetch + 2
     with pytest.raises(ArgumentError, match=r"a shard of 10 examples takes 70 bytes, more than "
                                             r"the 69 bytes allowed in flight"):
         array_stream(n=100, shard_size=10, max_prefetch_bytes=69)
-    alone, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=70)
+    alone, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=70,
+                            reader="threads")
     assert alone.prefetch == 0 and alone._free.qsize() == 1  # read in place, in the caller's thread
     assert sorted(np.concatenate([labels for labels, _ in visit(alone, 0)])) == list(range(100))
 
@@ -317,8 +320,9 @@ needs_memfd = pytest.mark.skipif(not shard_process.available(),
 @needs_memfd
 @pytest.mark.parametrize("seed", [None, 5])
 def test_a_reading_process_gives_the_shards_threads_give(store, seed):
-    """The default for a store's shards when prefetching: the same shards, in
-    the same order, as reading them in threads, across epochs read ahead and not."""
+    """The default for a store's shards shuffled when prefetching (lent from
+    the mapped file when in order): the same shards, in the same order, as
+    reading them in threads, across epochs read ahead and not."""
     encoding = open_store(store).encoding
 
     def shards(reader):
@@ -330,17 +334,22 @@ def test_a_reading_process_gives_the_shards_threads_give(store, seed):
         split.close()
         return split.reader, seen
 
-    (process, by_process), (threads, by_threads) = shards("auto"), shards("threads")
-    assert (process, threads) == ("process", "threads")
-    assert len(by_process) == len(by_threads) == 4 * 4  # 2500 examples in shards of 700
-    for (labels_p, codes_p), (labels_t, codes_t) in zip(by_process, by_threads):
+    (process, by_process), (threads, by_threads) = shards("process"), shards("threads")
+    auto, by_auto = shards("auto")  # no seed: lent from the mapped file
+    assert (process, threads, auto) == ("process", "threads", "process" if seed else "views")
+    assert len(by_process) == len(by_threads) == len(by_auto) == 4 * 4  # 2500 in shards of 700
+    for (labels_p, codes_p), (labels_a, codes_a), (labels_t, codes_t) in \
+            zip(by_process, by_auto, by_threads):
         np.testing.assert_array_equal(labels_p, labels_t)
+        np.testing.assert_array_equal(labels_a, labels_t)
         np.testing.assert_array_equal(codes_p, codes_t)
+        np.testing.assert_array_equal(codes_a, codes_t)
 
 
 @needs_memfd
 def test_the_reading_process_ignores_ctrl_c_and_ends_with_the_stream(store):
-    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28))
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           reader="process")
     shards = split.epoch(0)
     next(shards)
     child = split._pool.process._process
@@ -356,7 +365,7 @@ def test_the_reading_process_ignores_ctrl_c_and_ends_with_the_stream(store):
 @needs_memfd
 def test_a_reading_process_that_dies_is_an_error_in_the_training_loop(store):
     split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
-                           prefetch=1)
+                           prefetch=1, reader="process")
     shards = split.epoch(0)
     next(shards)
     split._pool.process._process.kill()
@@ -370,7 +379,7 @@ def test_a_reading_process_that_dies_is_an_error_in_the_training_loop(store):
 def test_a_reading_process_is_only_for_a_stores_shards():
     with pytest.raises(ArgumentError, match="a reading process needs a store's shards"):
         array_stream(reader="process")
-    assert array_stream()[0].reader == "threads"
+    assert array_stream(seed=1)[0].reader == "threads" and array_stream()[0].reader == "views"
 
 
 @needs_memfd
@@ -378,7 +387,7 @@ def test_a_delivery_interrupted_loses_no_buffer(store, monkeypatch):
     """Ctrl-C (or an error) while a shard is being put on the device: the
     next epoch still gets every buffer back, and every example."""
     split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
-                           prefetch=1)
+                           prefetch=1, reader="process")
     load, calls = split._load, []
 
     def interrupted_once(codes, labels):
@@ -407,7 +416,7 @@ def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkey
     never wait for a buffer that was lost."""
     codes = open_store(store).read_split("train")[0]
     split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
-                           prefetch=2)
+                           prefetch=2, reader="process")
     for _ in split.epoch(0):
         pass
     calls = []
@@ -454,7 +463,8 @@ def _drain(free):
 
 @needs_memfd
 def test_a_store_replaced_after_opening_is_refused_by_the_reading_process(tmp_path, store):
-    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28))
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           reader="process")
     other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
     convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
     with pytest.raises(StreamError, match="the file changed since the store was opened"):

@@ -33,7 +33,7 @@ import os
 
 from ..errors import StoreChecksumError, StoreFormatError
 
-__all__ = ["MAGIC", "pack", "read_manifest", "userblock_size_for", "hash_outside",
+__all__ = ["MAGIC", "pack", "read_manifest", "manifest_digest", "userblock_size_for", "hash_outside",
            "HDF5_SIGNATURE"]
 
 MAGIC = b"int8store manifest\n"
@@ -107,6 +107,15 @@ def read_manifest(path):
                 f"{path}: the HDF5 metadata (attributes, object headers, indexes) does not "
                 "match its checksum: the file is damaged")
     return manifest
+
+
+def manifest_digest(manifest):
+    """SHA-256 of a manifest as read: which store a file is, to a reader that
+    opens the same path later."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def data_ranges(manifest, path):

@@ -33,10 +33,10 @@ import numpy as np
 from .checksums import CHUNK_CHECKSUMS, chunk_hasher
 from ..codes.encoding import Encoding
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
-from .manifest import HDF5_SIGNATURE, MAGIC, read_manifest
+from .manifest import HDF5_SIGNATURE, MAGIC, manifest_digest, read_manifest
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
-           "is_store", "axes_for", "refuse_unreadable_store"]
+           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error"]
 
 FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
@@ -62,6 +62,12 @@ def is_store(path):
             return f.read(len(MAGIC)) == MAGIC
     except OSError:
         return False
+
+
+def changed_store_error(path):
+    """The error for a store whose file is no longer the one opened."""
+    return StoreFormatError(f"{path}: the file changed since the store was opened (replaced or "
+                            "rewritten): its shards would not match the labels read before")
 
 
 def refuse_unreadable_store(path, attrs):
@@ -356,11 +362,7 @@ class Store:
     def manifest_digest(self):
         """SHA-256 of the manifest as read: which store this is, to a process
         that opens the same path later."""
-        import hashlib
-        import json
-
-        text = json.dumps(self.manifest, sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(text).hexdigest()
+        return manifest_digest(self.manifest)
 
     @property
     def nbytes(self):

@@ -108,7 +108,7 @@ class ShardReadError(Exception):
 
 
 def _serve(argv):
-    from ..errors import StoreFormatError
+    from ..store.reader import changed_store_error
     from .split import StoreShards, shuffle_positions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -124,9 +124,7 @@ def _serve(argv):
             if source is None:
                 opened = StoreShards(path, split, delay=float(delay))
                 if opened.store.manifest_digest != digest:
-                    raise StoreFormatError(
-                        f"{path}: the file changed since the store was opened (replaced or "
-                        "rewritten): its shards would not match the labels read before")
+                    raise changed_store_error(path)
                 source = opened  # only once it is the trainer's store
             codes, count = buffers[buffer], stop - start
             positions = None if seed is None else shuffle_positions(seed, epoch, index, count)

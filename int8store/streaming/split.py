@@ -19,7 +19,12 @@ The last shard holds fewer real examples than ``shard_size`` (its rows are
 padded with zeros to keep one static shape): :class:`Shard` says how many
 are real, and every example is visited exactly once per epoch.
 
-Who reads: a store's shards are read ahead by a process of its own
+Who reads: a split streamed in its own order (no seed; the tutorials'
+streams, evaluation) is not copied at all: each whole shard is lent as a
+view of the source's rows, for a store a view of the file mapped into
+memory (:mod:`int8store.store.mapped`), whose chunks are checked in place
+before the step reads them. Shuffled shards are gathered into buffers: a
+store's shards are read ahead by a process of its own
 (:mod:`int8store.streaming.shard_process`, Linux) into memory shared with this one,
 because the compiled step holds the GIL for its whole call and a reading
 thread, needing the GIL between its GIL-free calls, made training wait;
@@ -64,10 +69,23 @@ class Shard:
 class ArrayShards:
     """Shards of int8 codes and labels already in host memory."""
 
+    #: Rows in the split's order can be lent as views (see :meth:`lend`).
+    can_lend = True
+
     def __init__(self, codes, labels, name="train", delay=0.0):
         self.codes, self.labels = np.asarray(codes), np.asarray(labels, dtype=np.int32)
         self.name, self.delay = name, delay
         self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
+
+    def lend(self, start, stop, mark=None):
+        """Codes of examples ``[start, stop)``, ``(stop - start, row bytes)``,
+        without a copy."""
+        if self.delay:
+            time.sleep(self.delay)
+        return self.codes[start:stop].reshape(stop - start, -1)
+
+    def release(self, rows):
+        """Nothing to give back: the rows are the caller's arrays."""
 
     def read(self, start, stop, out, positions=None):
         """Codes of examples ``[start, stop)`` into ``out`` (row ``positions[i]``
@@ -100,6 +118,33 @@ class StoreShards:
         # One chunk buffer per reading thread: a shard that starts in the chunk
         # the thread's last shard ended in takes those rows from it.
         self._scratch = threading.local()
+        self._mapped, self._mapping = None, threading.Lock()
+
+    @property
+    def can_lend(self):
+        """Whether rows in the split's order can be lent from a mapping of
+        the file (its chunks lie end to end, as int8store writes them)."""
+        from ..store.mapped import MappedSplit
+
+        return MappedSplit.possible(self.store, self.name)
+
+    def lend(self, start, stop, mark=None):
+        """Examples ``[start, stop)`` as a read-only view of the mapped file,
+        ``(stop - start, row bytes)``, each chunk they touch checked first
+        (once per ``mark``: see :class:`~int8store.store.mapped.MappedSplit`)."""
+        if self.delay:
+            time.sleep(self.delay)
+        with self._mapping:
+            if self._mapped is None:
+                from ..store.mapped import MappedSplit
+
+                self._mapped = MappedSplit(self.store, self.name)
+        return self._mapped.rows(start, stop, mark)
+
+    def release(self, rows):
+        """Unmap the pages of rows lent once they are no longer read (they
+        stay in the page cache)."""
+        self._mapped.release(rows)
 
     def read(self, start, stop, out, positions=None):
         """As :meth:`ArrayShards.read`."""
@@ -166,11 +211,17 @@ class StreamingSplit:
         Threads that read shards, and how many shards may be read ahead;
         ``prefetch=0`` reads each shard when it is needed, in the caller's
         thread, into the one buffer the split then has.
-    reader : {"auto", "threads", "process"}
-        Who reads the shards ahead: ``workers`` threads, or one process of
-        its own (:mod:`int8store.streaming.shard_process`: a store's shards, on Linux)
-        that never contends with the training step for the GIL. ``"auto"``:
-        the process for a store when prefetching, else threads.
+    reader : {"auto", "views", "threads", "process"}
+        How shards are read: ``"views"`` lends each whole shard of a split
+        read in its own order (no ``seed``) without copying it: a view of
+        the source's rows, for a store a read-only view of the file mapped
+        into memory, its chunks checked there (in ``workers`` threads when
+        prefetching); otherwise shards are copied into buffers, shuffled
+        if asked, by ``workers`` threads or by one process of its own
+        (:mod:`int8store.streaming.shard_process`: a store's shards, on
+        Linux) that never contends with the training step for the GIL.
+        ``"auto"``: views when possible, else the process for a store when
+        prefetching, else threads.
     max_prefetch_bytes : int, optional
         The most bytes of shards in flight (read ahead, or being read): the
         prefetch is lowered to what fits, and a shard that alone does not
@@ -178,8 +229,12 @@ class StreamingSplit:
     mode : {"c", "jax"}
         Where the shared variables live.
 
-    Host memory holds ``prefetch + 2`` shard buffers (one when ``prefetch``
-    is 0): the one in the shared variables and those in flight.
+    Host memory holds ``prefetch + 2`` shards (one when ``prefetch`` is 0):
+    the one in the shared variables and those in flight. Shards lent as
+    views of a mapped store take no buffer (only the split's short last
+    shard, padded, is copied into one), and their pages are unmapped once
+    they leave the shared variables, unless the whole split fits in those
+    ``prefetch + 2`` shards.
 
     Examples
     --------
@@ -231,6 +286,12 @@ class StreamingSplit:
         # read into in place. Memory stays bounded.
         self.reader = self._choose_reader(reader)
         count = self.prefetch + 2 if self.prefetch else 1
+        held = count
+        if self.reader == "views":  # buffers only for the short last shard
+            count = 0 if self.n_examples % self.shard_size == 0 else min(count, 2)
+        # Lent pages beyond the shards memory may hold are unmapped after use.
+        self._drop_pages = self.reader == "views" and self.n_shards > held
+        self._marks = {}  # epoch -> the token its lent chunks were checked under
         if self.reader == "process":  # buffers the reading process maps too
             from .shard_process import SharedBuffers
             self._shared = SharedBuffers(count, (self.shard_size, row))
@@ -249,8 +310,14 @@ class StreamingSplit:
     def _choose_reader(self, reader):
         from .shard_process import available
 
-        if reader not in ("auto", "threads", "process"):
-            raise ArgumentError(f"reader={reader!r}: expected 'auto', 'threads' or 'process'")
+        if reader not in ("auto", "views", "threads", "process"):
+            raise ArgumentError(f"reader={reader!r}: expected 'auto', 'views', 'threads' or 'process'")
+        lendable = self.seed is None and getattr(self.source, "can_lend", False)
+        if reader == "views" and not lendable:
+            raise ArgumentError(f"{self.name}: shards are lent as views only in the split's own "
+                                "order (no seed), from arrays or a store whose chunks lie end to end")
+        if reader == "views" or (reader == "auto" and lendable):
+            return "views"
         possible = isinstance(self.source, StoreShards) and available() and self.prefetch > 0
         if reader == "process" and not possible:
             raise ArgumentError(f"{self.name}: a reading process needs a store's shards, "
@@ -281,7 +348,7 @@ class StreamingSplit:
         ``(start, stop, order, codes, labels, in_place)``."""
         start = index * self.shard_size
         stop = min(start + self.shard_size, self.n_examples)
-        in_place = self.prefetch == 0 and self._loaded is not None
+        in_place = self.prefetch == 0 and self._loaded is not None and self._owns(self._loaded)
         # Never empty: at most prefetch + 1 in flight. Without prefetch, the
         # buffer in use is read into: nothing reads it meanwhile.
         codes, labels = self._loaded if in_place else self._free.get()
@@ -293,8 +360,16 @@ class StreamingSplit:
         return start, stop, order, codes, labels, in_place
 
     def _prepare(self, epoch, index):
-        """Shard ``index`` read into a free buffer, shuffled and padded (in a
-        worker thread, or the caller's)."""
+        """Shard ``index`` read into a free buffer, shuffled and padded, or
+        lent whole (in a worker thread, or the caller's)."""
+        start = index * self.shard_size
+        if self.reader == "views" and start + self.shard_size <= self.n_examples:
+            stop = start + self.shard_size
+            try:
+                codes = self.source.lend(start, stop, self._marks.setdefault(epoch, object()))
+            except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
+                raise self._shard_error(index, start, stop, error) from error
+            return index, start, self.shard_size, codes, self.source.labels[start:stop]
         start, stop, order, codes, labels, in_place = self._claim(epoch, index)
         count = stop - start
         try:
@@ -302,7 +377,7 @@ class StreamingSplit:
             self.source.read(start, stop, codes[:count], None if order is None else _inverse(order))
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
             if not in_place:
-                self._free.put((codes, labels))
+                self._give_back((codes, labels))
             raise self._shard_error(index, start, stop, error) from error
         codes[count:] = 0  # the last shard's padding
         return index, start, count, codes, labels
@@ -318,7 +393,7 @@ class StreamingSplit:
             self.dataset.data.set_value(codes, borrow=True)
             self.y.set_value(labels, borrow=True)
             if self._loaded is not None and self._loaded[0] is not codes:
-                self._free.put(self._loaded)
+                self._give_back(self._loaded)
             self._loaded = (codes, labels)
         else:
             import jax.numpy as jnp
@@ -330,7 +405,18 @@ class StreamingSplit:
             for array in on_device:
                 array.block_until_ready()
             self.dataset.data.container.storage[0], self.y.container.storage[0] = on_device
-            self._free.put((codes, labels))
+            self._give_back((codes, labels))
+
+    def _owns(self, shard):
+        """Whether ``(codes, labels)`` is one of this split's buffers (not lent rows)."""
+        return any(shard[0] is codes for codes, _ in self._buffers)
+
+    def _give_back(self, shard):
+        """A buffer back to the free ones; lent rows' pages unmapped if due."""
+        if self._owns(shard):
+            self._free.put(shard)
+        elif self._drop_pages:
+            self.source.release(shard[0])
 
     def epoch(self, epoch=0, progress=None):
         """Yield each shard of epoch ``epoch`` once it is in the shared variables.
@@ -352,6 +438,7 @@ class StreamingSplit:
         completed, pending = False, deque()
         try:
             if self.prefetch == 0:
+                self._marks = {}
                 for number, index in enumerate(order):
                     yield self._deliver(number, self._prepare(epoch, index), bar)
                 completed = True
@@ -364,6 +451,8 @@ class StreamingSplit:
             if self._ahead_epoch != epoch:
                 self._release(self._ahead)  # read ahead for another epoch than this one
                 self._ahead = deque()
+                self._marks = {}  # this epoch's lent chunks are checked anew
+            self._marks = {e: mark for e, mark in self._marks.items() if e >= epoch}
             pending, self._ahead = self._ahead, deque()
             jobs = [(epoch, i) for i in order]
             if not self._kept:
@@ -418,7 +507,7 @@ class StreamingSplit:
             future.cancel()
         for future in futures:
             if not future.cancelled() and future.exception() is None:
-                self._free.put(future.result()[3:])
+                self._give_back(future.result()[3:])
 
     def __enter__(self):
         return self

@@ -1,0 +1,107 @@
+"""A store's split read where it lies: the file mapped into memory once, each
+chunk checked in the mapping, rows lent as read-only views.
+
+Shards taken in the split's own order (the tutorials' streams, evaluation)
+need no copy at all: the compiled step reads the page cache's own pages.
+Copying a shard out of the file cost about as much as training the
+logistic regression on it; checking it in place costs a fraction (see
+*Streaming throughput* in docs/benchmarks.md).
+
+Each chunk is checked against its checksum before any of its rows is lent,
+once per ``mark`` (a stream passes its epoch): a chunk shared by two shards
+is checked once a pass, and again on the next. The mapping holds the file
+that was opened, so a store replaced at its path (as int8store's writers
+replace one) leaves it intact; a file rewritten in place under the run (a
+``cp`` over it) is caught by the checksums only until it is truncated:
+reading a page past a file's new end kills the process with SIGBUS, as with
+any mapped file.
+"""
+
+import mmap
+import os
+import threading
+
+import numpy as np
+
+from ..errors import StoreChecksumError, StoreFormatError
+from .checksums import chunk_hasher
+from .manifest import manifest_digest, read_manifest
+
+__all__ = ["MappedSplit"]
+
+
+class MappedSplit:
+    """Split ``name`` of ``store`` (a :class:`~int8store.store.reader.Store`)
+    mapped read-only. Only for a split whose chunks lie end to end in the
+    file (as int8store writes them): see :meth:`possible`."""
+
+    def __init__(self, store, name):
+        self.store, self.name = store, name
+        self.layout = layout = store._split(name)
+        end = layout.chunks[-1][0] + layout.chunks[-1][1]
+        fd = os.open(store.path, os.O_RDONLY)
+        try:
+            self._refuse_another_file(fd)
+            if os.fstat(fd).st_size < end:
+                raise StoreChecksumError(f"{store.path}: split {name!r}: the file ends early: "
+                                         "it is truncated")
+            self._map = mmap.mmap(fd, end, prot=mmap.PROT_READ)
+        except OSError as error:
+            raise StoreChecksumError(f"{store.path}: cannot map split {name!r} "
+                                     f"({error.strerror or error})") from error
+        finally:
+            os.close(fd)  # the mapping keeps the file open
+        self._bytes = np.frombuffer(self._map, np.uint8)
+        self._start = layout.chunks[0][0]
+        self._checked = {}  # chunk index -> the mark it was last checked under
+        self._locks = [threading.Lock() for _ in layout.chunks]
+
+    def _refuse_another_file(self, fd):
+        """The file open as ``fd`` must be the store opened earlier (the same
+        manifest): a store replaced since then would not match its labels."""
+        from .reader import changed_store_error
+
+        here = f"/proc/self/fd/{fd}"  # the open file itself, where Linux names it
+        try:
+            digest = manifest_digest(read_manifest(here if os.path.exists(here) else self.store.path))
+        except StoreFormatError as error:
+            raise changed_store_error(self.store.path) from error
+        if digest != self.store.manifest_digest:
+            raise changed_store_error(self.store.path)
+
+    @staticmethod
+    def possible(store, name):
+        """Whether split ``name``'s chunks lie end to end (and it has any)."""
+        chunks = store._split(name).chunks
+        return bool(chunks) and all(a[0] + a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+
+    def rows(self, start, stop, mark=None):
+        """Examples ``[start, stop)`` as a read-only int8 array of
+        ``(stop - start, row bytes)``, once every chunk they touch has been
+        checked under ``mark`` (None: checked again each call)."""
+        layout = self.layout
+        for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+            with self._locks[index]:  # a chunk two workers share is checked by one of them
+                if mark is not None and self._checked.get(index, self) == mark:
+                    continue
+                offset, nbytes, digest = layout.chunks[index]
+                hasher = chunk_hasher(self.store.chunk_checksum)
+                hasher.update(self._bytes[offset:offset + nbytes])  # without the GIL
+                if hasher.hexdigest() != digest:
+                    raise StoreChecksumError(f"{self.store.path}: {layout.chunk_name(self.name, index)} "
+                                             "does not match its checksum: the file is damaged")
+                self._checked[index] = mark
+        first = self._start + start * layout.row_bytes
+        return self._bytes[first:first + (stop - start) * layout.row_bytes].view(np.int8) \
+            .reshape(stop - start, layout.row_bytes)
+
+    def release(self, rows):
+        """Unmap the pages of ``rows`` (from :meth:`rows`) from this process,
+        once nothing reads them: they stay in the page cache, and count in
+        the process's resident memory again only when read again."""
+        advice = getattr(mmap, "MADV_DONTNEED", None)  # (not on Windows)
+        if advice is None or not rows.nbytes:
+            return
+        low = rows.ctypes.data - self._bytes.ctypes.data
+        first = low // mmap.PAGESIZE * mmap.PAGESIZE
+        self._map.madvise(advice, first, low + rows.nbytes - first)

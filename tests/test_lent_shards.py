@@ -1,0 +1,163 @@
+"""Shards of a split streamed in its own order, lent without a copy: views of
+a store mapped into memory (or of arrays), each chunk checked before its rows
+are lent, once an epoch; pages given back after use; the same shards as
+copying them."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from archives import fake_mnist, write_mnist_idx_folder
+from int8store import StreamError, quantize
+from int8store.converter import convert
+from int8store.store import mapped
+from int8store.store.reader import open_store
+from int8store.store.writer import StoreWriter
+from int8store.streaming.split import ArrayShards, StoreShards, StreamingSplit, stream
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "s.h5"
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=3000, n_test=10, side=28)), path)
+    return path
+
+
+def lent_stream(path, shard_size=700, **kwargs):
+    s = open_store(path, verify=False)
+    return StreamingSplit(StoreShards(path, "train"), shard_size, s.encoding, (28, 28), **kwargs)
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_shards_in_order_are_views_of_the_file_padded_at_the_end(store, prefetch):
+    codes, labels = open_store(store).read_split("train")
+    split = lent_stream(store, prefetch=prefetch)
+    assert split.reader == "views"
+    for epoch in (0, 1):
+        seen = []
+        for shard in split.epoch(epoch):
+            held = split.dataset.data.get_value(borrow=True)
+            rows = codes[shard.start:shard.start + shard.count].reshape(shard.count, -1)
+            np.testing.assert_array_equal(held[:shard.count].reshape(shard.count, -1), rows)
+            assert (held[shard.count:] == 0).all()
+            # a whole shard is the mapped file itself, read-only; the short last one a copy
+            assert held.flags.writeable == (shard.count < split.shard_size)
+            seen += list(split.y.get_value()[:shard.count])
+        assert seen == list(labels)
+    split.close()
+
+
+def test_each_chunk_is_checked_once_an_epoch(store, monkeypatch):
+    hashed = []
+    real = mapped.chunk_hasher
+
+    def counting(name):
+        hashed.append(name)
+        return real(name)
+
+    monkeypatch.setattr(mapped, "chunk_hasher", counting)
+    chunks = len(open_store(store).manifest["splits"][0]["x"]["chunks"])
+    split = lent_stream(store, shard_size=500, prefetch=0)  # shards end inside chunks
+    for epoch, checked in ((0, 1), (1, 2), (0, 3)):  # epoch 0 again: checked again
+        assert sum(s.count for s in split.epoch(epoch)) == 2500
+        assert len(hashed) == checked * chunks
+    split.close()
+
+
+def test_a_damaged_chunk_is_never_lent(store):
+    s = open_store(store)
+    offset, _, _ = s.manifest["splits"][0]["x"]["chunks"][1]
+    with open(store, "r+b") as f:
+        f.seek(offset + 5)
+        byte = f.read(1)[0]
+        f.seek(offset + 5)
+        f.write(bytes([byte ^ 0x10]))
+    split = lent_stream(store, prefetch=0)
+    first_bad = s.manifest["splits"][0]["x"]["chunk_rows"]
+    delivered = []
+    with pytest.raises(StreamError, match=r"train: shard \d \(examples .*\): .*s\.h5: split 'train' "
+                                          r"chunk 1 \(examples .*\) does not match its checksum"):
+        for shard in split.epoch(0):
+            delivered.append(shard.start + shard.count)
+    assert delivered and max(delivered) <= first_bad
+
+
+def test_a_store_truncated_before_it_is_mapped_is_refused(store, tmp_path):
+    short = tmp_path / "short.h5"
+    shutil.copy(store, short)
+    split = lent_stream(short, prefetch=0)
+    os.truncate(short, os.path.getsize(short) - 100_000)
+    with pytest.raises(StreamError, match=r"short\.h5: the file changed since the store was opened"):
+        next(split.epoch(0))
+
+
+def test_a_store_replaced_before_it_is_mapped_is_refused(store, tmp_path):
+    split = lent_stream(store, prefetch=0)
+    other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
+    convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
+    with pytest.raises(StreamError, match="the file changed since the store was opened"):
+        next(split.epoch(0))
+
+
+def test_a_store_replaced_once_mapped_leaves_the_mapping_intact(store, tmp_path):
+    codes, _ = open_store(store).read_split("train")
+    split = lent_stream(store, prefetch=0)
+    first = [np.array(split.dataset.data.get_value(borrow=True)) for _ in split.epoch(0)]
+    other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
+    convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)  # atomic
+    again = [np.array(split.dataset.data.get_value(borrow=True)) for _ in split.epoch(1)]
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(first[0].reshape(700, 28, 28), codes[:700])
+
+
+def _rss_file_kb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_lent_pages_leave_memory_once_used(tmp_path):
+    """A split larger than the shards memory may hold: each shard's pages are
+    unmapped once the next replaces it, so the process's resident memory
+    grows by a few shards, not by the split."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "big.h5"
+    n, shard = 20_000, 1_000  # 15.7 MB of images, shards of 0.78 MB
+    codes, encoding = quantize(rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+    with StoreWriter(path, encoding, (28, 28), {"train": rng.integers(0, 10, n)}, source="test") as w:
+        w.append("train", codes)
+    del codes
+    split = StreamingSplit(StoreShards(path, "train"), shard, encoding, (28, 28), prefetch=2)
+    assert split.reader == "views"
+    before, most = _rss_file_kb(), 0
+    for epoch in (0, 1):
+        for _ in split.epoch(epoch):
+            most = max(most, _rss_file_kb() - before)
+    split.close()
+    assert most < 5 * shard * 784 // 1024  # kB: the shard in use, those in flight, edges
+
+
+def test_arrays_in_order_are_lent_without_a_copy():
+    codes, encoding = quantize(np.arange(60 * 4, dtype=np.uint8).reshape(60, 4))
+    split = StreamingSplit(ArrayShards(codes, np.arange(60)), 20, encoding, (4,))
+    assert split.reader == "views"
+    for shard in split.epoch(0):
+        assert np.shares_memory(split.dataset.data.get_value(borrow=True), codes)
+    split.close()
+
+
+def test_stream_over_a_loaded_split_lends_its_rows():
+    from int8store import SharedDataset
+
+    codes, encoding = quantize(np.arange(60 * 4, dtype=np.uint8).reshape(60, 4))
+    loaded = SharedDataset(codes, np.arange(60), encoding, image_shape=(4,), name="train")
+    split = stream(loaded.x, loaded.y, max_device_bytes=20 * 8)
+    held = np.asarray(loaded.data.get_value(borrow=True))
+    for shard in split.epoch(0):
+        value = split.dataset.data.get_value(borrow=True)
+        assert np.shares_memory(value, held)
+        np.testing.assert_array_equal(value, held[shard.start:shard.start + shard.count])
+    split.close()
