@@ -8,12 +8,16 @@ round in one run:
 
 (a) resident: the whole split in the int8 shared variable;
 (b) streamed with prefetch: shards read from the store, checked and shuffled
-    by two worker threads, two shards ahead;
-(c) streamed without prefetch: each shard read when it is needed.
+    by the reading process, two shards ahead;
+(c) streamed without prefetch: each shard read when it is needed;
+(d), (e) streamed in the split's own order (as the tutorials stream), with
+    and without prefetch: each shard lent from the mapped store, its chunks
+    checked in place when it is needed (with prefetch, the kernel reads the
+    next two shards ahead).
 
-Each is run with the store as the producer, and with an artificially slow
-producer (a fixed delay per shard, 60 % of the time the step takes to train
-on a shard). Examples per second are medians over the rounds. Target: (b) at
+(b) and (c) are run with the store as the producer, and with an
+artificially slow producer (a fixed delay per shard, 60 % of the time the
+step takes to train on a shard). Examples per second are medians over the rounds. Target: (b) at
 least 90 % of (a) whenever producing a shard takes less time than training
 on it. A second table runs the same with OPENBLAS_NUM_THREADS=1. First, the
 producer's own rate (one thread reading, checking and shuffling every shard
@@ -61,10 +65,11 @@ def write_store(folder, examples):
 
 def producer_rate(path, shard, repeats=3):
     """The producer alone, in one thread: every shard of the split read from
-    the store, checked and shuffled into a shard buffer, as a worker does;
-    best of ``repeats`` passes. Beside it, what verify() does (read and
-    check every byte) and a plain memory copy of 256 MiB (no cache helps),
-    the physical limit of anything that writes the bytes once."""
+    the store, checked and shuffled into a shard buffer, as a worker does,
+    and every shard lent in order, checked in the mapped file; best of
+    ``repeats`` passes. Beside them, what verify() does (read and check
+    every byte) and a plain memory copy of 256 MiB (no cache helps), the
+    physical limit of anything that writes the bytes once."""
     import numpy as np
     from convert import timed
 
@@ -82,12 +87,19 @@ def producer_rate(path, shard, repeats=3):
             count = min(shard, n - first)
             source.read(first, first + count, out[:count], rng.permutation(count))
         best = min(best, time.perf_counter() - start)
+    lent = float("inf")
+    for _ in range(repeats):
+        start, mark = time.perf_counter(), object()  # a new pass: every chunk checked again
+        for first in range(0, n, shard):
+            source.lend(first, min(first + shard, n), mark)
+        lent = min(lent, time.perf_counter() - start)
     store = open_store(path, verify=False)
     verify = min(timed(store.verify) for _ in range(repeats))
     a = np.ones(256 << 20, np.uint8)
     b = np.empty_like(a)
     copy = min(timed(lambda: np.copyto(b, a)) for _ in range(repeats))
     return {"producer": n * 28 * 28 / best / 1e9, "seconds_per_shard": best * shard / n,
+            "lent": n * 28 * 28 / lent / 1e9, "lent_per_shard": lent * shard / n,
             "verify": store.nbytes / verify / 1e9, "copy": a.nbytes / copy / 1e9}
 
 
@@ -115,14 +127,15 @@ def measure(model, examples, shard, rounds):
     for i in range(batches):
         train_resident(i)
     per_shard = (time.perf_counter() - start) / batches * (shard // batch)
-    read_time = producer_rate(path, shard)["seconds_per_shard"]
+    alone = producer_rate(path, shard)
+    read_time = alone["seconds_per_shard"]
     delay = 0.6 * per_shard
 
     streams = {}
-    for producer, slow in (("store", 0.0), ("slow", delay)):
+    for producer, slow, seed in (("store", 0.0, 0), ("slow", delay, 0), ("in order", 0.0, None)):
         for prefetch in (2, 0):
             split = StreamingSplit(StoreShards(path, "train", delay=slow), shard, store.encoding,
-                                   (28, 28), seed=0, workers=2, prefetch=prefetch, dtype="float32")
+                                   (28, 28), seed=seed, workers=2, prefetch=prefetch, dtype="float32")
             # (the resident split too, so that the model's classes are counted)
             _, train = build(model, {"train": split.dataset, "all": resident}, batch, 0.1)
             streams[(producer, prefetch)] = (split, train)
@@ -145,7 +158,9 @@ def measure(model, examples, shard, rounds):
 
     ways = [("resident", "-", resident_epoch)] + [
         (f"streamed, {'prefetch 2 ahead' if p else 'no prefetch'}", producer, streamed_epoch((producer, p)))
-        for producer in ("store", "slow") for p in (2, 0)]
+        for producer in ("store", "slow") for p in (2, 0)] + [
+        (f"streamed in order, lent, {'prefetch 2 ahead' if p else 'no prefetch'}", "in order",
+         streamed_epoch(("in order", p))) for p in (2, 0)]
     rates = {(name, producer): [] for name, producer, _ in ways}
     for epoch in range(rounds):
         for name, producer, run in ways:  # alternated: each round runs every way once
@@ -155,7 +170,7 @@ def measure(model, examples, shard, rounds):
     for split, _ in streams.values():
         split.close()
     return {"model": model, "rates": {f"{k[0]}|{k[1]}": statistics.median(v) for k, v in rates.items()},
-            "per_shard": per_shard, "read": read_time, "delay": delay}
+            "per_shard": per_shard, "read": read_time, "lent": alone["lent_per_shard"], "delay": delay}
 
 
 def big_store(model, path, max_memory, max_shards):
@@ -193,14 +208,15 @@ def table(results, threads):
         base = result["rates"]["resident|-"]
         for key, rate in result["rates"].items():
             name, producer = key.split("|")
-            producer = {"-": "-", "store": "the store",
+            producer = {"-": "-", "store": "the store", "in order": "the store",
                         "slow": f"the store + {result['delay'] * 1e3:.0f} ms"}[producer]
             print(f"| {result['model']} | {threads} | {name} | {producer} | {rate:,.0f} "
                   f"| {rate / base:.2f} |")
     for result in results:
         print(f"{result['model']}, OPENBLAS_NUM_THREADS={threads}: training on a shard takes "
               f"{result['per_shard'] * 1e3:.1f} ms, reading, checking and shuffling one from "
-              f"the store {result['read'] * 1e3:.1f} ms")
+              f"the store {result['read'] * 1e3:.1f} ms, lending one in order (checked in the "
+              f"mapped file) {result['lent'] * 1e3:.2f} ms")
 
 
 
@@ -248,7 +264,9 @@ def main(argv=None):
     gb = producer_rate(write_store(tempfile.mkdtemp(prefix="int8store-streaming-"), args.examples),
                        args.shard)
     print(f"producer, one thread, from the page cache: {gb['producer']:.2f} GB/s read, checked "
-          f"and shuffled ({gb['seconds_per_shard'] * 1e3:.2f} ms a shard); verify() "
+          f"and shuffled ({gb['seconds_per_shard'] * 1e3:.2f} ms a shard); {gb['lent']:.2f} GB/s "
+          f"lent in order, checked in the mapped file ({gb['lent_per_shard'] * 1e3:.2f} ms a "
+          f"shard); verify() "
           f"{gb['verify']:.2f} GB/s; a memory copy of 256 MiB {gb['copy']:.2f} GB/s "
           "(the same process, one after the other)")
     for threads in ("default", "1"):  # each in a fresh process

@@ -93,8 +93,9 @@ def test_a_store_truncated_before_it_is_mapped_is_refused(store, tmp_path):
         next(split.epoch(0))
 
 
-def test_a_store_replaced_before_it_is_mapped_is_refused(store, tmp_path):
-    split = lent_stream(store, prefetch=0)
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_store_replaced_before_it_is_mapped_is_refused(store, tmp_path, prefetch):
+    split = lent_stream(store, prefetch=prefetch)
     other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
     convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
     with pytest.raises(StreamError, match="the file changed since the store was opened"):
@@ -161,3 +162,12 @@ def test_stream_over_a_loaded_split_lends_its_rows():
         assert np.shares_memory(value, held)
         np.testing.assert_array_equal(value, held[shard.start:shard.start + shard.count])
     split.close()
+
+
+def test_lent_shards_are_read_ahead_by_the_kernel_each_once(store, monkeypatch):
+    split = lent_stream(store, shard_size=500, prefetch=2)
+    asked = []
+    monkeypatch.setattr(split.source, "read_ahead", lambda start, stop: asked.append((start, stop)))
+    assert sum(s.count for s in split.epoch(0)) == 2500
+    assert asked == [(start, start + 500) for start in range(500, 2500, 500)]
+    assert split._pool is None  # no worker thread: checked when needed

@@ -95,6 +95,16 @@ class MappedSplit:
         return self._bytes[first:first + (stop - start) * layout.row_bytes].view(np.int8) \
             .reshape(stop - start, layout.row_bytes)
 
+    def read_ahead(self, start, stop):
+        """Start reading examples ``[start, stop)`` into the page cache (in
+        the kernel, without waiting for the disk)."""
+        advice = getattr(mmap, "MADV_WILLNEED", None)
+        if advice is None or stop <= start:
+            return
+        first = self._start + start * self.layout.row_bytes
+        page = first // mmap.PAGESIZE * mmap.PAGESIZE
+        self._map.madvise(advice, page, first + (stop - start) * self.layout.row_bytes - page)
+
     def release(self, rows):
         """Unmap the pages of ``rows`` (from :meth:`rows`) from this process,
         once nothing reads them: they stay in the page cache, and count in

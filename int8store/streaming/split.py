@@ -87,6 +87,9 @@ class ArrayShards:
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
 
+    def read_ahead(self, start, stop):
+        """Nothing to read: the rows are in memory."""
+
     def read(self, start, stop, out, positions=None):
         """Codes of examples ``[start, stop)`` into ``out`` (row ``positions[i]``
         for example ``start + i`` when given), and their labels."""
@@ -134,17 +137,25 @@ class StoreShards:
         (once per ``mark``: see :class:`~int8store.store.mapped.MappedSplit`)."""
         if self.delay:
             time.sleep(self.delay)
+        return self._mapped_split().rows(start, stop, mark)
+
+    def _mapped_split(self):
         with self._mapping:
             if self._mapped is None:
                 from ..store.mapped import MappedSplit
 
                 self._mapped = MappedSplit(self.store, self.name)
-        return self._mapped.rows(start, stop, mark)
+        return self._mapped
 
     def release(self, rows):
         """Unmap the pages of rows lent once they are no longer read (they
         stay in the page cache)."""
         self._mapped.release(rows)
+
+    def read_ahead(self, start, stop):
+        """Ask the kernel to read examples ``[start, stop)`` into the page
+        cache in the background, for :meth:`lend` to find them there."""
+        self._mapped_split().read_ahead(start, stop)
 
     def read(self, start, stop, out, positions=None):
         """As :meth:`ArrayShards.read`."""
@@ -215,8 +226,9 @@ class StreamingSplit:
         How shards are read: ``"views"`` lends each whole shard of a split
         read in its own order (no ``seed``) without copying it: a view of
         the source's rows, for a store a read-only view of the file mapped
-        into memory, its chunks checked there (in ``workers`` threads when
-        prefetching); otherwise shards are copied into buffers, shuffled
+        into memory, its chunks checked there when the shard is needed,
+        the next ``prefetch`` shards read ahead by the kernel (no worker
+        threads); otherwise shards are copied into buffers, shuffled
         if asked, by ``workers`` threads or by one process of its own
         (:mod:`int8store.streaming.shard_process`: a store's shards, on
         Linux) that never contends with the training step for the GIL.
@@ -287,8 +299,8 @@ class StreamingSplit:
         self.reader = self._choose_reader(reader)
         count = self.prefetch + 2 if self.prefetch else 1
         held = count
-        if self.reader == "views":  # buffers only for the short last shard
-            count = 0 if self.n_examples % self.shard_size == 0 else min(count, 2)
+        if self.reader == "views":  # a buffer only for the short last shard
+            count = 0 if self.n_examples % self.shard_size == 0 else 1
         # Lent pages beyond the shards memory may hold are unmapped after use.
         self._drop_pages = self.reader == "views" and self.n_shards > held
         self._marks = {}  # epoch -> the token its lent chunks were checked under
@@ -437,10 +449,13 @@ class StreamingSplit:
                    disable=None if progress is None else not progress, leave=False)
         completed, pending = False, deque()
         try:
-            if self.prefetch == 0:
+            if self.prefetch == 0 or self.reader == "views":
                 self._marks = {}
                 for number, index in enumerate(order):
-                    yield self._deliver(number, self._prepare(epoch, index), bar)
+                    prepared = self._prepare(epoch, index)
+                    if self.reader == "views":
+                        self._read_ahead(order, number)
+                    yield self._deliver(number, prepared, bar)
                 completed = True
                 self._holds_all = self._kept
                 return
@@ -476,6 +491,17 @@ class StreamingSplit:
                 self._ahead.extend(pending)
                 self.close()
             bar.close()
+
+    def _read_ahead(self, order, number):
+        """Lent shards are read ahead by the kernel: once shard ``number`` of
+        ``order`` is checked, a hint for the next ``prefetch`` (each once).
+        Checking them ahead in a thread was measured slower on two cores,
+        where it takes time from the training step's BLAS threads, and
+        checking costs a few percent of training on the shard."""
+        for ahead in order[number + 1:number + 1 + self.prefetch] if number == 0 else \
+                order[number + self.prefetch:number + self.prefetch + 1]:
+            start = ahead * self.shard_size
+            self.source.read_ahead(start, min(start + self.shard_size, self.n_examples))
 
     def close(self):
         """Stop the workers (waiting for the reads under way) and drop the
