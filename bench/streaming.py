@@ -13,7 +13,9 @@ round in one run:
 (d), (e) streamed in the split's own order (as the tutorials stream), with
     and without prefetch: each shard lent from the mapped store, its chunks
     checked in place when it is needed (with prefetch, the kernel reads the
-    next two shards ahead).
+    next two shards ahead);
+(f) the same order, copied by the reading process two shards ahead, as
+    int8store streamed it before shards were lent.
 
 (b) and (c) are run with the store as the producer, and with an
 artificially slow producer (a fixed delay per shard, 60 % of the time the
@@ -132,10 +134,13 @@ def measure(model, examples, shard, rounds):
     delay = 0.6 * per_shard
 
     streams = {}
-    for producer, slow, seed in (("store", 0.0, 0), ("slow", delay, 0), ("in order", 0.0, None)):
-        for prefetch in (2, 0):
+    for producer, slow, seed, reader in (("store", 0.0, 0, "auto"), ("slow", delay, 0, "auto"),
+                                         ("in order", 0.0, None, "views"),
+                                         ("in order, copied", 0.0, None, "process")):
+        for prefetch in (2, 0) if reader != "process" else (2,):
             split = StreamingSplit(StoreShards(path, "train", delay=slow), shard, store.encoding,
-                                   (28, 28), seed=seed, workers=2, prefetch=prefetch, dtype="float32")
+                                   (28, 28), seed=seed, workers=2, prefetch=prefetch, dtype="float32",
+                                   reader=reader)
             # (the resident split too, so that the model's classes are counted)
             _, train = build(model, {"train": split.dataset, "all": resident}, batch, 0.1)
             streams[(producer, prefetch)] = (split, train)
@@ -160,7 +165,9 @@ def measure(model, examples, shard, rounds):
         (f"streamed, {'prefetch 2 ahead' if p else 'no prefetch'}", producer, streamed_epoch((producer, p)))
         for producer in ("store", "slow") for p in (2, 0)] + [
         (f"streamed in order, lent, {'prefetch 2 ahead' if p else 'no prefetch'}", "in order",
-         streamed_epoch(("in order", p))) for p in (2, 0)]
+         streamed_epoch(("in order", p))) for p in (2, 0)] + [
+        ("streamed in order, copied by the process, prefetch 2 ahead", "in order, copied",
+         streamed_epoch(("in order, copied", 2)))]
     rates = {(name, producer): [] for name, producer, _ in ways}
     for epoch in range(rounds):
         for name, producer, run in ways:  # alternated: each round runs every way once
@@ -209,6 +216,7 @@ def table(results, threads):
         for key, rate in result["rates"].items():
             name, producer = key.split("|")
             producer = {"-": "-", "store": "the store", "in order": "the store",
+                        "in order, copied": "the store",
                         "slow": f"the store + {result['delay'] * 1e3:.0f} ms"}[producer]
             print(f"| {result['model']} | {threads} | {name} | {producer} | {rate:,.0f} "
                   f"| {rate / base:.2f} |")

@@ -8,8 +8,8 @@ logistic regression on it; checking it in place costs a fraction (see
 *Streaming throughput* in docs/benchmarks.md).
 
 Each chunk is checked against its checksum before any of its rows is lent,
-once per ``mark`` (a stream passes its epoch): a chunk shared by two shards
-is checked once a pass, and again on the next. The mapping holds the file
+once per ``mark`` (a stream passes one for each epoch): a chunk shared by
+two shards is checked once an epoch, and again the next. The mapping holds the file
 that was opened, so a store replaced at its path (as int8store's writers
 replace one) leaves it intact; a file rewritten in place under the run (a
 ``cp`` over it) is caught by the checksums only until it is truncated:
@@ -45,9 +45,9 @@ class MappedSplit:
             if os.fstat(fd).st_size < end:
                 raise StoreChecksumError(f"{store.path}: split {name!r}: the file ends early: "
                                          "it is truncated")
-            self._map = mmap.mmap(fd, end, prot=mmap.PROT_READ)
+            self._map = mmap.mmap(fd, end, access=mmap.ACCESS_READ)
         except OSError as error:
-            raise StoreChecksumError(f"{store.path}: cannot map split {name!r} "
+            raise StoreFormatError(f"{store.path}: cannot map split {name!r} "
                                      f"({error.strerror or error})") from error
         finally:
             os.close(fd)  # the mapping keeps the file open
@@ -81,7 +81,7 @@ class MappedSplit:
         checked under ``mark`` (None: checked again each call)."""
         layout = self.layout
         for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
-            with self._locks[index]:  # a chunk two workers share is checked by one of them
+            with self._locks[index]:  # a chunk two threads share is checked by one of them
                 if mark is not None and self._checked.get(index, self) == mark:
                     continue
                 offset, nbytes, digest = layout.chunks[index]

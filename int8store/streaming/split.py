@@ -303,7 +303,7 @@ class StreamingSplit:
             count = 0 if self.n_examples % self.shard_size == 0 else 1
         # Lent pages beyond the shards memory may hold are unmapped after use.
         self._drop_pages = self.reader == "views" and self.n_shards > held
-        self._marks = {}  # epoch -> the token its lent chunks were checked under
+        self._mark = None  # the token this epoch's lent chunks are checked under
         if self.reader == "process":  # buffers the reading process maps too
             from .shard_process import SharedBuffers
             self._shared = SharedBuffers(count, (self.shard_size, row))
@@ -378,7 +378,7 @@ class StreamingSplit:
         if self.reader == "views" and start + self.shard_size <= self.n_examples:
             stop = start + self.shard_size
             try:
-                codes = self.source.lend(start, stop, self._marks.setdefault(epoch, object()))
+                codes = self.source.lend(start, stop, self._mark)
             except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
                 raise self._shard_error(index, start, stop, error) from error
             return index, start, self.shard_size, codes, self.source.labels[start:stop]
@@ -450,7 +450,7 @@ class StreamingSplit:
         completed, pending = False, deque()
         try:
             if self.prefetch == 0 or self.reader == "views":
-                self._marks = {}
+                self._mark = object()  # each stored chunk checked once this epoch
                 for number, index in enumerate(order):
                     prepared = self._prepare(epoch, index)
                     if self.reader == "views":
@@ -466,8 +466,6 @@ class StreamingSplit:
             if self._ahead_epoch != epoch:
                 self._release(self._ahead)  # read ahead for another epoch than this one
                 self._ahead = deque()
-                self._marks = {}  # this epoch's lent chunks are checked anew
-            self._marks = {e: mark for e, mark in self._marks.items() if e >= epoch}
             pending, self._ahead = self._ahead, deque()
             jobs = [(epoch, i) for i in order]
             if not self._kept:
