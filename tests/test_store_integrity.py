@@ -12,6 +12,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,6 +90,16 @@ def test_a_truncated_or_extended_store_is_named_so(store):
 def test_a_manifest_layout_that_does_not_fit_the_counts_is_refused(store):
     rewrite_manifest(store, lambda m: m["splits"][0].update(count=29))
     with pytest.raises(StoreFormatError, match="layout of split 'train' does not match"):
+        open_store(store)
+
+
+@pytest.mark.parametrize("rows", [0, -3, None, True, "7"])
+def test_a_forged_chunk_size_is_refused_by_name(store, rows):
+    """A manifest rewritten with its hash recomputed, its chunk size nonsense:
+    a clear error naming the file and the split, never a division by zero."""
+    rewrite_manifest(store, lambda m: m["splits"][0]["x"].update(chunk_rows=rows))
+    with pytest.raises(StoreFormatError, match=rf"{store.name}: the manifest's layout of split "
+                                               rf"'train' has {re.escape(repr(rows))} rows a chunk"):
         open_store(store)
 
 

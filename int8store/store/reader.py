@@ -94,9 +94,12 @@ class _SplitLayout:
         self.chunks = x["chunks"]
         self.labels = entry["y"]
         self.row_bytes = int(np.prod(image_shape, dtype=np.int64))
-        chunk_bytes = (self.rows or 0) * self.row_bytes
+        if not isinstance(self.rows, int) or isinstance(self.rows, bool) or self.rows < 1:
+            raise StoreFormatError(f"{path}: the manifest's layout of split {entry['name']!r} "
+                                   f"has {self.rows!r} rows a chunk")
+        chunk_bytes = self.rows * self.row_bytes
         needed = -(-self.count // self.rows) if self.count else 0
-        if not isinstance(self.rows, int) or self.rows < 1 or len(self.chunks) != needed \
+        if len(self.chunks) != needed \
                 or any(len(c) != 3 or c[1] != chunk_bytes for c in self.chunks) \
                 or len(self.labels) != (1 if self.count else 0) \
                 or any(len(r) != 3 or r[1] != 4 * self.count for r in self.labels):
