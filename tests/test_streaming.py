@@ -471,3 +471,17 @@ def test_a_store_replaced_after_opening_is_refused_by_the_reading_process(tmp_pa
         for _ in split.epoch(0):
             pass
     split.close()
+
+
+@pytest.mark.parametrize("reader", ["views", "threads", "process"])
+def test_a_store_opened_by_a_relative_path_streams_after_a_chdir(store, tmp_path, monkeypatch, reader):
+    """Shards are read after the training script may have changed its working
+    directory: the store opened as a relative path is still the one read."""
+    monkeypatch.chdir(store.parent)
+    split = StreamingSplit(StoreShards(store.name, "train"), 700, open_store(store).encoding,
+                           (28, 28), reader=reader, prefetch=1 if reader == "process" else 0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert sum(shard.count for shard in split.epoch(0)) == 2500
+    split.close()

@@ -39,7 +39,7 @@ class MappedSplit:
         self.store, self.name = store, name
         self.layout = layout = store._split(name)
         end = layout.chunks[-1][0] + layout.chunks[-1][1]
-        fd = os.open(store.path, os.O_RDONLY)
+        fd = os.open(store.file, os.O_RDONLY)
         try:
             self._refuse_another_file(fd)
             if os.fstat(fd).st_size < end:

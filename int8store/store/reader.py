@@ -141,6 +141,10 @@ class Store:
     Attributes
     ----------
     path : Path
+        As given (messages name it).
+    file : Path
+        The absolute path the data is read from: reads made after a change
+        of the working directory still find the store.
     encoding : Encoding
     image_shape : tuple
     axes : tuple of str
@@ -157,6 +161,7 @@ class Store:
 
     def __init__(self, path):
         self.path = Path(path)
+        self.file = self.path.absolute()
         try:
             self._read_header()
         except OSError as error:
@@ -227,7 +232,7 @@ class Store:
         """The int32 labels of split ``name``."""
         layout = self._split(name)
         labels = np.empty(layout.count, dtype="<i4")
-        with open(self.path, "rb", buffering=0) as f:
+        with open(self.file, "rb", buffering=0) as f:
             for offset, nbytes, digest in layout.labels:
                 self._read_range(f, offset, memoryview(labels).cast("B"), digest if verify else None,
                                  f"split {name!r} labels")
@@ -245,7 +250,7 @@ class Store:
         before it is yielded."""
         layout = self._split(name)
         scratch = ChunkBuffer(self.chunk_bytes(name))
-        with open(self.path, "rb", buffering=0) as f:
+        with open(self.file, "rb", buffering=0) as f:
             for start in range(0, layout.count, layout.rows):
                 codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
                                  dtype=np.int8)
@@ -277,7 +282,7 @@ class Store:
         layout = self._split(name)
         if scratch is None:
             scratch = ChunkBuffer(self.chunk_bytes(name))
-        with open(self.path, "rb", buffering=0) as f:
+        with open(self.file, "rb", buffering=0) as f:
             self._read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
 
     def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
@@ -355,7 +360,7 @@ class Store:
         """Check every ``step``-th stored chunk of ``name`` from example ``first``."""
         layout = self._split(name)
         scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
-        with open(self.path, "rb", buffering=0) as f:
+        with open(self.file, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
                 offset, nbytes, digest = layout.chunks[index]
                 self._read_range(f, offset, memoryview(scratch)[:nbytes], digest,

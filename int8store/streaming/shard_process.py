@@ -79,7 +79,7 @@ class ShardProcess:
         shape = buffers.arrays[0].shape
         # The reader checks that the file at the path is still the store the
         # trainer opened (same manifest): its labels came from that one.
-        args = [store.path, store.manifest_digest, split, "-" if seed is None else seed,
+        args = [store.file, store.manifest_digest, split, "-" if seed is None else seed,
                 repr(float(delay)), shape[0], shape[1], *buffers.fds]
         self._process = processes.start("int8store.streaming.shard_process", args,
                                          pass_fds=buffers.fds)
