@@ -49,20 +49,70 @@ def test_shards_in_order_are_views_of_the_file_padded_at_the_end(store, prefetch
     split.close()
 
 
-def test_each_chunk_is_checked_once_an_epoch(store, monkeypatch):
-    hashed = []
+@pytest.fixture
+def hashed(monkeypatch):
+    """The chunk checksums computed in mapped files, by name."""
+    names = []
     real = mapped.chunk_hasher
+    monkeypatch.setattr(mapped, "chunk_hasher", lambda name: names.append(name) or real(name))
+    return names
 
-    def counting(name):
-        hashed.append(name)
-        return real(name)
 
-    monkeypatch.setattr(mapped, "chunk_hasher", counting)
-    chunks = len(open_store(store).manifest["splits"][0]["x"]["chunks"])
+def n_chunks(path):
+    return len(open_store(path).manifest["splits"][0]["x"]["chunks"])
+
+
+def test_chunks_are_checked_each_epoch_when_pages_are_given_back(store, hashed):
     split = lent_stream(store, shard_size=500, prefetch=0)  # shards end inside chunks
+    assert split._drop_pages  # 5 shards, one held
     for epoch, checked in ((0, 1), (1, 2), (0, 3)):  # epoch 0 again: checked again
         assert sum(s.count for s in split.epoch(epoch)) == 2500
-        assert len(hashed) == checked * chunks
+        assert len(hashed) == checked * n_chunks(store)
+    split.close()
+
+
+def test_a_split_kept_mapped_whole_is_checked_once(store, hashed):
+    split = lent_stream(store, shard_size=700, prefetch=2)  # 4 shards, 4 held
+    assert not split._drop_pages
+    for epoch in (0, 1, 2):
+        assert sum(s.count for s in split.epoch(epoch)) == 2500
+    # (the short last shard is copied, its chunk checked as it is read, not here)
+    assert len(hashed) == n_chunks(store)
+    split.close()
+
+
+def _flip_a_bit(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0x10]))
+
+
+def test_a_file_written_in_place_is_checked_again(store, hashed):
+    """The modification time changes: every chunk is checked again, so a
+    touched file trains on, and one damaged in place names its chunk."""
+    split = lent_stream(store, shard_size=700, prefetch=2)
+    assert sum(s.count for s in split.epoch(0)) == 2500
+    assert len(hashed) == n_chunks(store)
+    os.utime(store, ns=(1, 1))  # touched: same bytes, checked again, accepted
+    assert sum(s.count for s in split.epoch(1)) == 2500
+    assert len(hashed) == 2 * n_chunks(store)
+    _flip_a_bit(store, open_store(store).manifest["splits"][0]["x"]["chunks"][0][0] + 3)
+    with pytest.raises(StreamError, match=r"shard 0 .*chunk 0 .*does not match its checksum"):
+        next(split.epoch(2))
+    split.close()
+
+
+def test_a_file_truncated_in_place_is_refused_before_it_is_read(store, tmp_path):
+    short = tmp_path / "short.h5"
+    shutil.copy(store, short)
+    split = lent_stream(short, shard_size=700, prefetch=2)
+    assert sum(s.count for s in split.epoch(0)) == 2500
+    with open(short, "r+b") as f:  # in place, as a cp over it would
+        f.truncate(os.path.getsize(short) // 2)
+    with pytest.raises(StreamError, match=r"short\.h5: split 'train': the file was truncated"):
+        next(split.epoch(1))
     split.close()
 
 

@@ -8,18 +8,22 @@ logistic regression on it; checking it in place costs a fraction (see
 *Streaming throughput* in docs/benchmarks.md).
 
 Each chunk is checked against its checksum before any of its rows is lent,
-once per ``mark`` (a stream passes one for each epoch): a chunk shared by
-two shards is checked once an epoch, and again the next. The mapping holds the file
-that was opened, so a store replaced at its path (as int8store's writers
-replace one) leaves it intact; a file rewritten in place under the run (a
-``cp`` over it) is caught by the checksums only until it is truncated:
-reading a page past a file's new end kills the process with SIGBUS, as with
-any mapped file.
+once per ``mark``: a stream passes one token for its whole life when it keeps
+the split mapped whole (checked once, as a loaded split is checked once when
+it is loaded), a new one each epoch when it gives pages back after use (a
+split larger than it may hold, whose bytes are read from the file again).
+The mapping holds the file that was opened, so a store replaced at its path
+(as int8store's writers replace one) leaves it intact. A file written in
+place under the run (a ``cp`` over it, not int8store) is seen by its
+modification time and size before each lending: every chunk is checked
+again, and a file now too short is refused; truncated during a step, it
+kills the process with SIGBUS, as with any mapped file.
 """
 
 import mmap
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -47,10 +51,16 @@ class MappedSplit:
                                          "it is truncated")
             self._map = mmap.mmap(fd, end, access=mmap.ACCESS_READ)
         except OSError as error:
+            os.close(fd)
             raise StoreFormatError(f"{store.path}: cannot map split {name!r} "
                                      f"({error.strerror or error})") from error
-        finally:
-            os.close(fd)  # the mapping keeps the file open
+        except BaseException:
+            os.close(fd)
+            raise
+        # Kept open to see the mapped file written in place (see _written).
+        self._fd, self._end = fd, end
+        weakref.finalize(self, os.close, fd)
+        self._seen = self._written()
         self._bytes = np.frombuffer(self._map, np.uint8)
         self._start = layout.chunks[0][0]
         self._checked = {}  # chunk index -> the mark it was last checked under
@@ -75,10 +85,24 @@ class MappedSplit:
         chunks = store._split(name).chunks
         return bool(chunks) and all(a[0] + a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
 
+    def _written(self):
+        """The mapped file's size and modification time (not its change
+        time, which its replacement at the path changes too)."""
+        status = os.fstat(self._fd)
+        return status.st_size, status.st_mtime_ns
+
     def rows(self, start, stop, mark=None):
         """Examples ``[start, stop)`` as a read-only int8 array of
         ``(stop - start, row bytes)``, once every chunk they touch has been
-        checked under ``mark`` (None: checked again each call)."""
+        checked under ``mark`` (None: checked again each call), and again
+        if the file was written since (then refused if it is now short)."""
+        written = self._written()
+        if written != self._seen:  # written in place: nothing checked holds
+            if written[0] < self._end:
+                raise StoreChecksumError(f"{self.store.path}: split {self.name!r}: the file was "
+                                         "truncated while it was read")
+            self._checked.clear()
+            self._seen = written
         layout = self.layout
         for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
             with self._locks[index]:  # a chunk two threads share is checked by one of them

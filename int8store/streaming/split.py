@@ -23,7 +23,8 @@ Who reads: a split streamed in its own order (no seed; the tutorials'
 streams, evaluation) is not copied at all: each whole shard is lent as a
 view of the source's rows, for a store a view of the file mapped into
 memory (:mod:`int8store.store.mapped`), whose chunks are checked in place
-before the step reads them. Shuffled shards are gathered into buffers: a
+before the step reads them (once while the split stays mapped whole, each
+epoch when its pages are given back after use). Shuffled shards are gathered into buffers: a
 store's shards are read ahead by a process of its own
 (:mod:`int8store.streaming.shard_process`, Linux) into memory shared with this one,
 because the compiled step holds the GIL for its whole call and a reading
@@ -226,7 +227,8 @@ class StreamingSplit:
         How shards are read: ``"views"`` lends each whole shard of a split
         read in its own order (no ``seed``) without copying it: a view of
         the source's rows, for a store a read-only view of the file mapped
-        into memory, its chunks checked there when the shard is needed,
+        into memory, its chunks checked there when the shard is needed
+        (once, or each epoch for a split larger than memory may hold),
         the next ``prefetch`` shards read ahead by the kernel (no worker
         threads); otherwise shards are copied into buffers, shuffled
         if asked, by ``workers`` threads or by one process of its own
@@ -303,7 +305,10 @@ class StreamingSplit:
             count = 0 if self.n_examples % self.shard_size == 0 else 1
         # Lent pages beyond the shards memory may hold are unmapped after use.
         self._drop_pages = self.reader == "views" and self.n_shards > held
-        self._mark = None  # the token this epoch's lent chunks are checked under
+        # The token lent chunks are checked under: one for the stream's life
+        # when the split stays mapped whole (checked once, as a loaded split
+        # is), a new one each epoch when its pages are given back after use.
+        self._mark = None
         if self.reader == "process":  # buffers the reading process maps too
             from .shard_process import SharedBuffers
             self._shared = SharedBuffers(count, (self.shard_size, row))
@@ -450,7 +455,8 @@ class StreamingSplit:
         completed, pending = False, deque()
         try:
             if self.prefetch == 0 or self.reader == "views":
-                self._mark = object()  # each stored chunk checked once this epoch
+                if self._drop_pages or self._mark is None:
+                    self._mark = object()
                 for number, index in enumerate(order):
                     prepared = self._prepare(epoch, index)
                     if self.reader == "views":
