@@ -473,6 +473,35 @@ def test_a_store_replaced_after_opening_is_refused_by_the_reading_process(tmp_pa
     split.close()
 
 
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_store_replaced_after_opening_is_named_as_such_by_reading_threads(tmp_path, store, prefetch):
+    """Threads read the store by its path: the other store's bytes fail the
+    checks of the one opened, and the error says the file was replaced, not
+    that it is damaged."""
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           seed=0, reader="threads", prefetch=prefetch)
+    other = fake_mnist(n_train=3000, n_test=10, side=28, seed=9)
+    convert(write_mnist_idx_folder(tmp_path / "other", other), store, force=True)
+    with pytest.raises(StreamError, match="the file changed since the store was opened") as caught:
+        for _ in split.epoch(0):
+            pass
+    assert "damaged" not in str(caught.value)
+    split.close()
+
+
+def test_a_store_damaged_in_place_is_still_reported_as_damaged(tmp_path, store):
+    opened = open_store(store)
+    offset, _, _ = opened.manifest["splits"][0]["x"]["chunks"][0]
+    with open(store, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 1]))
+    with pytest.raises(StoreChecksumError, match="chunk 0 .*does not match its checksum: the file "
+                                                 "is damaged"):
+        opened.read_split("train")
+
+
 @pytest.mark.parametrize("reader", ["views", "threads", "process"])
 def test_a_store_opened_by_a_relative_path_streams_after_a_chdir(store, tmp_path, monkeypatch, reader):
     """Shards are read after the training script may have changed its working

@@ -25,6 +25,7 @@ ranges itself, checking each chunk as it goes. :func:`open_store` refuses a
 newer format version, naming the release that reads it.
 """
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -228,11 +229,27 @@ class Store:
 
     # -- reading --------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _reading(self):
+        """Bytes that fail their check in a file that is no longer this store
+        (another one written at its path since it was opened: each read
+        opens the path) are reported as that, not as damage."""
+        try:
+            yield
+        except StoreChecksumError as error:
+            try:
+                same = manifest_digest(read_manifest(self.file)) == self.manifest_digest
+            except (OSError, StoreFormatError):
+                same = False
+            if not same:
+                raise changed_store_error(self.path) from error
+            raise
+
     def read_labels(self, name, verify=True):
         """The int32 labels of split ``name``."""
         layout = self._split(name)
         labels = np.empty(layout.count, dtype="<i4")
-        with open(self.file, "rb", buffering=0) as f:
+        with self._reading(), open(self.file, "rb", buffering=0) as f:
             for offset, nbytes, digest in layout.labels:
                 self._read_range(f, offset, memoryview(labels).cast("B"), digest if verify else None,
                                  f"split {name!r} labels")
@@ -250,7 +267,7 @@ class Store:
         before it is yielded."""
         layout = self._split(name)
         scratch = ChunkBuffer(self.chunk_bytes(name))
-        with open(self.file, "rb", buffering=0) as f:
+        with self._reading(), open(self.file, "rb", buffering=0) as f:
             for start in range(0, layout.count, layout.rows):
                 codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
                                  dtype=np.int8)
@@ -282,7 +299,7 @@ class Store:
         layout = self._split(name)
         if scratch is None:
             scratch = ChunkBuffer(self.chunk_bytes(name))
-        with open(self.file, "rb", buffering=0) as f:
+        with self._reading(), open(self.file, "rb", buffering=0) as f:
             self._read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
 
     def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
@@ -360,7 +377,7 @@ class Store:
         """Check every ``step``-th stored chunk of ``name`` from example ``first``."""
         layout = self._split(name)
         scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
-        with open(self.file, "rb", buffering=0) as f:
+        with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
                 offset, nbytes, digest = layout.chunks[index]
                 self._read_range(f, offset, memoryview(scratch)[:nbytes], digest,
