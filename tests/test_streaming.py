@@ -451,6 +451,39 @@ def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkey
     split.close()
 
 
+@needs_memfd
+@pytest.mark.parametrize("method", ["take", "submit"])
+def test_ctrl_c_right_after_a_reply_or_a_request_pairs_no_reply_with_the_wrong_shard(
+        store, monkeypatch, method):
+    """A real SIGINT that comes just after a reply was read, or a request
+    written, is raised once the job it belongs to is recorded: the stream
+    closes without waiting for a reply that will never come, and the next
+    epochs get the right shards."""
+    codes = open_store(store).read_split("train")[0]
+    split = StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                           prefetch=2, reader="process")
+    real, calls = getattr(shard_process.ShardProcess, method), []
+
+    def then_ctrl_c(self, *args):
+        result = real(self, *args)
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+        return result
+
+    monkeypatch.setattr(shard_process.ShardProcess, method, then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in split.epoch(0):
+            pass
+    monkeypatch.undo()
+    for epoch in (1, 2):
+        for shard in split.epoch(epoch):
+            held = np.asarray(split.dataset.data.get_value())[:shard.count]
+            np.testing.assert_array_equal(held.reshape(shard.count, -1),
+                                          codes[shard.start:shard.start + shard.count].reshape(shard.count, -1))
+    split.close()
+
+
 def _drain(free):
     """The buffers in a free queue, put back."""
     items = []

@@ -21,6 +21,11 @@ Training loops get a gentler treatment (:func:`stop_requests`): the first
 SIGINT or SIGTERM only asks the loop to stop at its next check
 (:func:`stop_requested`), so that it can report the best model so far and
 keep its checkpoint whole; a second stops at once.
+
+A few lines of bookkeeping must not be cut in half (a reply read from a
+helper process, and the job it answers marked done):
+:func:`interrupts_deferred` holds back the Python handlers of SIGINT and
+SIGTERM for such a block and runs them when it ends.
 """
 
 import signal
@@ -29,7 +34,7 @@ import threading
 from contextlib import contextmanager
 
 __all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted", "stop_requests",
-           "stop_requested"]
+           "stop_requested", "interrupts_deferred"]
 
 _received = []  # signal numbers received inside interrupts_remembered()
 _stops = []  # signal numbers received inside stop_requests()
@@ -154,3 +159,29 @@ def stop_requested():
     """Inside :func:`stop_requests`: the signal that asked the training loop
     to stop, or None (always None outside)."""
     return _stops[0] if _stops else None
+
+
+@contextmanager
+def interrupts_deferred():
+    """SIGINT and SIGTERM received in the block are handled when it ends, by
+    the Python handlers they had (KeyboardInterrupt, a stop request, ...),
+    in the order received. A signal without a Python handler keeps its
+    usual effect; outside the main thread (which alone runs handlers) the
+    block runs as it is. Two ``sigaction`` calls each way: cheap enough for
+    each shard of a stream."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            previous[signum] = signal.signal(signum, lambda n, frame: received.append((n, frame)))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum, frame in received:
+            previous[signum](signum, frame)

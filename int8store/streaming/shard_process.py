@@ -70,8 +70,9 @@ class ShardProcess:
     """The reading process of one streamed split (see the module docstring).
 
     ``submit(buffer, epoch, index, start, stop)`` asks for a shard;
-    ``wait()`` returns when the oldest shard asked for is in its buffer, or
-    raises with the reader's message; ``close()`` lets the reader finish
+    ``wait()`` returns when the reply for the oldest shard asked for has
+    come, ``take()`` reads it (raising with the reader's message if it
+    could not read the shard); ``close()`` lets the reader finish
     what it was asked and ends it (also done when this object is collected,
     or at exit)."""
 
@@ -94,6 +95,13 @@ class ShardProcess:
             pass  # the reader has ended: wait() says so, for this shard
 
     def wait(self):
+        """Return once the oldest reply can be read (or the reader has
+        ended): interrupted here, nothing has been read."""
+        self._process.stdout.peek(1)
+
+    def take(self):
+        """Read the oldest reply: return for a shard read, raise
+        :class:`ShardReadError` with the reader's message otherwise."""
         reply = self._process.stdout.readline()
         if reply == b"ok\n":
             return

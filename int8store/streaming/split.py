@@ -633,27 +633,37 @@ class _ProcessJobs:
                               f"({error.strerror or error})") from error
         self.waiting = deque()
 
+    # Replies answer requests in order: a request sent but not recorded, or a
+    # reply read but not matched to its job (Ctrl-C between the two), would
+    # pair every later reply with the wrong job, and the stream would wait
+    # forever for one more. Ctrl-C waits for the end of those few lines.
+
     def submit(self, _prepare, epoch, index):
+        from ..runtime.interrupts import interrupts_deferred
+
         start, stop, _, codes, labels, _ = self.split._claim(epoch, index)
         job = _ProcessJob(self, index, start, stop, codes, labels)
-        self.process.submit(self.split._shared.index(codes), epoch, index, start, stop)
-        self.waiting.append(job)
+        with interrupts_deferred():  # asked and recorded, or neither
+            self.process.submit(self.split._shared.index(codes), epoch, index, start, stop)
+            self.waiting.append(job)
         return job
 
     def collect(self, job):
         """Read the replies up to ``job``'s."""
+        from ..runtime.interrupts import interrupts_deferred
         from .shard_process import ShardReadError
 
         while not job.done:
             first = self.waiting[0]
-            try:
-                self.process.wait()
-            except ShardReadError as error:
-                first.error = self.split._shard_error(first.index, first.start, first.stop, error)
-                self.split._free.put((first.codes, first.labels))
-            # (interrupted while waiting: the reply is still to come, for this job)
-            self.waiting.popleft()
-            first.done = True
+            self.process.wait()  # (interrupted here: the reply is still to come, for this job)
+            with interrupts_deferred():  # the reply read and its job done, or neither
+                try:
+                    self.process.take()
+                except ShardReadError as error:
+                    first.error = self.split._shard_error(first.index, first.start, first.stop, error)
+                    self.split._free.put((first.codes, first.labels))
+                self.waiting.popleft()
+                first.done = True
 
     def shutdown(self, wait=True, cancel_futures=True):
         if self.waiting:
