@@ -246,6 +246,25 @@ def test_an_interrupt_c_code_prints_and_swallows_is_remembered_and_not_reported(
     assert capfd.readouterr().err == ""
 
 
+def test_signals_in_a_deferred_block_are_handled_when_it_ends():
+    import signal
+
+    from int8store.runtime.interrupts import interrupts_deferred, stop_requested, stop_requests
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+            steps.append("after the signal")
+    assert steps == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with stop_requests():  # a handler of int8store's own, deferred the same way
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGTERM)
+            assert stop_requested() is None
+        assert stop_requested() == signal.SIGTERM
+
+
 @pytest.mark.parametrize("umask, published", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, published, monkeypatch):
     """Private (0600) while it is written, then 0666 & ~umask: a store written
