@@ -1,6 +1,7 @@
 """Shared test set-up: tutorials importable, hypothesis tuned for compiled graphs."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,15 @@ settings.register_profile("ci", deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, whatever
+    this process inherited: a shell starts its background jobs with SIGINT
+    ignored, and CI runs one stack as one."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def pytest_collection_modifyitems(config, items):

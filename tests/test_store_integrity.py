@@ -246,7 +246,7 @@ def test_an_interrupt_c_code_prints_and_swallows_is_remembered_and_not_reported(
     assert capfd.readouterr().err == ""
 
 
-def test_signals_in_a_deferred_block_are_handled_when_it_ends():
+def test_signals_in_a_deferred_block_are_handled_when_it_ends(ctrl_c_raises):
     import signal
 
     from int8store.runtime.interrupts import interrupts_deferred, stop_requested, stop_requests

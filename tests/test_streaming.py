@@ -454,7 +454,7 @@ def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkey
 @needs_memfd
 @pytest.mark.parametrize("method", ["take", "submit"])
 def test_ctrl_c_right_after_a_reply_or_a_request_pairs_no_reply_with_the_wrong_shard(
-        store, monkeypatch, method):
+        store, monkeypatch, method, ctrl_c_raises):
     """A real SIGINT that comes just after a reply was read, or a request
     written, is raised once the job it belongs to is recorded: the stream
     closes without waiting for a reply that will never come, and the next
