@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from archives import fake_mnist, write_mnist_idx_folder
+from archives import fake_mnist, flip_bit, write_mnist_idx_folder
 from int8store import StreamError, quantize
 from int8store.converter import convert
 from int8store.store import mapped
@@ -81,14 +81,6 @@ def test_a_split_kept_mapped_whole_is_checked_once(store, hashed):
     split.close()
 
 
-def _flip_a_bit(path, offset):
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([byte ^ 0x10]))
-
-
 def test_a_file_written_in_place_is_checked_again(store, hashed):
     """The modification time changes: every chunk is checked again, so a
     touched file trains on, and one damaged in place names its chunk."""
@@ -98,7 +90,7 @@ def test_a_file_written_in_place_is_checked_again(store, hashed):
     os.utime(store, ns=(1, 1))  # touched: same bytes, checked again, accepted
     assert sum(s.count for s in split.epoch(1)) == 2500
     assert len(hashed) == 2 * n_chunks(store)
-    _flip_a_bit(store, open_store(store).manifest["splits"][0]["x"]["chunks"][0][0] + 3)
+    flip_bit(store, open_store(store).manifest["splits"][0]["x"]["chunks"][0][0] + 3, 4)
     with pytest.raises(StreamError, match=r"shard 0 .*chunk 0 .*does not match its checksum"):
         next(split.epoch(2))
     split.close()
@@ -119,11 +111,7 @@ def test_a_file_truncated_in_place_is_refused_before_it_is_read(store, tmp_path)
 def test_a_damaged_chunk_is_never_lent(store):
     s = open_store(store)
     offset, _, _ = s.manifest["splits"][0]["x"]["chunks"][1]
-    with open(store, "r+b") as f:
-        f.seek(offset + 5)
-        byte = f.read(1)[0]
-        f.seek(offset + 5)
-        f.write(bytes([byte ^ 0x10]))
+    flip_bit(store, offset + 5, 4)
     split = lent_stream(store, prefetch=0)
     first_bad = s.manifest["splits"][0]["x"]["chunk_rows"]
     delivered = []

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archives import fake_mnist, write_mnist_idx_folder
+from archives import fake_mnist, flip_bit, write_mnist_idx_folder
 from int8store import StoreChecksumError, load_data, open_store
 from int8store.store.checksums import chunk_digest
 from int8store.cli import main
@@ -32,7 +32,7 @@ def test_a_format2_store_written_before_format3_loads_and_verifies(tmp_path, cap
     damaged = tmp_path / "damaged.h5"
     shutil.copy(FORMAT2, damaged)
     offset = store.manifest["splits"][0]["x"]["chunks"][0][0]
-    flip(damaged, offset + 100)
+    flip_bit(damaged, offset + 100, 4)
     with pytest.raises(StoreChecksumError, match=r"split 'train' chunk 0 \(examples 0 to 199\) "
                                                  "does not match its checksum"):
         open_store(damaged)
@@ -59,7 +59,7 @@ def test_format3_checks_each_chunk_with_xxh3_128(store):
 def test_a_flipped_bit_in_a_format3_store_names_its_chunk(store, capsys):
     s = open_store(store)
     chunks, rows = train_entry(s)["x"]["chunks"], train_entry(s)["x"]["chunk_rows"]
-    flip(store, chunks[1][0] + 12345 % chunks[1][1])
+    flip_bit(store, chunks[1][0] + 12345 % chunks[1][1], 4)
     assert main(["verify", str(store)]) == 2
     err = capsys.readouterr().err
     last = min(2 * rows, s.splits["train"]) - 1
@@ -94,14 +94,6 @@ def test_verify_in_threads_checks_every_chunk(store, workers, monkeypatch):
 
 def train_entry(store):
     return next(split for split in store.manifest["splits"] if split["name"] == "train")
-
-
-def flip(path, offset):
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([byte ^ 0x10]))
 
 
 @pytest.mark.parametrize("mistake", ["wrong dtype", "too few images"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archives import fake_mnist, write_mnist_idx_folder
+from archives import fake_mnist, flip_bit, write_mnist_idx_folder
 from int8store import (ArgumentError, StoreChecksumError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
                        load_streams, quantize)
 from int8store.converter import convert
@@ -88,11 +88,7 @@ def test_a_store_streams_every_example_checked(store):
 def test_a_damaged_shard_is_named_in_the_training_loop(store):
     s = open_store(store)
     offset, _, _ = s.manifest["splits"][0]["x"]["chunks"][1]  # the second stored chunk of train
-    with open(store, "r+b") as f:
-        f.seek(offset + 10)
-        byte = f.read(1)[0]
-        f.seek(offset + 10)
-        f.write(bytes([byte ^ 1]))
+    flip_bit(store, offset + 10, 0)
     rows = s.manifest["splits"][0]["x"]["chunk_rows"]
     stream = StreamingSplit(StoreShards(store, "train"), rows, s.encoding, (28, 28))
     with pytest.raises(StreamError, match=r"train: shard 1 \(examples .*chunk 1 .*does not match "
@@ -138,11 +134,7 @@ def test_a_chunk_read_unchecked_is_checked_when_asked(store):
     offset = s.manifest["splits"][0]["x"]["chunks"][0][0]
     buffer = ChunkBuffer(s.chunk_bytes("train"))
     s.read_rows("train", 1, 2, np.empty((1, 28, 28), np.int8), verify=False, scratch=buffer)
-    with open(store, "r+b") as f:  # damaged after that read
-        f.seek(offset + 5)
-        byte = f.read(1)[0]
-        f.seek(offset + 5)
-        f.write(bytes([byte ^ 1]))
+    flip_bit(store, offset + 5, 0)  # damaged after that read
     with pytest.raises(StoreChecksumError, match="split 'train' chunk 0"):
         s.read_rows("train", 2, rows, np.empty((rows - 2, 28, 28), np.int8), scratch=buffer)
 
@@ -443,11 +435,7 @@ def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkey
     buffers = [id(b) for b, _ in _drain(split._free)]
     assert len(buffers) == len(set(buffers)) == split.prefetch + 1
     assert id(split._loaded[0]) not in buffers
-    for epoch in (2, 3):
-        for shard in split.epoch(epoch):
-            held = np.asarray(split.dataset.data.get_value())[:shard.count]
-            np.testing.assert_array_equal(held.reshape(shard.count, -1),
-                                          codes[shard.start:shard.start + shard.count].reshape(shard.count, -1))
+    assert_epochs_hold_the_split_in_order(split, codes, (2, 3))
     split.close()
 
 
@@ -476,12 +464,18 @@ def test_ctrl_c_right_after_a_reply_or_a_request_pairs_no_reply_with_the_wrong_s
         for _ in split.epoch(0):
             pass
     monkeypatch.undo()
-    for epoch in (1, 2):
+    assert_epochs_hold_the_split_in_order(split, codes, (1, 2))
+    split.close()
+
+
+def assert_epochs_hold_the_split_in_order(split, codes, epochs):
+    """Each shard of ``epochs`` (a split streamed in its own order) holds
+    its rows of ``codes``."""
+    for epoch in epochs:
         for shard in split.epoch(epoch):
             held = np.asarray(split.dataset.data.get_value())[:shard.count]
             np.testing.assert_array_equal(held.reshape(shard.count, -1),
                                           codes[shard.start:shard.start + shard.count].reshape(shard.count, -1))
-    split.close()
 
 
 def _drain(free):
@@ -525,11 +519,7 @@ def test_a_store_replaced_after_opening_is_named_as_such_by_reading_threads(tmp_
 def test_a_store_damaged_in_place_is_still_reported_as_damaged(tmp_path, store):
     opened = open_store(store)
     offset, _, _ = opened.manifest["splits"][0]["x"]["chunks"][0]
-    with open(store, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([byte ^ 1]))
+    flip_bit(store, offset, 0)
     with pytest.raises(StoreChecksumError, match="chunk 0 .*does not match its checksum: the file "
                                                  "is damaged"):
         opened.read_split("train")
