@@ -112,8 +112,9 @@ class MappedSplit:
                 hasher = chunk_hasher(self.store.chunk_checksum)
                 hasher.update(self._bytes[offset:offset + nbytes])  # without the GIL
                 if hasher.hexdigest() != digest:
-                    raise StoreChecksumError(f"{self.store.path}: {layout.chunk_name(self.name, index)} "
-                                             "does not match its checksum: the file is damaged")
+                    from .reader import damaged_error
+
+                    raise damaged_error(self.store.path, layout.chunk_name(self.name, index))
                 self._checked[index] = mark
         first = self._start + start * layout.row_bytes
         return self._bytes[first:first + (stop - start) * layout.row_bytes].view(np.int8) \

@@ -37,7 +37,7 @@ from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import HDF5_SIGNATURE, MAGIC, manifest_digest, read_manifest
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
-           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error"]
+           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error", "damaged_error"]
 
 FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
@@ -63,6 +63,11 @@ def is_store(path):
             return f.read(len(MAGIC)) == MAGIC
     except OSError:
         return False
+
+
+def damaged_error(path, what):
+    """The error for a range (``what``: a chunk, labels) that fails its checksum."""
+    return StoreChecksumError(f"{path}: {what} does not match its checksum: the file is damaged")
 
 
 def changed_store_error(path):
@@ -345,8 +350,7 @@ class Store:
             if digest is not None:
                 hasher.update(view)
         if digest is not None and hasher.hexdigest() != digest:
-            raise StoreChecksumError(
-                f"{self.path}: {what} does not match its checksum: the file is damaged")
+            raise damaged_error(self.path, what)
 
     def verify(self, splits=True, workers=None):
         """Check every chunk and label range against its checksum (the manifest
