@@ -7,9 +7,17 @@ training split written to a real store, three ways, alternated round by
 round in one run:
 
 (a) resident: the whole split in the int8 shared variable;
-(b) streamed with prefetch: shards read from the store, checked and shuffled
-    by the reading process, two shards ahead;
-(c) streamed without prefetch: each shard read when it is needed;
+(b) streamed shuffled with prefetch: each shard lent from the mapped store
+    (the kernel reads the next two ahead), its chunks checked in place when
+    it is needed, and each minibatch's rows gathered by the shard's order
+    and decoded in the training step itself;
+(c) the same without prefetch;
+(b'), (c') with an artificially slow producer (a fixed delay per shard, 60 %
+    of the time the step takes to train on a shard): shards read, checked
+    and shuffled into buffers by the reading process two shards ahead (b'),
+    or each when it is needed (c');
+(h) shuffled as (b'), with the store as the producer: how int8store
+    streamed shuffled shards before they were lent;
 (d), (e) streamed in the split's own order (as the tutorials stream), with
     and without prefetch: each shard lent from the mapped store, its chunks
     checked in place when it is needed (with prefetch, the kernel reads the
@@ -21,9 +29,7 @@ round in one run:
 (g) the same order, copied by the reading process two shards ahead, as
     int8store streamed it before shards were lent.
 
-(b) and (c) are run with the store as the producer, and with an
-artificially slow producer (a fixed delay per shard, 60 % of the time the
-step takes to train on a shard). Examples per second are medians over the
+Examples per second are medians over the
 rounds; a round runs each way for about a quarter of a second (one epoch of
 LeNet5, some 25 of logistic regression). Target: (b) at
 least 90 % of (a) whenever producing a shard takes less time than training
@@ -140,14 +146,17 @@ def measure(model, examples, shard, rounds):
     delay = 0.6 * per_shard
 
     streams = {}
-    for producer, slow, seed, reader in (("store", 0.0, 0, "auto"), ("slow", delay, 0, "auto"),
+    for producer, slow, seed, reader in (("store", 0.0, 0, "views"), ("slow", delay, 0, "copies"),
+                                         ("shuffled, copied", 0.0, 0, "process"),
                                          ("in order", 0.0, None, "views"),
                                          ("in order, each epoch", 0.0, None, "views"),
                                          ("in order, copied", 0.0, None, "process")):
         for prefetch in (2, 0) if producer in ("store", "slow", "in order") else (2,):
+            # copies: by the process reading ahead; without prefetch, in the caller's thread
+            how = ("process" if prefetch else "threads") if reader == "copies" else reader
             split = StreamingSplit(StoreShards(path, "train", delay=slow), shard, store.encoding,
                                    (28, 28), seed=seed, workers=2, prefetch=prefetch, dtype="float32",
-                                   reader=reader)
+                                   reader=how)
             if producer == "in order, each epoch":
                 split._drop_pages = True  # as a split larger than the stream holds: (f)
             # (the resident split too, so that the model's classes are counted)
@@ -171,8 +180,12 @@ def measure(model, examples, shard, rounds):
         return run
 
     ways = [("resident", "-", resident_epoch)] + [
-        (f"streamed, {'prefetch 2 ahead' if p else 'no prefetch'}", producer, streamed_epoch((producer, p)))
-        for producer in ("store", "slow") for p in (2, 0)] + [
+        (f"streamed shuffled, lent, gathered in the step, {'prefetch 2 ahead' if p else 'no prefetch'}",
+         "store", streamed_epoch(("store", p))) for p in (2, 0)] + [
+        (f"streamed shuffled, copied by the {'process, prefetch 2 ahead' if p else 'caller'}",
+         "slow", streamed_epoch(("slow", p))) for p in (2, 0)] + [
+        ("streamed shuffled, copied by the process, prefetch 2 ahead", "shuffled, copied",
+         streamed_epoch(("shuffled, copied", 2)))] + [
         (f"streamed in order, lent, {'prefetch 2 ahead' if p else 'no prefetch'}", "in order",
          streamed_epoch(("in order", p))) for p in (2, 0)] + [
         ("streamed in order, lent, prefetch 2 ahead, pages given back, checked each epoch",
@@ -232,6 +245,7 @@ def table(results, threads):
         for key, rate in result["rates"].items():
             name, producer = key.split("|")
             producer = {"-": "-", "store": "the store", "in order": "the store",
+                        "shuffled, copied": "the store",
                         "in order, copied": "the store", "in order, each epoch": "the store",
                         "slow": f"the store + {result['delay'] * 1e3:.0f} ms"}[producer]
             print(f"| {result['model']} | {threads} | {name} | {producer} | {rate:,.0f} "

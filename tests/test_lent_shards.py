@@ -202,6 +202,19 @@ def test_stream_over_a_loaded_split_lends_its_rows():
     split.close()
 
 
+@pytest.mark.parametrize("seed", [None, 3])
+def test_a_split_kept_mapped_whole_is_read_ahead_in_its_first_epoch_only(store, monkeypatch, seed):
+    """Once read, every page of a split kept mapped whole is in this process:
+    later epochs ask the kernel for nothing."""
+    split = lent_stream(store, prefetch=2, seed=seed)  # 4 shards of 700: kept mapped whole
+    asked = []
+    monkeypatch.setattr(split.source, "read_ahead", lambda start, stop: asked.append(start))
+    for epoch in range(3):
+        assert sum(s.count for s in split.epoch(epoch)) == 2500
+    assert not split._drop_pages and len(asked) == 3
+    assert sorted(asked + [split.shard_order(0)[0] * 700]) == [0, 700, 1400, 2100]
+
+
 def test_lent_shards_are_read_ahead_by_the_kernel_each_once(store, monkeypatch):
     split = lent_stream(store, shard_size=500, prefetch=2)
     asked = []

@@ -3,7 +3,7 @@ own that falls back to the library's ``jax_funcify``. Only int8store's JAX
 mode uses it (see :mod:`.modes`), so the library's plain ``"JAX"`` mode stays
 as it ships.
 
-Here: the minibatch op and Argmax, on both libraries. Then, by library, the
+Here: the minibatch op, the gathered rows and Argmax, on both libraries. Then, by library, the
 ops int8store's graphs use that it cannot convert: on Aesara 2.9.4 conv2d,
 pooling, the classic softmax ops and two corrections (:mod:`.jax_ops_aesara`);
 on PyTensor int8store's own convolution and pooling
@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from ..errors import ArgumentError
 from . import activate
+from .gather import GatherRows
 from .minibatch import Minibatch
 from .sharding import AXIS, sharded_layout
 from .shuffle import permuted_jax
@@ -54,6 +55,20 @@ def jax_funcify_Minibatch(op, node=None, **kwargs):
         return jax.lax.dynamic_slice_in_dim(data, index * stride, size, axis=0)
 
     return minibatch
+
+
+@convert.register(GatherRows)
+def jax_funcify_GatherRows(op, node=None, **kwargs):
+    # The rows come from a permutation of the data's rows (a shard's order).
+    def gather(data, rows):
+        codes = jnp.take(data, rows, axis=0)
+        if op.dtype is None:
+            return codes
+        dtype = jnp.dtype(op.dtype)
+        return ((codes.astype(dtype) + dtype.type(op.offset)) - dtype.type(op.shift)) \
+            * dtype.type(op.scale)
+
+    return gather
 
 
 def _sharded_minibatch(op, mesh, devices):

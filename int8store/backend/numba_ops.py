@@ -7,8 +7,8 @@ and every conv2d or pooling op of :mod:`.pytensor_nnet`. Here:
 * the plain minibatch is compiled by Numba: a view, its index checked as in
   the C backend (the message cannot name the rows: Numba raises constant
   messages);
-* every other int8store op (the shuffled minibatch, conv2d, pooling and their
-  gradients) runs its ``perform`` in Numba's object mode, as PyTensor does for
+* every other int8store op (the shuffled minibatch, the gathered rows of
+  :mod:`.gather`, conv2d, pooling and their gradients) runs its ``perform`` in Numba's object mode, as PyTensor does for
   any op it cannot compile, but without the warning: that numpy-and-BLAS code
   is these ops' implementation on every backend but JAX.
 
@@ -49,13 +49,14 @@ def register():
     threads at once, registers the same functions again: harmless."""
     from pytensor.link.numba.dispatch import basic
 
+    from .gather import GatherRows
     from .minibatch import Minibatch
     from .pytensor_nnet import _Conv2dBase, _PoolBase
 
     if Minibatch in basic.numba_funcify_and_cache_key.registry:
         return
     basic.register_funcify_and_cache_key(Minibatch)(_minibatch)
-    for op_class in (_Conv2dBase, _PoolBase):
+    for op_class in (GatherRows, _Conv2dBase, _PoolBase):
         basic.register_funcify_and_cache_key(op_class)(_object_mode)
 
 

@@ -9,6 +9,7 @@ or device) is :func:`int8store.place`'s business, not this module's.
 import numpy as np
 
 from ..backend import activate
+from ..backend.gather import decode_recipe, gather_rows
 from ..backend.minibatch import minibatch
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
@@ -48,6 +49,9 @@ class SharedDataset:
         The split's name, used for variable names and messages.
     dtype : {"float32", "float64"}, optional
         The view's dtype; default Aesara's ``floatX``.
+    ordered : bool
+        Read the rows through :attr:`order` (a streamed shard lent in the
+        split's own order and trained on shuffled).
 
     Attributes
     ----------
@@ -59,6 +63,11 @@ class SharedDataset:
         The labels; ``y.get_value(borrow=True).shape[0]`` is the example count.
     data : shared variable
         The stored images: int8 codes, or floats for ``storage="float"``.
+    order : int32 shared variable or None
+        With ``ordered``: the rows in the order ``x``, :meth:`minibatch` and
+        :meth:`decoded` take them (row ``i`` of the view is ``data[order[i]]``,
+        label ``i`` is ``y[i]``), gathered and decoded in one pass in the step;
+        the identity until it is set.
 
     Examples
     --------
@@ -74,7 +83,7 @@ class SharedDataset:
     """
 
     def __init__(self, codes, labels, encoding, normalize="unit", storage="int8",
-                 dataset_mean=None, image_shape=None, name="data", dtype=None):
+                 dataset_mean=None, image_shape=None, name="data", dtype=None, ordered=False):
         codes = np.asarray(codes)
         if codes.dtype != np.int8 or codes.ndim < 2:
             raise ArgumentError(
@@ -114,9 +123,12 @@ class SharedDataset:
         #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.
         self.blocks = None
         self.seed = None  # see shuffle()
+        self.order = shared(np.arange(len(flat), dtype=np.int32), name=f"{name}_order") \
+            if ordered else None
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float storage, unit scale).
-        self.x = _View.wrap(self._float_view(self.data[:]), self)
+        self.x = _View.wrap(self._float_view(self.data[:]) if self.order is None
+                            else self._rows_view(self.order), self)
 
     @classmethod
     def from_arrays(cls, images, labels, divisor=None, lossy=False, name="data", **kwargs):
@@ -138,10 +150,30 @@ class SharedDataset:
             return dequantize(stored, self.encoding, self.normalize, self.dataset_mean, self.dtype)
         return per_batch_stage(stored, self.encoding, self.normalize, self.dtype)
 
+    def _rows_view(self, rows):
+        """Float expression for the stored rows ``rows`` (an integer
+        variable): gathered and decoded in one pass where that is exact."""
+        if rows.ndim != 1 or self.storage != "int8":
+            return self._float_view(self.data[rows])
+        recipe = decode_recipe(self.encoding, self.normalize, self.dataset_mean, self.dtype)
+        if recipe is None:
+            return self._float_view(gather_rows(self.data, rows))
+        return per_batch_stage(gather_rows(self.data, rows, recipe, self.dtype), self.encoding,
+                               self.normalize, self.dtype)
+
+    def rows(self):
+        """The stored rows (int8 codes, or the float copy) in the order
+        :attr:`x` shows them and :attr:`y` labels them: ``data`` taken by
+        :attr:`order` when there is one, padding left out."""
+        rows = np.asarray(self.data.get_value(borrow=True))
+        if self.order is not None:
+            rows = rows[self.order.get_value(borrow=True)]
+        return rows[:self.n_examples]
+
     def decoded(self):
         """All images as the view's values, a numpy array ``(N, features)``
         (for ``"batch"``, centred on the whole split's mean)."""
-        codes = np.asarray(self.data.get_value(borrow=True))[:self.n_examples]  # no padding
+        codes = self.rows()
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
         symbolic = at.matrix(dtype=codes.dtype)
@@ -210,6 +242,9 @@ class SharedDataset:
         :func:`int8store.minibatch`): a view of the stored rows, converted to
         floats after the slice; an index past the end is an error.
         """
+        if self.order is not None:
+            return (self._rows_view(minibatch(self.order, index, batch_size)),
+                    minibatch(self.y, index, batch_size))
         return (self._float_view(minibatch(self.data, index, batch_size)),
                 minibatch(self.y, index, batch_size))
 
@@ -305,7 +340,16 @@ class _View(_api.TensorVariable):
         return self.tag.int8store_dataset
 
     def __getitem__(self, key):
-        return self.dataset._float_view(self.dataset.data[key])
+        dataset = self.dataset
+        if dataset.order is None:
+            return dataset._float_view(dataset.data[key])
+        # The first index picks rows (through the order), the rest the pixels.
+        rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
+        rows = dataset.order[rows]
+        view = dataset._rows_view(rows)
+        if not rest:
+            return view
+        return view[((slice(None),) if rows.ndim else ()) + rest]
 
     def get_value(self, borrow=False):
         """The images as the view's values: a new ``(N, features)`` array of

@@ -19,12 +19,17 @@ The last shard holds fewer real examples than ``shard_size`` (its rows are
 padded with zeros to keep one static shape): :class:`Shard` says how many
 are real, and every example is visited exactly once per epoch.
 
-Who reads: a split streamed in its own order (no seed; the tutorials'
-streams, evaluation) is not copied at all: each whole shard is lent as a
-view of the source's rows, for a store a view of the file mapped into
-memory (:mod:`int8store.store.mapped`), whose chunks are checked in place
-before the step reads them (once while the split stays mapped whole, each
-epoch when its pages are given back after use). Shuffled shards are gathered into buffers: a
+Who reads: on the C backend a shard is not copied at all: each whole shard
+is lent as a view of the source's rows, for a store a view of the file
+mapped into memory (:mod:`int8store.store.mapped`), whose chunks are
+checked in place before the step reads them (once while the split stays
+mapped whole, each epoch when its pages are given back after use). A
+shuffled split's shard is lent in the split's order with the shard's
+shuffled order beside it (:attr:`SharedDataset.order`): the step gathers
+each minibatch's rows by it and decodes them in the same pass
+(:mod:`int8store.backend.gather`), and the labels are put in that order on
+the host (4 bytes an example). Otherwise (JAX mode, or ``reader`` asks)
+shards are copied into buffers, shuffled if asked: a
 store's shards are read ahead by a process of its own
 (:mod:`int8store.streaming.shard_process`, Linux) into memory shared with this one,
 because the compiled step holds the GIL for its whole call and a reading
@@ -224,13 +229,15 @@ class StreamingSplit:
         ``prefetch=0`` reads each shard when it is needed, in the caller's
         thread, into the one buffer the split then has.
     reader : {"auto", "views", "threads", "process"}
-        How shards are read: ``"views"`` lends each whole shard of a split
-        read in its own order (no ``seed``) without copying it: a view of
+        How shards are read: ``"views"`` lends each whole shard without
+        copying it: a view of
         the source's rows, for a store a read-only view of the file mapped
         into memory, its chunks checked there when the shard is needed
         (once, or each epoch for a split larger than memory may hold),
         the next ``prefetch`` shards read ahead by the kernel (no worker
-        threads); otherwise shards are copied into buffers, shuffled
+        threads); with a ``seed`` (C backend only), the step takes each
+        minibatch's rows in the shard's shuffled order. Otherwise shards
+        are copied into buffers, shuffled
         if asked, by ``workers`` threads or by one process of its own
         (:mod:`int8store.streaming.shard_process`: a store's shards, on
         Linux) that never contends with the training step for the GIL.
@@ -287,10 +294,16 @@ class StreamingSplit:
                     "use smaller shards or allow more memory")
             prefetch = min(prefetch, int(max_prefetch_bytes) // self.shard_bytes - 1)
         self.workers, self.prefetch, self.mode = workers, prefetch, mode
+        self.reader = self._choose_reader(reader)
+        # Shuffled shards lent in the split's order: the step gathers each
+        # minibatch's rows by the shard's order (SharedDataset.order).
+        ordered = self.reader == "views" and seed is not None
         self.dataset = SharedDataset(np.zeros((self.shard_size,) + tuple(source.row_shape), np.int8),
                                      np.zeros(self.shard_size, np.int32), encoding,
                                      normalize=normalize, image_shape=image_shape,
-                                     name=self.name, dtype=dtype, dataset_mean=dataset_mean)
+                                     name=self.name, dtype=dtype, dataset_mean=dataset_mean,
+                                     ordered=ordered)
+        self._identity = np.arange(self.shard_size, dtype=np.int32) if ordered else None
         if mode != "c":
             from ..backend.device import place
             place([self.dataset], mode)
@@ -298,7 +311,6 @@ class StreamingSplit:
         # Shard buffers, reused: the one in the shared variables, and one for
         # each shard in flight (prefetch + 1); with no prefetch, one buffer,
         # read into in place. Memory stays bounded.
-        self.reader = self._choose_reader(reader)
         count = self.prefetch + 2 if self.prefetch else 1
         held = count
         if self.reader == "views":  # a buffer only for the short last shard
@@ -309,6 +321,10 @@ class StreamingSplit:
         # when the split stays mapped whole (checked once, as a loaded split
         # is), a new one each epoch when its pages are given back after use.
         self._mark = None
+        # Once an epoch has read a split kept mapped whole, its pages are all
+        # mapped in this process: no more read-ahead hints (each cost the
+        # kernel a walk over a shard's pages, some 40 us).
+        self._all_pages_read = False
         if self.reader == "process":  # buffers the reading process maps too
             from .shard_process import SharedBuffers
             self._shared = SharedBuffers(count, (self.shard_size, row))
@@ -329,10 +345,13 @@ class StreamingSplit:
 
         if reader not in ("auto", "views", "threads", "process"):
             raise ArgumentError(f"reader={reader!r}: expected 'auto', 'views', 'threads' or 'process'")
-        lendable = self.seed is None and getattr(self.source, "can_lend", False)
+        # Shuffled shards are lent on the C backend only (the step gathers
+        # their rows on the host; JAX mode copies each shard to the device).
+        lendable = (self.seed is None or self.mode == "c") and getattr(self.source, "can_lend", False)
         if reader == "views" and not lendable:
-            raise ArgumentError(f"{self.name}: shards are lent as views only in the split's own "
-                                "order (no seed), from arrays or a store whose chunks lie end to end")
+            raise ArgumentError(f"{self.name}: shards are lent as views from arrays or a store whose "
+                                "chunks lie end to end, shuffled (a seed) only on the C backend "
+                                "(mode 'c')")
         if reader == "views" or (reader == "auto" and lendable):
             return "views"
         possible = isinstance(self.source, StoreShards) and available() and self.prefetch > 0
@@ -386,7 +405,11 @@ class StreamingSplit:
                 codes = self.source.lend(start, stop, self._mark)
             except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
                 raise self._shard_error(index, start, stop, error) from error
-            return index, start, self.shard_size, codes, self.source.labels[start:stop]
+            labels, order = self.source.labels[start:stop], None
+            if self.seed is not None:  # the step takes the rows in this order
+                order = shuffle_order(self.seed, epoch, index, self.shard_size).astype(np.int32)
+                labels = labels[order]
+            return index, start, self.shard_size, codes, labels, order
         start, stop, order, codes, labels, in_place = self._claim(epoch, index)
         count = stop - start
         try:
@@ -397,18 +420,21 @@ class StreamingSplit:
                 self._give_back((codes, labels))
             raise self._shard_error(index, start, stop, error) from error
         codes[count:] = 0  # the last shard's padding
-        return index, start, count, codes, labels
+        return index, start, count, codes, labels, None
 
     def _shard_error(self, index, start, stop, error):
         return StreamError(f"{self.name}: shard {index} (examples {start} to {stop - 1}): {error}")
 
-    def _load(self, codes, labels):
-        """Put a prepared shard in the shared variables; its buffer is free
+    def _load(self, codes, labels, order=None):
+        """Put a prepared shard in the shared variables (and the order its
+        rows are taken in: None, as they lie); its buffer is free
         again once the next shard replaces it (C backend) or at once (JAX mode,
         where the device holds a copy)."""
         if self.mode == "c":
             self.dataset.data.set_value(codes, borrow=True)
             self.y.set_value(labels, borrow=True)
+            if self.dataset.order is not None:
+                self.dataset.order.set_value(self._identity if order is None else order, borrow=True)
             if self._loaded is not None and self._loaded[0] is not codes:
                 self._give_back(self._loaded)
             self._loaded = (codes, labels)
@@ -459,11 +485,12 @@ class StreamingSplit:
                     self._mark = object()
                 for number, index in enumerate(order):
                     prepared = self._prepare(epoch, index)
-                    if self.reader == "views":
+                    if self.reader == "views" and not self._all_pages_read:
                         self._read_ahead(order, number)
                     yield self._deliver(number, prepared, bar)
                 completed = True
                 self._holds_all = self._kept
+                self._all_pages_read = self.reader == "views" and not self._drop_pages
                 return
             if self._pool is None:
                 self._pool = (_ProcessJobs(self) if self.reader == "process" else
@@ -537,7 +564,7 @@ class StreamingSplit:
             future.cancel()
         for future in futures:
             if not future.cancelled() and future.exception() is None:
-                self._give_back(future.result()[3:])
+                self._give_back(future.result()[3:5])
 
     def __enter__(self):
         return self
@@ -546,8 +573,8 @@ class StreamingSplit:
         self.close()
 
     def _deliver(self, number, prepared, bar):
-        index, start, count, codes, labels = prepared
-        self._load(codes, labels)
+        index, start, count, codes, labels, order = prepared
+        self._load(codes, labels, order)
         bar.update(count)
         return Shard(number, index, start, count)
 
@@ -690,4 +717,4 @@ class _ProcessJob:
     def result(self):
         if self.exception() is not None:
             raise self.error
-        return self.index, self.start, self.stop - self.start, self.codes, self.labels
+        return self.index, self.start, self.stop - self.start, self.codes, self.labels, None
