@@ -18,6 +18,7 @@ PIXELS = np.random.default_rng(0).integers(0, 256, (40, 6), dtype=np.uint8)
 ENCODINGS = {  # name: (values, quantize's options)
     "uint8 pixels": (PIXELS, {}),
     "int8 levels": ((PIXELS.astype(np.int16) - 128).astype(np.int8), {}),
+    "k/256 in float32": ((PIXELS / 256).astype(np.float32), {}),  # mnist.pkl.gz's
     "k/256 in float64": (PIXELS / 256, {}),
     "k/255 in float32": ((PIXELS / 255).astype(np.float32), {}),  # no exact recipe
     "a codebook": (np.sqrt(PIXELS.astype(np.float32)), {"lossy": True}),  # no recipe either
