@@ -54,6 +54,22 @@ def test_every_example_once_per_epoch(seed, prefetch):
     assert worker_threads() == []
 
 
+def test_a_lent_epoch_may_end_and_the_next_start_with_the_short_shard():
+    """Lent shards need a buffer only for the short last shard: read again
+    right after itself (the end of one shuffled epoch, the start of the
+    next), it is read into that buffer in place instead of waiting for it."""
+    stream, codes = array_stream(seed=0, prefetch=2)  # 7 shards, the last one short
+    assert stream.reader == "views" and len(stream._buffers) == 1
+    last = stream.n_shards - 1
+    epoch = next(e for e in range(1000)
+                 if stream.shard_order(e)[-1] == last == stream.shard_order(e + 1)[0])
+    for shards in (visit(stream, epoch), visit(stream, epoch + 1)):
+        assert sorted(np.concatenate([labels for labels, _ in shards]).tolist()) == list(range(50))
+        for labels, shard_codes in shards:
+            np.testing.assert_array_equal(shard_codes, codes[labels])
+    stream.close()
+
+
 def test_the_order_comes_from_the_seed_and_changes_between_epochs():
     def order(seed, epoch):
         stream, _ = array_stream(seed=seed)

@@ -384,9 +384,13 @@ class StreamingSplit:
         ``(start, stop, order, codes, labels, in_place)``."""
         start = index * self.shard_size
         stop = min(start + self.shard_size, self.n_examples)
-        in_place = self.prefetch == 0 and self._loaded is not None and self._owns(self._loaded)
-        # Never empty: at most prefetch + 1 in flight. Without prefetch, the
-        # buffer in use is read into: nothing reads it meanwhile.
+        # Shards read when they are needed, in the caller's thread (no
+        # prefetch, or lent), read into the buffer in use if they need it:
+        # nothing reads it meanwhile. Lent, the short last shard has the one
+        # buffer, and a shuffled epoch may end with it and the next start
+        # with it. Otherwise never empty: at most prefetch + 1 in flight.
+        in_place = (self.prefetch == 0 or self.reader == "views") and self._loaded is not None \
+            and self._owns(self._loaded)
         codes, labels = self._loaded if in_place else self._free.get()
         count = stop - start
         order = None if self.seed is None else shuffle_order(self.seed, epoch, index, count)
