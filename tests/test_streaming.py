@@ -195,12 +195,15 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
         return [line for line in out.splitlines() if line.startswith(("best validation", "test error"))]
 
     assert errors(streamed) == errors(resident)
-    # Shuffled shards: a different order, close to the same result.
+    # Shuffled shards: a different order, close to the same result: within
+    # the test error's sampling error (1.7 points for 300 examples at 9 %),
+    # where images trained on with the wrong labels would be far off.
     assert logistic_sgd.main(common + ["--max-device-bytes", "16384", "--seed", "1"]) == 0
     shuffled = capsys.readouterr().out
     test = [float(line.split()[2]) for line in errors(shuffled) + errors(resident)
             if line.startswith("test error")]
-    assert abs(test[0] - test[1]) <= 0.5
+    assert test[0] != test[1] or errors(shuffled) != errors(resident)  # another order
+    assert abs(test[0] - test[1]) <= 1.7
     assert worker_threads() == []
 
 

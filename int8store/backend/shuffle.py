@@ -12,11 +12,18 @@ takes without a message from any other, and a data position is
 
 The same arithmetic (32-bit unsigned, wrapping) runs in numpy and in
 ``jax.numpy``: the C backend, JAX mode and the host give the same order.
+
+:func:`permutation` is the whole of ``[0, n)`` at once, for a streamed
+shard's order (keyed by the shard's ``index`` too) or the order in which an
+epoch visits the shards: the values of :func:`permuted` at positions
+``0..n-1``, walked through a table of the network's domain (at most ``4n``
+entries) instead of computed again at each step of a walk. This is the
+reference; in the training process :mod:`.permutation_op` computes it in C.
 """
 
 import numpy as np
 
-__all__ = ["permuted", "permuted_jax"]
+__all__ = ["permuted", "permuted_jax", "permutation"]
 
 _ROUNDS = 4
 _M1, _M2, _GOLDEN = 0x85EBCA6B, 0xC2B2AE35, 0x9E3779B9
@@ -33,10 +40,15 @@ def _mix(x, xp):
     return x ^ (x >> xp.uint32(16))
 
 
-def _keys(seed, epoch, xp):
+def _keys(seed, epoch, xp, index=None):
+    """The rounds' keys for ``(seed, epoch)``, and with ``index`` for that
+    sub-stream of the epoch (a shard's order)."""
     base = _mix(xp.asarray(seed, dtype=xp.uint32) ^ _mix(xp.asarray(epoch, dtype=xp.uint32)
                                                         * xp.uint32(_GOLDEN) + xp.uint32(1), xp),
                 xp)
+    if index is not None:
+        base = _mix(base ^ _mix(xp.asarray(index, dtype=xp.uint32) * xp.uint32(_GOLDEN)
+                                + xp.uint32(2), xp), xp)
     return [_mix(base + xp.uint32((r + 1) * _GOLDEN & 0xFFFFFFFF), xp) for r in range(_ROUNDS)]
 
 
@@ -63,13 +75,32 @@ def permuted(positions, n, seed, epoch):
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as intended
         keys = _keys(np.uint32(seed & 0xFFFFFFFF), np.uint32(epoch & 0xFFFFFFFF), np)
         x = np.asarray(positions, dtype=np.uint32) + np.zeros(n.shape, np.uint32)
-        limit = n.astype(np.uint32)
-        x = _feistel(x, keys, half, np)
-        while True:
-            outside = x >= limit
-            if not outside.any():
-                return x.astype(np.int64)
-            x = np.where(outside, _feistel(x, keys, half, np), x)
+        shape = x.shape
+        x = _feistel(x, keys, half, np).reshape(-1)
+        limit = np.broadcast_to(n.astype(np.uint32), shape).reshape(-1)
+        # Walk again only what is still outside its domain.
+        outside = np.flatnonzero(x >= limit)
+        while outside.size:
+            x[outside] = _feistel(x[outside], keys, half, np)
+            outside = outside[x[outside] >= limit[outside]]
+    return x.reshape(shape).astype(np.int64)
+
+
+def permutation(n, seed, epoch, index=None):
+    """``[0, n)`` shuffled by ``(seed, epoch)``, or by ``(seed, epoch,
+    index)``: int32, item ``i`` is what position ``i`` takes (with no
+    ``index``, ``permuted(np.arange(n), n, seed, epoch)``)."""
+    half = _half_bits(n)
+    with np.errstate(over="ignore"):
+        keys = _keys(np.uint32(seed & 0xFFFFFFFF), np.uint32(epoch & 0xFFFFFFFF), np,
+                     None if index is None else np.uint32(index & 0xFFFFFFFF))
+        table = _feistel(np.arange(1 << (2 * half), dtype=np.uint32), keys, half, np)
+    order = table[:n].copy()
+    outside = np.flatnonzero(order >= n)
+    while outside.size:
+        order[outside] = table[order[outside]]
+        outside = outside[order[outside] >= n]
+    return order.astype(np.int32)
 
 
 def permuted_jax(positions, n, max_n, seed, epoch):

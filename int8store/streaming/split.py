@@ -196,13 +196,21 @@ def fitting_shard_size(max_device_bytes, row_bytes, batch_size=1):
 
 def shuffle_order(seed, epoch, index, count):
     """The order of shard ``index``'s ``count`` examples in epoch ``epoch``:
-    row ``i`` of the shard holds its example ``order[i]``."""
-    return np.random.default_rng((seed, epoch, index)).permutation(count)
+    row ``i`` of the shard holds its example ``order[i]`` (int32). A
+    stateless shuffle keyed by ``(seed, epoch, index)``
+    (:func:`int8store.backend.shuffle.permutation`), computed in C: the
+    trainer draws one between two steps."""
+    from ..backend.permutation_op import permutation
+
+    return permutation(count, seed, epoch, index)
 
 
 def shuffle_positions(seed, epoch, index, count):
-    """Where each example of the shard goes: the inverse of :func:`shuffle_order`."""
-    return _inverse(shuffle_order(seed, epoch, index, count))
+    """Where each example of the shard goes: the inverse of :func:`shuffle_order`,
+    computed by the numpy reference (a reading process builds no graphs)."""
+    from ..backend.shuffle import permutation
+
+    return _inverse(permutation(count, seed, epoch, index))
 
 
 def _inverse(order):
@@ -377,7 +385,9 @@ class StreamingSplit:
         """The shard indices in the order epoch ``epoch`` visits them."""
         if self.seed is None:
             return list(range(self.n_shards))
-        return [int(i) for i in np.random.default_rng((self.seed, epoch)).permutation(self.n_shards)]
+        from ..backend.permutation_op import permutation
+
+        return permutation(self.n_shards, self.seed, epoch).tolist()
 
     def _claim(self, epoch, index):
         """A free buffer for shard ``index``, its labels already in place:
@@ -411,7 +421,7 @@ class StreamingSplit:
                 raise self._shard_error(index, start, stop, error) from error
             labels, order = self.source.labels[start:stop], None
             if self.seed is not None:  # the step takes the rows in this order
-                order = shuffle_order(self.seed, epoch, index, self.shard_size).astype(np.int32)
+                order = shuffle_order(self.seed, epoch, index, self.shard_size)
                 labels = labels[order]
             return index, start, self.shard_size, codes, labels, order
         start, stop, order, codes, labels, in_place = self._claim(epoch, index)
@@ -435,10 +445,15 @@ class StreamingSplit:
         again once the next shard replaces it (C backend) or at once (JAX mode,
         where the device holds a copy)."""
         if self.mode == "c":
-            self.dataset.data.set_value(codes, borrow=True)
-            self.y.set_value(labels, borrow=True)
+            # Straight into the variables' storage, as in JAX mode below: these
+            # arrays are of the variables' types by construction (the
+            # buffers, views of the source, int32 labels and orders), and
+            # set_value's checks cost some 10 us each, a shard at a time
+            # between two steps.
+            self.dataset.data.container.storage[0] = codes
+            self.y.container.storage[0] = labels
             if self.dataset.order is not None:
-                self.dataset.order.set_value(self._identity if order is None else order, borrow=True)
+                self.dataset.order.container.storage[0] = self._identity if order is None else order
             if self._loaded is not None and self._loaded[0] is not codes:
                 self._give_back(self._loaded)
             self._loaded = (codes, labels)
