@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from int8store.backend.permutation_op import Permutation, permutation
+from int8store.backend.permutation_op import Permutation, permutation, shuffled
 from int8store.backend.shuffle import permutation as reference
 from int8store.backend.shuffle import permuted
 
@@ -40,31 +40,40 @@ def test_without_an_index_it_is_the_split_shuffle_and_each_shard_has_its_own():
     np.testing.assert_array_equal(permutation(10, 42, 0, index=3), [7, 0, 5, 8, 3, 4, 1, 9, 2, 6])
 
 
-def test_each_call_returns_a_new_array():
-    first = permutation(100, 1, 2, 3)
-    kept = first.copy()
-    permutation(100, 9, 9, 9)  # the compiled function's next output is not the same memory
-    np.testing.assert_array_equal(first, kept)
+def test_values_come_in_the_order_and_each_call_returns_new_arrays():
+    labels = np.arange(1000, 1100, dtype=np.int32)
+    order, in_order = shuffled(labels[::-1], 1, 2, 3)  # any stride
+    np.testing.assert_array_equal(order, permutation(100, 1, 2, 3))
+    np.testing.assert_array_equal(in_order, labels[::-1][order])
+    kept = order.copy(), in_order.copy()
+    shuffled(labels, 9, 9, 9)  # the compiled function's next outputs are not the same memory
+    np.testing.assert_array_equal(order, kept[0])
+    np.testing.assert_array_equal(in_order, kept[1])
 
 
 def test_the_op_without_c_runs_the_reference():
     from int8store.backend import activate
 
     api = activate()
-    n, seed, epoch, index = (api.at.lscalar() for _ in range(4))
+    values, seed, epoch, index = api.at.ivector(), api.at.lscalar(), api.at.lscalar(), api.at.lscalar()
     python_only = api.module("compile.mode").Mode(linker="py", optimizer=None)
-    run = api.function([n, seed, epoch, index], Permutation()(n, seed, epoch, index),
+    run = api.function([values, seed, epoch, index], Permutation()(values, seed, epoch, index),
                        mode=python_only)
-    np.testing.assert_array_equal(run(3000, 5, 6, 7), permutation(3000, 5, 6, 7))
-    np.testing.assert_array_equal(run(10, 5, 6, -1), permutation(10, 5, 6))
+    labels = np.arange(3000, dtype=np.int32) * 7
+    for index in (7, -1):
+        order, in_order = run(labels, 5, 6, index)
+        np.testing.assert_array_equal(order, permutation(3000, 5, 6, None if index < 0 else index))
+        np.testing.assert_array_equal(in_order, labels[order])
 
 
-def test_the_op_takes_integer_scalars_only():
+def test_the_op_shuffles_an_int32_vector_by_integer_scalars():
     from int8store import ArgumentError
     from int8store.backend import activate
 
     at = activate().at
-    with pytest.raises(ArgumentError, match="integer scalars"):
-        Permutation()(at.dvector(), 1, 2, 3)
-    with pytest.raises(ArgumentError, match="integer scalars"):
-        Permutation()(10, at.dscalar(), 2, 3)
+    for wrong in ((at.dvector(), 1, 2, 3), (at.imatrix(), 1, 2, 3), (at.ivector(), at.dscalar(), 2, 3),
+                  (at.ivector(), 1, 2, at.lvector())):
+        with pytest.raises(ArgumentError, match="int32 vector by integer scalars"):
+            Permutation()(*wrong)
+    with pytest.raises(ArgumentError, match="shape \\(2, 2\\)"):
+        shuffled(np.zeros((2, 2), np.int32), 1, 2)

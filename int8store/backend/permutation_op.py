@@ -1,19 +1,20 @@
-"""Shuffled orders computed in C, for the host: :func:`permutation`.
+"""Shuffled orders computed in C, for the host: :func:`shuffled`.
 
 A shuffled stream needs a new order for each shard it trains on (and for
 the shards of each epoch), in the training process, between two steps. On
 a machine whose cores the BLAS threads fill, whatever the trainer does
 besides its steps costs the steps: numpy's ``default_rng((seed, epoch,
 index)).permutation(3000)`` took 0.1 to 0.2 ms a shard (most of it seeding
-the generator), 4 % of training logistic regression on the shard. The same
-order as :func:`int8store.backend.shuffle.permutation` (the numpy reference,
-which processes that do not build graphs use), computed by a small C op in a
-function compiled once per process: some 30 us.
+the generator), 4 % of training logistic regression on the shard, and
+putting the labels in that order with an int32 index another 13 us. The
+same order as :func:`int8store.backend.shuffle.permutation` (the numpy
+reference, which processes that do not build graphs use), and the labels
+taken in it, computed by a small C op in a function compiled once per
+process: some 35 us.
 
-The op builds the Feistel network's table over its domain (vectorized by
-the compiler; at most ``4n`` entries) and walks each position through it.
-Without a C compiler the function runs the op's ``perform``: the reference.
-"""
+The op builds the Feistel network's table over its domain (at most ``4n``
+entries) and walks each position through it. Without a C compiler the
+function runs the op's ``perform``: the reference."""
 
 import threading
 
@@ -26,7 +27,7 @@ from .shuffle import permutation as reference
 _api = activate()
 at = _api.at
 
-__all__ = ["Permutation", "permutation"]
+__all__ = ["Permutation", "shuffled", "permutation"]
 
 _MASK = 0xFFFFFFFF
 
@@ -42,25 +43,29 @@ static inline npy_uint32 int8store_mix(npy_uint32 x)
 
 
 class Permutation(_api.module("link.c.op").COp):
-    """``[0, n)`` shuffled by ``(seed, epoch)``, or by ``(seed, epoch,
-    index)`` when ``index`` is 0 or more: an int32 vector, the values of
-    :func:`int8store.backend.shuffle.permutation`. Inputs are int64 scalars
-    (``seed``, ``epoch`` and ``index`` taken modulo 2**32)."""
+    """``(order, values[order])`` for an int32 vector ``values`` of ``n``
+    items: ``order`` is ``[0, n)`` shuffled by ``(seed, epoch)``, or by
+    ``(seed, epoch, index)`` when ``index`` is 0 or more (int32, the values
+    of :func:`int8store.backend.shuffle.permutation`). ``seed``, ``epoch``
+    and ``index`` are integer scalars, taken modulo 2**32."""
 
     __props__ = ()
 
-    def make_node(self, n, seed, epoch, index):
-        inputs = [at.as_tensor_variable(v) for v in (n, seed, epoch, index)]
-        if any(v.ndim or not v.dtype.startswith(("int", "uint")) for v in inputs):
-            raise ArgumentError("a permutation's n, seed, epoch and index are integer scalars, "
-                                f"got {', '.join(str(v.type) for v in inputs)}")
-        inputs = [at.cast(v, "int64") for v in inputs]
-        out = at.TensorType("int32", shape=(None,))()
-        return _api.module("graph.basic").Apply(self, inputs, [out])
+    def make_node(self, values, seed, epoch, index):
+        values = at.as_tensor_variable(values)
+        keys = [at.as_tensor_variable(v) for v in (seed, epoch, index)]
+        if values.ndim != 1 or values.dtype != "int32" or \
+                any(v.ndim or not v.dtype.startswith(("int", "uint")) for v in keys):
+            raise ArgumentError("a permutation shuffles an int32 vector by integer scalars (seed, "
+                                f"epoch, index), got {', '.join(str(v.type) for v in [values] + keys)}")
+        outputs = [at.TensorType("int32", shape=values.type.shape)() for _ in range(2)]
+        return _api.module("graph.basic").Apply(self, [values] + [at.cast(v, "int64") for v in keys],
+                                                outputs)
 
     def perform(self, node, inputs, outputs):
-        n, seed, epoch, index = (int(v) for v in inputs)
-        outputs[0][0] = reference(n, seed, epoch, None if index < 0 else index)
+        values, seed, epoch, index = inputs
+        order = reference(len(values), int(seed), int(epoch), None if index < 0 else int(index))
+        outputs[0][0], outputs[1][0] = order, values[order]
 
     def c_support_code(self, **kwargs):
         return _SUPPORT
@@ -69,20 +74,21 @@ class Permutation(_api.module("link.c.op").COp):
         return ["<stdlib.h>"]
 
     def c_code_cache_version(self):
-        return (1,)
+        return (2,)
 
     def c_code(self, node, name, inputs, outputs, sub):
-        n, seed, epoch, index = inputs
-        out, = outputs
+        values, seed, epoch, index = inputs
+        out, taken = outputs
         fail = sub["fail"]
         return f"""
         {{
-        npy_intp n = (npy_intp)*(npy_int64*)PyArray_DATA({n});
+        npy_intp n = PyArray_DIMS({values})[0], stride = PyArray_STRIDES({values})[0];
+        const char *items = PyArray_BYTES({values});
         npy_uint32 seed = (npy_uint32)*(npy_int64*)PyArray_DATA({seed});
         npy_uint32 epoch = (npy_uint32)*(npy_int64*)PyArray_DATA({epoch});
         npy_int64 index = *(npy_int64*)PyArray_DATA({index});
-        if (n < 0 || n > 0x7FFFFFFF) {{
-            PyErr_Format(PyExc_ValueError, "a permutation of %ld items: expected 0 to 2**31 - 1",
+        if (n > 0x7FFFFFFF) {{
+            PyErr_Format(PyExc_ValueError, "a permutation of %ld items: at most 2**31 - 1",
                          (long)n);
             {fail}
         }}
@@ -110,13 +116,18 @@ class Permutation(_api.module("link.c.op").COp):
             table[p] = (l << half) | r;
         }}
         Py_XDECREF({out});
+        Py_XDECREF({taken});
+        {taken} = NULL;
         {out} = (PyArrayObject*)PyArray_EMPTY(1, &n, NPY_INT32, 0);
-        if (!{out}) {{ free(table); {fail} }}
+        if ({out}) {taken} = (PyArrayObject*)PyArray_EMPTY(1, &n, NPY_INT32, 0);
+        if (!{taken}) {{ free(table); {fail} }}
         npy_int32 *order = (npy_int32*)PyArray_DATA({out});
+        npy_int32 *in_order = (npy_int32*)PyArray_DATA({taken});
         for (npy_intp p = 0; p < n; p++) {{
             npy_uint32 x = table[p];
             while (x >= (npy_uint32)n) x = table[x];  /* cycle walking */
             order[p] = (npy_int32)x;
+            in_order[p] = *(const npy_int32*)(items + (npy_intp)x * stride);
         }}
         free(table);
         }}
@@ -127,24 +138,37 @@ _compiled = None
 _lock = threading.Lock()  # a compiled function is not re-entrant
 
 
-def permutation(n, seed, epoch, index=None):
-    """``[0, n)`` shuffled by ``(seed, epoch)`` or ``(seed, epoch, index)``:
-    :func:`int8store.backend.shuffle.permutation`'s values (a new int32
-    array), computed in C. Thread-safe; the first call compiles.
+def shuffled(values, seed, epoch, index=None):
+    """``(order, values[order])``: ``order`` is ``[0, len(values))``
+    shuffled by ``(seed, epoch)`` or ``(seed, epoch, index)``
+    (:func:`int8store.backend.shuffle.permutation`'s values), ``values`` an
+    int32 vector (a shard's labels); new arrays, computed in C.
+    Thread-safe; the first call compiles.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from int8store.backend.shuffle import permutation as reference
-    >>> bool((permutation(10, 42, 0, index=3) == reference(10, 42, 0, index=3)).all())
-    True
+    >>> order, labels = shuffled(np.arange(100, 110, dtype=np.int32), 42, 0, index=3)
+    >>> bool((order == reference(10, 42, 0, index=3)).all()), bool((labels == 100 + order).all())
+    (True, True)
     """
     global _compiled
-    arguments = [np.asarray(v, dtype=np.int64) for v in
-                 (n, seed & _MASK, epoch & _MASK, -1 if index is None else index & _MASK)]
+    arguments = [np.asarray(values, dtype=np.int32)] + [
+        np.asarray(v, dtype=np.int64) for v in
+        (seed & _MASK, epoch & _MASK, -1 if index is None else index & _MASK)]
+    if arguments[0].ndim != 1:
+        raise ArgumentError(f"values of shape {arguments[0].shape}: a permutation shuffles a vector")
     with _lock:
         if _compiled is None:
-            symbols = [at.lscalar() for _ in arguments]
+            symbols = [at.ivector()] + [at.lscalar() for _ in arguments[1:]]
             mode = _api.module("compile.mode").Mode(linker="cvm", optimizer=None)
             _compiled = _api.function(symbols, Permutation()(*symbols), mode=mode)
             _compiled.trust_input = True  # (the arguments are made right here)
-        return _compiled(*arguments)
+        order, taken = _compiled(*arguments)
+    return order, taken
+
+
+def permutation(n, seed, epoch, index=None):
+    """``[0, n)`` shuffled as :func:`shuffled` shuffles ``n`` values."""
+    return shuffled(np.arange(n, dtype=np.int32), seed, epoch, index)[0]

@@ -44,6 +44,7 @@ shards in flight can be bounded in bytes too (``max_prefetch_bytes``).
 """
 
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -203,6 +204,14 @@ def shuffle_order(seed, epoch, index, count):
     from ..backend.permutation_op import permutation
 
     return permutation(count, seed, epoch, index)
+
+
+def _shuffled(labels, seed, epoch, index):
+    """``(order, labels[order])`` of shard ``index`` (:func:`shuffle_order`),
+    in one C call."""
+    from ..backend.permutation_op import shuffled
+
+    return shuffled(labels, seed, epoch, index)
 
 
 def shuffle_positions(seed, epoch, index, count):
@@ -403,9 +412,8 @@ class StreamingSplit:
             and self._owns(self._loaded)
         codes, labels = self._loaded if in_place else self._free.get()
         count = stop - start
-        order = None if self.seed is None else shuffle_order(self.seed, epoch, index, count)
-        labels[:count] = self.source.labels[start:stop] if order is None else \
-            self.source.labels[start:stop][order]
+        order, labels[:count] = (None, self.source.labels[start:stop]) if self.seed is None else \
+            _shuffled(self.source.labels[start:stop], self.seed, epoch, index)
         labels[count:] = 0
         return start, stop, order, codes, labels, in_place
 
@@ -421,8 +429,7 @@ class StreamingSplit:
                 raise self._shard_error(index, start, stop, error) from error
             labels, order = self.source.labels[start:stop], None
             if self.seed is not None:  # the step takes the rows in this order
-                order = shuffle_order(self.seed, epoch, index, self.shard_size)
-                labels = labels[order]
+                order, labels = _shuffled(labels, self.seed, epoch, index)
             return index, start, self.shard_size, codes, labels, order
         start, stop, order, codes, labels, in_place = self._claim(epoch, index)
         count = stop - start
@@ -489,14 +496,11 @@ class StreamingSplit:
         :meth:`close`) before this returns. A progress bar (examples per
         second) shows on a terminal unless ``progress`` is False; it is
         silent in pipes."""
-        from tqdm import tqdm
-
         if self._holds_all:  # its one shard is in the shared variables already
             yield Shard(0, 0, 0, self.n_examples)
             return
         order = self.shard_order(epoch)
-        bar = tqdm(total=self.n_examples, unit="img", desc=f"{self.name} epoch {epoch}",
-                   disable=None if progress is None else not progress, leave=False)
+        bar = _progress_bar(self.n_examples, f"{self.name} epoch {epoch}", progress)
         completed, pending = False, deque()
         try:
             if self.prefetch == 0 or self.reader == "views":
@@ -540,7 +544,8 @@ class StreamingSplit:
             if not completed:
                 self._ahead.extend(pending)
                 self.close()
-            bar.close()
+            if bar is not None:
+                bar.close()
 
     def _read_ahead(self, order, number):
         """Lent shards are read ahead by the kernel: once shard ``number`` of
@@ -594,7 +599,8 @@ class StreamingSplit:
     def _deliver(self, number, prepared, bar):
         index, start, count, codes, labels, order = prepared
         self._load(codes, labels, order)
-        bar.update(count)
+        if bar is not None:
+            bar.update(count)
         return Shard(number, index, start, count)
 
     def passes(self):
@@ -654,6 +660,19 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
         report(f"... streaming {split.name} in {split.n_shards} shards of {split.shard_size} "
                "examples")
     return split
+
+
+def _progress_bar(total, description, progress):
+    """A tqdm bar of ``total`` examples if ``progress`` (None: on a terminal,
+    as tqdm's ``disable=None``), else None: a bar made disabled still cost
+    some 60 us an epoch, between two training steps."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="img", desc=description, leave=False)
 
 
 def worker_threads(name="train"):
