@@ -61,7 +61,7 @@ def measure(rounds):
 
     from int8store import SharedDataset
     from int8store.store.reader import open_store
-    from int8store.streaming.split import StoreShards, StreamingSplit, shuffle_positions
+    from int8store.streaming.split import StoreShards, StreamingSplit, inverse, shuffle_order
 
     path = write_store(tempfile.mkdtemp(prefix="int8store-contention-"), EXAMPLES)
     store = open_store(path)
@@ -115,7 +115,7 @@ def measure(rounds):
             if where == "between steps":
                 for i in range(SHARD // BATCH):
                     train_resident(i)
-            positions = None if where == "in order" else shuffle_positions(0, r, 0, SHARD)
+            positions = None if where == "in order" else inverse(shuffle_order(0, r, 0, SHARD))
             start = time.perf_counter()
             source.read(0, SHARD, out, positions)
             times.append(time.perf_counter() - start)
@@ -174,7 +174,7 @@ def _graph_shuffle_ways(store, path, codes, labels):
     ready = [np.ascontiguousarray(flat[k * SHARD:(k + 1) * SHARD]) for k in range(n_shards)]
     source = StoreShards(path, "train")
     buffers = SharedBuffers(4, (SHARD, row))  # two in flight, one in use, one spare
-    reader = ShardProcess(store, "train", None, 0.0, buffers)
+    reader = ShardProcess(store, "train", False, 0.0, buffers)
     # The reading process's jobs run on across epochs, as the library's do:
     # (epoch, shard) in each epoch's shuffled order, two ahead.
     def visits(epoch):

@@ -17,7 +17,10 @@ closed them. The child runs in a session of its own and ignores SIGINT
 when its input closes, which also happens when the trainer dies.
 
 Protocol, one line each way per shard: ``buffer epoch index start stop`` in,
-``ok`` or ``error MESSAGE`` out, in order.
+``ok`` or ``error MESSAGE`` out, in order. A shuffled shard's order is
+drawn by the trainer, which puts the shard's labels in it, and written
+beside the buffer (each buffer holds a shard's codes and its order): the
+reader follows it, and nothing but the trainer defines it.
 """
 
 import mmap
@@ -39,23 +42,42 @@ def available():
 
 
 class SharedBuffers:
-    """``count`` int8 arrays of ``shape`` in anonymous shared memory; their
-    descriptors (``fds``) are for the reading process. Closed when this
-    object is collected (the arrays keep their mappings alive meanwhile)."""
+    """``count`` int8 arrays of ``shape`` (``arrays``) in anonymous shared
+    memory, each with an int32 vector of ``shape[0]`` beside it (``orders``:
+    a shuffled shard's order); their descriptors (``fds``) are for the
+    reading process. Closed when this object is collected (the arrays keep
+    their mappings alive meanwhile)."""
 
     def __init__(self, count, shape):
-        nbytes = max(1, int(np.prod(shape)))
-        self.fds, self.arrays = [], []
+        self.fds, self.arrays, self.orders = [], [], []
         for i in range(count):
             fd = os.memfd_create(f"int8store-shard-{i}")
-            os.ftruncate(fd, nbytes)
+            os.ftruncate(fd, _buffer_bytes(*shape))
             self.fds.append(fd)
-            self.arrays.append(np.frombuffer(mmap.mmap(fd, nbytes), np.int8)[:int(np.prod(shape))]
-                               .reshape(shape))
+            codes, order = _buffer_views(fd, *shape)
+            self.arrays.append(codes)
+            self.orders.append(order)
         weakref.finalize(self, _close_all, list(self.fds))
 
     def index(self, array):
         return next(i for i, a in enumerate(self.arrays) if a is array)
+
+
+def _order_offset(rows, row_bytes):
+    return -(-rows * row_bytes // 8) * 8  # the order vector aligned after the codes
+
+
+def _buffer_bytes(rows, row_bytes):
+    return max(1, _order_offset(rows, row_bytes) + 4 * rows)
+
+
+def _buffer_views(fd, rows, row_bytes):
+    """The codes ``(rows, row_bytes)`` and the order ``(rows,)`` of the
+    buffer in shared memory ``fd`` (either process maps it so)."""
+    data = np.frombuffer(mmap.mmap(fd, _buffer_bytes(rows, row_bytes)), np.uint8)
+    offset = _order_offset(rows, row_bytes)
+    return (data[:rows * row_bytes].view(np.int8).reshape(rows, row_bytes),
+            data[offset:offset + 4 * rows].view(np.int32))
 
 
 def _close_all(fds):
@@ -69,18 +91,19 @@ def _close_all(fds):
 class ShardProcess:
     """The reading process of one streamed split (see the module docstring).
 
-    ``submit(buffer, epoch, index, start, stop)`` asks for a shard;
+    ``submit(buffer, epoch, index, start, stop)`` asks for a shard (with
+    ``shuffled``, in the order written beside the buffer);
     ``wait()`` returns when the reply for the oldest shard asked for has
     come, ``take()`` reads it (raising with the reader's message if it
     could not read the shard); ``close()`` lets the reader finish
     what it was asked and ends it (also done when this object is collected,
     or at exit)."""
 
-    def __init__(self, store, split, seed, delay, buffers):
+    def __init__(self, store, split, shuffled, delay, buffers):
         shape = buffers.arrays[0].shape
         # The reader checks that the file at the path is still the store the
         # trainer opened (same manifest): its labels came from that one.
-        args = [store.file, store.manifest_digest, split, "-" if seed is None else seed,
+        args = [store.file, store.manifest_digest, split, "shuffled" if shuffled else "-",
                 repr(float(delay)), shape[0], shape[1], *buffers.fds]
         self._process = processes.start("int8store.streaming.shard_process", args,
                                          pass_fds=buffers.fds)
@@ -88,6 +111,8 @@ class ShardProcess:
         self.close = weakref.finalize(self, processes.end, self._process, 30)
 
     def submit(self, buffer, epoch, index, start, stop):
+        """Ask for shard ``index`` (examples ``[start, stop)``) in ``buffer``,
+        in the order in the buffer's ``orders`` vector if the split is shuffled."""
         try:
             self._process.stdin.write(b"%d %d %d %d %d\n" % (buffer, epoch, index, start, stop))
             self._process.stdin.flush()
@@ -117,14 +142,12 @@ class ShardReadError(Exception):
 
 def _serve(argv):
     from ..store.reader import changed_store_error
-    from .split import StoreShards, shuffle_positions
+    from .split import StoreShards, inverse
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    path, digest, split, seed, delay, rows, row_bytes, *fds = argv
-    seed = None if seed == "-" else int(seed)
-    rows, row_bytes = int(rows), int(row_bytes)
-    buffers = [np.frombuffer(mmap.mmap(int(fd), rows * row_bytes), np.int8)[:rows * row_bytes]
-               .reshape(rows, row_bytes) for fd in fds]
+    path, digest, split, order, delay, rows, row_bytes, *fds = argv
+    shuffled = order == "shuffled"
+    buffers = [_buffer_views(int(fd), int(rows), int(row_bytes)) for fd in fds]
     source = None
     for line in sys.stdin.buffer:
         buffer, epoch, index, start, stop = map(int, line.split())
@@ -134,8 +157,8 @@ def _serve(argv):
                 if opened.store.manifest_digest != digest:
                     raise changed_store_error(path)
                 source = opened  # only once it is the trainer's store
-            codes, count = buffers[buffer], stop - start
-            positions = None if seed is None else shuffle_positions(seed, epoch, index, count)
+            (codes, order), count = buffers[buffer], stop - start
+            positions = inverse(order[:count]) if shuffled else None
             source.read(start, stop, codes[:count], positions)
             codes[count:] = 0  # the last shard's padding
             reply = b"ok\n"

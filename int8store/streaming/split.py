@@ -214,17 +214,11 @@ def _shuffled(labels, seed, epoch, index):
     return shuffled(labels, seed, epoch, index)
 
 
-def shuffle_positions(seed, epoch, index, count):
-    """Where each example of the shard goes: the inverse of :func:`shuffle_order`,
-    computed by the numpy reference (a reading process builds no graphs)."""
-    from ..backend.shuffle import permutation
-
-    return _inverse(permutation(count, seed, epoch, index))
-
-
-def _inverse(order):
+def inverse(order):
+    """Where each example of a shard goes, for a shard in ``order``: row
+    ``positions[i]`` holds example ``i``."""
     positions = np.empty_like(order)
-    positions[order] = np.arange(len(order))
+    positions[order] = np.arange(len(order), dtype=order.dtype)
     return positions
 
 
@@ -435,7 +429,7 @@ class StreamingSplit:
         count = stop - start
         try:
             # Read and shuffled in one pass: example start + i goes to row positions[i].
-            self.source.read(start, stop, codes[:count], None if order is None else _inverse(order))
+            self.source.read(start, stop, codes[:count], None if order is None else inverse(order))
         except Exception as error:  # noqa: BLE001 - re-raised, naming the shard
             if not in_place:
                 self._give_back((codes, labels))
@@ -691,8 +685,8 @@ class _ProcessJobs:
         self.split = split
         source = split.source
         try:
-            self.process = ShardProcess(source.store, source.name, split.seed, source.delay,
-                                        split._shared)
+            self.process = ShardProcess(source.store, source.name, split.seed is not None,
+                                        source.delay, split._shared)
         except OSError as error:
             raise StreamError(f"{split.name}: cannot start the process reading the shards "
                               f"({error.strerror or error})") from error
@@ -706,10 +700,13 @@ class _ProcessJobs:
     def submit(self, _prepare, epoch, index):
         from ..runtime.interrupts import interrupts_deferred
 
-        start, stop, _, codes, labels, _ = self.split._claim(epoch, index)
+        start, stop, order, codes, labels, _ = self.split._claim(epoch, index)
+        buffer = self.split._shared.index(codes)
+        if order is not None:  # the reader follows the order the labels are in
+            self.split._shared.orders[buffer][:len(order)] = order
         job = _ProcessJob(self, index, start, stop, codes, labels)
         with interrupts_deferred():  # asked and recorded, or neither
-            self.process.submit(self.split._shared.index(codes), epoch, index, start, stop)
+            self.process.submit(buffer, epoch, index, start, stop)
             self.waiting.append(job)
         return job
 
