@@ -1,22 +1,28 @@
 """Who pays for reading a streamed shard when training keeps every core busy.
 
-bench/streaming.py finds logistic regression streamed at well under 90 % of
-resident with OpenBLAS's default threads on a 2-core machine, and at 90 % or
-more with one BLAS thread. This bench takes the question apart, on the same
-generated store (12,000 28x28 images, shards of 3,000, shuffled, batch 600,
-floatX=float32, the C backend), each way's epochs alternated in one process:
+bench/streaming.py found logistic regression streamed shuffled at well under
+90 % of resident with OpenBLAS's default threads on a 2-core machine when
+shards were copied (read, checked and shuffled into buffers), and at 90 % or
+more with one BLAS thread; shards are lent since, and copied only in JAX
+mode or when asked (``reader="process"``, ``"threads"``). This bench takes
+the copying readers apart, on the same generated store (12,000 28x28
+images, shards of 3,000, shuffled, batch 600, floatX=float32, the C
+backend), each way's epochs alternated in one process:
 
 - resident: the whole split in the int8 shared variable (the reference);
-- process: shards read ahead by the reading process, as shipped;
+- process: shards copied ahead by the reading process (``reader="process"``);
 - process, SCHED_IDLE / nice 19: the same, the reader's scheduling lowered
   by this bench (the library leaves it alone);
-- serial: no prefetch, each shard read in the trainer when it is needed.
+- serial: no prefetch, each shard copied in the trainer when it is needed
+  (``reader="threads"``, ``prefetch=0``).
 
-A second table weighs a design that is not built: **the shuffle in the
-graph**. The reader then copies and checks a shard's rows in the split's
-order (no shuffling pass), and each step gathers its minibatch by the
-shard's order vector (``x[order[i*B:(i+1)*B]]``, an advanced index in the
-compiled graph; the shards are still visited in a shuffled order). Its ways:
+A second table weighs **the shuffle in the graph** with copied shards, as
+first weighed before lent shards were built (they gather in the step with
+int8store's GatherRows op: bench/streaming.py). The reader copies and checks
+a shard's rows in the split's order (no shuffling pass), and each step
+gathers its minibatch by the shard's order vector (``x[order[i*B:(i+1)*B]]``,
+the graph's own advanced index; the shards are still visited in a shuffled
+order). Its ways:
 resident, gathered by an order vector (what the gather costs a step);
 shards ready in memory (nothing to read: the ceiling of any reader);
 serial (read in the trainer); process (read two ahead by the library's
@@ -78,7 +84,8 @@ def measure(rounds):
     runs, splits = {"resident": resident_epoch}, []
     for way in WAYS[1:]:
         split = StreamingSplit(StoreShards(path, "train"), SHARD, store.encoding, (28, 28), seed=0,
-                               prefetch=0 if way == "serial" else 2, dtype="float32")
+                               prefetch=0 if way == "serial" else 2, dtype="float32",
+                               reader="threads" if way == "serial" else "process")
         _, train = build("logistic regression", {"train": split.dataset, "all": resident}, BATCH, 0.13)
 
         def streamed_epoch(epoch, split=split, train=train):
@@ -259,7 +266,7 @@ def main(argv=None):
                      f"training on a shard; {result['read']['in order'] * 1e3:.2f} ms read after read "
                      "with its rows in the split's order (no shuffling pass)")
     print("\n".join(notes))
-    print("\nthe shuffle in the graph (not built), against the same resident rate:")
+    print("\nthe shuffle in the graph, copied shards, against the same resident rate:")
     print("| BLAS setting | " + " | ".join(GRAPH_WAYS) + " |")
     print("|---|" + "---:|" * len(GRAPH_WAYS))
     print("\n".join(graph_rows))
