@@ -145,8 +145,8 @@ def _serve(argv):
     from .split import StoreShards, inverse
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    path, digest, split, order, delay, rows, row_bytes, *fds = argv
-    shuffled = order == "shuffled"
+    path, digest, split, ordering, delay, rows, row_bytes, *fds = argv
+    shuffled = ordering == "shuffled"
     buffers = [_buffer_views(int(fd), int(rows), int(row_bytes)) for fd in fds]
     source = None
     for line in sys.stdin.buffer:
