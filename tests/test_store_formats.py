@@ -107,3 +107,31 @@ def test_a_writer_refusing_its_input_names_the_store_and_leaves_nothing(tmp_path
         with StoreWriter(path, encoding, (4,), {"train": np.arange(3)}) as writer:
             writer.append("train", codes.astype(np.int16) if mistake == "wrong dtype" else codes[:2])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_appends_of_any_size_give_the_same_store_and_leave_the_callers_arrays(tmp_path, monkeypatch):
+    """Whole chunks are written as they come (no copy), pieces go through
+    the writer's chunk buffer: the same chunks either way, and the caller's
+    arrays, read-only ones too, are neither written to nor needed writable."""
+    from int8store import quantize
+    from int8store.store import writer
+
+    monkeypatch.setattr(writer, "CHUNK_BYTES", 40)  # chunks of 10 rows of 4 bytes
+    codes, encoding = quantize((np.arange(57 * 4) % 251).astype(np.uint8).reshape(57, 4))
+    frozen = np.frombuffer(codes.tobytes(), np.int8).reshape(57, 4)  # read-only
+    assert not frozen.flags.writeable
+    stores = {}
+    for name, pieces in {"at once": [frozen], "whole chunks": np.split(frozen, [10, 20, 50]),
+                         "pieces": np.split(frozen, [3, 13, 14, 34])}.items():
+        path = tmp_path / f"{name}.h5"
+        with writer.StoreWriter(path, encoding, (4,), {"train": np.arange(57)}) as w:
+            for piece in pieces:
+                w.append("train", piece)
+        stores[name] = open_store(path)
+    np.testing.assert_array_equal(frozen, codes)
+    chunks = {name: train_entry(store)["x"]["chunks"] for name, store in stores.items()}
+    assert len(chunks["at once"]) == 6  # 57 rows in chunks of 10: the last one padded
+    for name, store in stores.items():
+        assert [digest for _, _, digest in chunks[name]] == [d for _, _, d in chunks["at once"]]
+        np.testing.assert_array_equal(store.read_split("train")[0].reshape(57, 4), codes)
+        store.verify()
