@@ -157,7 +157,7 @@ def test_budget_without_a_device_asks_for_its_memory(capsys, monkeypatch):
 
 
 def test_budget_answers_per_device(capsys):
-    args = ["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory", "64MiB",
+    args = ["budget", "--dataset", "digits", "--model", "logistic", "--device-memory", "64MiB",
             "--batch-size", "300"]
     assert main(args + ["--devices", "4"]) == 0
     out = capsys.readouterr().out
