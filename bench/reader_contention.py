@@ -67,7 +67,9 @@ def measure(rounds):
 
     from int8store import SharedDataset
     from int8store.store.reader import open_store
-    from int8store.streaming.split import StoreShards, StreamingSplit, inverse, shuffle_order
+    from int8store.backend.permutation_op import permutation
+    from int8store.streaming.sources import StoreShards, inverse
+    from int8store.streaming.split import StreamingSplit
 
     path = write_store(tempfile.mkdtemp(prefix="int8store-contention-"), EXAMPLES)
     store = open_store(path)
@@ -93,7 +95,7 @@ def measure(rounds):
                 train(i)
         if way != "serial":
             streamed_epoch(0)  # starts the reader, which stays for the next epochs
-            pid = split._pool.process._process.pid  # (no public handle: a bench's probe)
+            pid = split._reader._process._process.pid  # (no public handle: a bench's probe)
             if way.endswith("SCHED_IDLE"):
                 os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
             elif way.endswith("nice 19"):
@@ -122,7 +124,7 @@ def measure(rounds):
             if where == "between steps":
                 for i in range(SHARD // BATCH):
                     train_resident(i)
-            positions = None if where == "in order" else inverse(shuffle_order(0, r, 0, SHARD))
+            positions = None if where == "in order" else inverse(permutation(SHARD, 0, r, 0))
             start = time.perf_counter()
             source.read(0, SHARD, out, positions)
             times.append(time.perf_counter() - start)
@@ -164,8 +166,10 @@ def _graph_shuffle_ways(store, path, codes, labels):
 
     from int8store import SharedDataset
     from int8store.backend import tensor_library
-    from int8store.streaming.shard_process import ShardProcess, SharedBuffers
-    from int8store.streaming.split import StoreShards, shuffle_order
+    from int8store.backend.permutation_op import permutation
+    from int8store.streaming.buffers import BufferPool
+    from int8store.streaming.shard_process import ShardProcess
+    from int8store.streaming.sources import StoreShards
 
     shared = tensor_library().shared
     n_shards, row = EXAMPLES // SHARD, 28 * 28
@@ -180,8 +184,8 @@ def _graph_shuffle_ways(store, path, codes, labels):
     flat, labels = codes.reshape(EXAMPLES, row), np.asarray(labels, np.int32)
     ready = [np.ascontiguousarray(flat[k * SHARD:(k + 1) * SHARD]) for k in range(n_shards)]
     source = StoreShards(path, "train")
-    buffers = SharedBuffers(4, (SHARD, row))  # two in flight, one in use, one spare
-    reader = ShardProcess(store, "train", False, 0.0, buffers)
+    pool = BufferPool("train", 4, SHARD, row, shared=True)  # two in flight, one in use, one spare
+    reader = ShardProcess(store, "train", False, 0.0, pool, SHARD, row)
     # The reading process's jobs run on across epochs, as the library's do:
     # (epoch, shard) in each epoch's shuffled order, two ahead.
     def visits(epoch):
@@ -192,14 +196,14 @@ def _graph_shuffle_ways(store, path, codes, labels):
 
     def ask():
         epoch, k = next(jobs)
-        buffer = len(asked) % len(buffers.arrays)
+        buffer = len(asked) % len(pool.buffers)
         reader.submit(buffer, epoch, k, k * SHARD, (k + 1) * SHARD)
         asked.append((epoch, k, buffer))
 
     def train_on(epoch, k, rows):
         shard.data.set_value(rows, borrow=True)
         shard.y.set_value(labels[k * SHARD:(k + 1) * SHARD], borrow=True)
-        order.set_value(shuffle_order(0, epoch, k, SHARD), borrow=True)
+        order.set_value(permutation(SHARD, 0, epoch, k), borrow=True)
         for i in range(SHARD // BATCH):
             train(i)
 
@@ -225,16 +229,17 @@ def _graph_shuffle_ways(store, path, codes, labels):
         while len(asked) < 2:
             ask()
         for _ in range(n_shards):
-            reader.wait()  # the oldest job asked
+            done = asked[-2]  # the oldest job asked
+            reader.wait_reply()
+            reader.take(done[2], done[1])
             ask()
-            done = asked[-3]
             if done[0] != epoch:
                 raise RuntimeError(f"the reader's jobs ran out of step: {done} in epoch {epoch}")
-            train_on(epoch, done[1], buffers.arrays[done[2]])
+            train_on(epoch, done[1], pool.buffers[done[2]].codes)
 
     ways = {GRAPH_WAYS[0]: resident_gathered, GRAPH_WAYS[1]: shards_ready, GRAPH_WAYS[2]: serial,
             GRAPH_WAYS[3]: process}
-    return ways, reader.close
+    return ways, reader.end
 
 
 def main(argv=None):

@@ -88,7 +88,7 @@ def producer_rate(path, shard, repeats=3):
     from convert import timed
 
     from int8store.store.reader import open_store
-    from int8store.streaming.split import StoreShards
+    from int8store.streaming.sources import StoreShards
 
     source = StoreShards(path, "train")
     n = source.n_examples
@@ -122,7 +122,8 @@ def measure(model, examples, shard, rounds):
 
     from int8store import SharedDataset
     from int8store.store.reader import open_store
-    from int8store.streaming.split import StoreShards, StreamingSplit
+    from int8store.streaming.sources import StoreShards
+    from int8store.streaming.split import StreamingSplit
 
     batch = BATCHES[model]
     folder = tempfile.mkdtemp(prefix="int8store-streaming-")
@@ -158,7 +159,7 @@ def measure(model, examples, shard, rounds):
                                    (28, 28), seed=seed, workers=2, prefetch=prefetch, dtype="float32",
                                    reader=how)
             if producer == "in order, each epoch":
-                split._drop_pages = True  # as a split larger than the stream holds: (f)
+                split._reader.release_pages = True  # as a split larger than the stream holds: (f)
             # (the resident split too, so that the model's classes are counted)
             _, train = build(model, {"train": split.dataset, "all": resident}, batch, 0.1)
             streams[(producer, prefetch)] = (split, train)

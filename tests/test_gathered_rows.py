@@ -11,7 +11,8 @@ import pytest
 from int8store import ArgumentError, MinibatchIndexError, SharedDataset, function_mode, quantize
 from int8store.backend import activate
 from int8store.backend.gather import GatherRows, decode_recipe
-from int8store.streaming.split import ArrayShards, StreamingSplit
+from int8store.streaming.sources import ArrayShards
+from int8store.streaming.split import StreamingSplit
 
 api = activate()
 PIXELS = np.random.default_rng(0).integers(0, 256, (40, 6), dtype=np.uint8)

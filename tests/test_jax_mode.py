@@ -151,7 +151,8 @@ def test_a_shard_on_the_device_keeps_its_values_when_its_host_buffer_is_reused()
     """JAX on the CPU may alias a numpy array's memory: a shard placed from a
     host buffer that is then read into again must not change on the device."""
     from int8store import quantize
-    from int8store.streaming.split import ArrayShards, StreamingSplit
+    from int8store.streaming.sources import ArrayShards
+    from int8store.streaming.split import StreamingSplit
 
     codes, encoding = quantize((np.arange(40 * 16384) % 251).astype(np.uint8).reshape(40, 16384))
     split = StreamingSplit(ArrayShards(codes, np.arange(40)), 20, encoding, (16384,), prefetch=0,

@@ -15,7 +15,8 @@ from int8store.converter import convert
 from int8store.store import mapped
 from int8store.store.reader import open_store
 from int8store.store.writer import StoreWriter
-from int8store.streaming.split import ArrayShards, StoreShards, StreamingSplit, stream
+from int8store.streaming.sources import ArrayShards, StoreShards
+from int8store.streaming.split import StreamingSplit, stream, worker_threads
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def lent_stream(path, shard_size=700, **kwargs):
 
 
 @pytest.mark.parametrize("prefetch", [0, 2])
-def test_shards_in_order_are_views_of_the_file_padded_at_the_end(store, prefetch):
+def test_shards_in_order_are_views_of_the_file_the_last_filled_from_before(store, prefetch):
     codes, labels = open_store(store).read_split("train")
     split = lent_stream(store, prefetch=prefetch)
     assert split.reader == "views"
@@ -41,7 +42,11 @@ def test_shards_in_order_are_views_of_the_file_padded_at_the_end(store, prefetch
             held = split.dataset.data.get_value(borrow=True)
             rows = codes[shard.start:shard.start + shard.count].reshape(shard.count, -1)
             np.testing.assert_array_equal(held[:shard.count].reshape(shard.count, -1), rows)
-            assert (held[shard.count:] == 0).all()
+            # the short last shard's other rows: the examples before it, nearest first
+            rest = split.shard_size - shard.count
+            if rest:
+                before = codes[shard.start - rest:shard.start][::-1].reshape(rest, -1)
+                np.testing.assert_array_equal(held[shard.count:].reshape(rest, -1), before)
             # a whole shard is the mapped file itself, read-only; the short last one a copy
             assert held.flags.writeable == (shard.count < split.shard_size)
             seen += list(split.y.get_value()[:shard.count])
@@ -64,7 +69,7 @@ def n_chunks(path):
 
 def test_chunks_are_checked_each_epoch_when_pages_are_given_back(store, hashed):
     split = lent_stream(store, shard_size=500, prefetch=0)  # shards end inside chunks
-    assert split._drop_pages  # 5 shards, one held
+    assert split._reader.release_pages  # 5 shards, one held
     for epoch, checked in ((0, 1), (1, 2), (0, 3)):  # epoch 0 again: checked again
         assert sum(s.count for s in split.epoch(epoch)) == 2500
         assert len(hashed) == checked * n_chunks(store)
@@ -73,7 +78,7 @@ def test_chunks_are_checked_each_epoch_when_pages_are_given_back(store, hashed):
 
 def test_a_split_kept_mapped_whole_is_checked_once(store, hashed):
     split = lent_stream(store, shard_size=700, prefetch=2)  # 4 shards, 4 held
-    assert not split._drop_pages
+    assert not split._reader.release_pages
     for epoch in (0, 1, 2):
         assert sum(s.count for s in split.epoch(epoch)) == 2500
     # (the short last shard is copied, its chunk checked as it is read, not here)
@@ -211,7 +216,7 @@ def test_a_split_kept_mapped_whole_is_read_ahead_in_its_first_epoch_only(store, 
     monkeypatch.setattr(split.source, "read_ahead", lambda start, stop: asked.append(start))
     for epoch in range(3):
         assert sum(s.count for s in split.epoch(epoch)) == 2500
-    assert not split._drop_pages and len(asked) == 3
+    assert not split._reader.release_pages and len(asked) == 3
     assert sorted(asked + [split.shard_order(0)[0] * 700]) == [0, 700, 1400, 2100]
 
 
@@ -220,5 +225,6 @@ def test_lent_shards_are_read_ahead_by_the_kernel_each_once(store, monkeypatch):
     asked = []
     monkeypatch.setattr(split.source, "read_ahead", lambda start, stop: asked.append((start, stop)))
     assert sum(s.count for s in split.epoch(0)) == 2500
-    assert asked == [(start, start + 500) for start in range(500, 2500, 500)]
-    assert split._pool is None  # no worker thread: checked when needed
+    # each shard after the first, then the next epoch's first two, prepared at the end of this one
+    assert asked == [(start, start + 500) for start in range(500, 2500, 500)] + [(0, 500), (500, 1000)]
+    assert worker_threads() == []  # no worker thread: checked when needed

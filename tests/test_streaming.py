@@ -15,7 +15,9 @@ from int8store import (ArgumentError, StoreChecksumError, StreamError, evaluate_
 from int8store.converter import convert
 from int8store.store.reader import ChunkBuffer, open_store
 from int8store.streaming import shard_process
-from int8store.streaming.split import ArrayShards, StoreShards, StreamingSplit, worker_threads
+from int8store.streaming.buffers import shared_memory_available
+from int8store.streaming.sources import ArrayShards, StoreShards
+from int8store.streaming.split import StreamingSplit, worker_threads
 
 pytestmark = pytest.mark.timeout(300)  # a lost buffer would hang a worker: fail, not hang
 
@@ -59,7 +61,7 @@ def test_a_lent_epoch_may_end_and_the_next_start_with_the_short_shard():
     right after itself (the end of one shuffled epoch, the start of the
     next), it is read into that buffer in place instead of waiting for it."""
     stream, codes = array_stream(seed=0, prefetch=2)  # 7 shards, the last one short
-    assert stream.reader == "views" and len(stream._buffers) == 1
+    assert stream.reader == "views" and len(stream._pool.buffers) == 1
     last = stream.n_shards - 1
     epoch = next(e for e in range(1000)
                  if stream.shard_order(e)[-1] == last == stream.shard_order(e + 1)[0])
@@ -215,7 +217,7 @@ def test_switching_epochs_while_reading_ahead_never_loses_a_buffer():
     for epoch in (0, 5, 2, 9, 1, 7, 3, 8):  # never the epoch read ahead
         assert sorted(np.concatenate([labels for labels, _ in visit(stream, epoch)])) == list(range(60))
     stream.close()  # shards read ahead give their buffers back
-    assert stream._free.qsize() == stream.prefetch + 1  # all but the loaded one
+    assert stream._pool.n_free == stream.prefetch + 1  # all but the loaded one
     assert worker_threads() == []
 
 
@@ -274,13 +276,13 @@ def test_prefetch_is_bounded_in_bytes():
     stream, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=3 * 70,
                              reader="threads")
     assert stream.shard_bytes == 70 and stream.prefetch == 2  # 3 shards in flight at most
-    assert stream._free.qsize() == stream.prefetch + 2
+    assert stream._pool.n_free == stream.prefetch + 2
     with pytest.raises(ArgumentError, match=r"a shard of 10 examples takes 70 bytes, more than "
                                             r"the 69 bytes allowed in flight"):
         array_stream(n=100, shard_size=10, max_prefetch_bytes=69)
     alone, _ = array_stream(n=100, shard_size=10, prefetch=4, max_prefetch_bytes=70,
                             reader="threads")
-    assert alone.prefetch == 0 and alone._free.qsize() == 1  # read in place, in the caller's thread
+    assert alone.prefetch == 0 and alone._pool.n_free == 1  # read in place, in the caller's thread
     assert sorted(np.concatenate([labels for labels, _ in visit(alone, 0)])) == list(range(100))
 
 
@@ -324,7 +326,7 @@ def test_a_store_too_large_for_memory_is_streamed_by_the_tutorial(capsys):
 
 # -- the reading process --------------------------------------------------------
 
-needs_memfd = pytest.mark.skipif(not shard_process.available(),
+needs_memfd = pytest.mark.skipif(not shared_memory_available(),
                                  reason="a reading process needs Linux's memfd_create")
 
 
@@ -363,14 +365,14 @@ def test_the_reading_process_ignores_ctrl_c_and_ends_with_the_stream(store):
                            reader="process")
     shards = split.epoch(0)
     next(shards)
-    child = split._pool.process._process
+    child = split._reader._process._process
     # A terminal's Ctrl-C goes to its foreground process group: not the
     # child's, from the moment it starts; and a SIGINT sent to it is ignored.
     assert os.getpgid(child.pid) != os.getpgrp()
     os.kill(child.pid, signal.SIGINT)
     assert sum(1 for _ in shards) == 3 and child.poll() is None
     split.close()
-    assert child.poll() is not None and split._pool is None
+    assert child.poll() is not None and split._reader._process is None
 
 
 @needs_memfd
@@ -379,7 +381,7 @@ def test_a_reading_process_that_dies_is_an_error_in_the_training_loop(store):
                            prefetch=1, reader="process")
     shards = split.epoch(0)
     next(shards)
-    split._pool.process._process.kill()
+    split._reader._process._process.kill()
     with pytest.raises(StreamError, match=r"train: shard \d \(examples .*\): the process reading "
                                           r"the shards ended \(exit status -9\)"):
         for _ in shards:
@@ -401,11 +403,11 @@ def test_a_delivery_interrupted_loses_no_buffer(store, monkeypatch):
                            prefetch=1, reader="process")
     load, calls = split._load, []
 
-    def interrupted_once(codes, labels, order=None):
+    def interrupted_once(prepared):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        load(codes, labels, order)
+        load(prepared)
 
     monkeypatch.setattr(split, "_load", interrupted_once)
     with pytest.raises(KeyboardInterrupt):
@@ -414,7 +416,7 @@ def test_a_delivery_interrupted_loses_no_buffer(store, monkeypatch):
     seen = np.concatenate([np.asarray(split.y.get_value())[:s.count].copy() for s in split.epoch(1)])
     assert len(seen) == 2500
     split.close()
-    assert split._free.qsize() == split.prefetch + 1  # all but the loaded one
+    assert split._pool.n_free == split.prefetch + 1  # all but the loaded one
 
 
 @needs_memfd
@@ -451,9 +453,9 @@ def test_an_interruption_anywhere_leaves_every_buffer_to_one_owner(store, monkey
         for _ in split.epoch(1):
             pass
     monkeypatch.undo()
-    buffers = [id(b) for b, _ in _drain(split._free)]
+    buffers = [id(b) for b in split._pool._free]
     assert len(buffers) == len(set(buffers)) == split.prefetch + 1
-    assert id(split._loaded[0]) not in buffers
+    assert id(split._loaded.buffer) not in buffers
     assert_epochs_hold_the_split_in_order(split, codes, (2, 3))
     split.close()
 
@@ -495,16 +497,6 @@ def assert_epochs_hold_the_split_in_order(split, codes, epochs):
             held = np.asarray(split.dataset.data.get_value())[:shard.count]
             np.testing.assert_array_equal(held.reshape(shard.count, -1),
                                           codes[shard.start:shard.start + shard.count].reshape(shard.count, -1))
-
-
-def _drain(free):
-    """The buffers in a free queue, put back."""
-    items = []
-    while not free.empty():
-        items.append(free.get())
-    for item in items:
-        free.put(item)
-    return items
 
 
 @needs_memfd

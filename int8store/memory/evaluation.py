@@ -105,9 +105,12 @@ def _chunk_values(evaluate, start, chunk_size):
 
 def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
     """:func:`evaluate_in_chunks` over a streamed split, shard by shard. Only
-    the examples of each shard are scored: a partial chunk is evaluated where
-    it fits in the shard's buffer (padding or the examples before it fill
-    the rest) and only its own examples count."""
+    the examples of each shard count, and no chunk reaches past real rows:
+    a shard's partial chunk is its last ``chunk_size`` own rows (the
+    split's last chunk is its last ``chunk_size`` examples, as on a
+    resident split), and a short last shard with fewer examples than a
+    chunk is evaluated with the examples just before it, which fill its
+    other rows (:func:`int8store.streaming.sources.fill_shard`)."""
     if not static:
         raise ArgumentError("a streamed split is scored with static chunks (evaluate(start))")
     if chunk_size < 1 or chunk_size > stream.shard_size:
@@ -120,7 +123,7 @@ def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
     for shard in stream.passes():
         scored = min(shard.count, limit - shard.start)
         for first in range(0, max(scored, 0), chunk_size):
-            base = min(first, stream.shard_size - chunk_size)
+            base = min(first, max(shard.count - chunk_size, 0))
             values = _chunk_values(evaluate, base, chunk_size)
             total += float(values[first - base:min(scored, first + chunk_size) - base].sum())
         count += max(scored, 0)

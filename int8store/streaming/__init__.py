@@ -1,6 +1,10 @@
 """Splits larger than the device, or than memory, fed shard by shard:
-:class:`~.split.StreamingSplit` and the shard sources (:mod:`.split`), the
-process that reads a store's shards (:mod:`.shard_process`), and
+:class:`~.split.StreamingSplit` (:mod:`.split`: one shard in the shared
+variables, one pass at a time), the readers that get each shard ready
+(:mod:`.readers`), where shards come from (:mod:`.sources`), which examples
+each holds (:mod:`.layout`), the buffers they are copied into
+(:mod:`.buffers`), the process that reads a store's shards
+(:mod:`.shard_process`, which imports the sources, never the stream), and
 ``load_streams`` (:mod:`.loading`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,

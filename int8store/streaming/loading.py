@@ -123,7 +123,7 @@ def _sources(dataset, cache_dir, max_memory):
     """``({split: shard source}, encoding, image_shape)``."""
     from ..sources.locate import caller_file
     from ..store.reader import open_store
-    from .split import ArrayShards, StoreShards
+    from .sources import ArrayShards, StoreShards
 
     path = _store_path(dataset, caller_file())
     if path is not None:

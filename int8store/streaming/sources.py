@@ -1,0 +1,178 @@
+"""Where a streamed split's shards come from: its int8 codes and labels in
+host memory (:class:`ArrayShards`) or in a store on disk
+(:class:`StoreShards`), and how one shard is put into a buffer
+(:func:`fill_shard`).
+
+A shard is ``shard_size`` consecutive examples of the split; the last one
+holds fewer (``count``). Its buffer keeps one static shape: the rows after
+its own examples are filled with the examples just before the shard,
+nearest first, so that every row of every shard is a real example (a
+window of the shard evaluated whole is a window of real images, as on a
+resident split; see :func:`int8store.evaluate_in_chunks`). Only the first
+``count`` rows are the shard's own: they alone are trained on and scored.
+
+Both sources are read by the trainer and by the process that reads a
+store's shards (:mod:`.shard_process`), which imports this module and not
+the stream.
+"""
+
+import threading
+import time
+
+import numpy as np
+
+from ..codes.labels import as_int32_labels
+from ..errors import ArgumentError
+
+__all__ = ["ArrayShards", "StoreShards", "fill_shard", "fill_labels", "inverse"]
+
+
+class ArrayShards:
+    """Shards of int8 codes ``(N, ...)`` and labels ``(N,)`` already in host
+    memory, checked as :class:`~int8store.SharedDataset` checks them: codes
+    must be int8 (quantize uint8 images first), labels class numbers that
+    fit int32 (never truncated nor wrapped)."""
+
+    #: Rows in the split's order can be lent as views (see :meth:`lend`).
+    can_lend = True
+
+    def __init__(self, codes, labels, name="train", delay=0.0):
+        codes = np.asarray(codes)
+        if codes.dtype != np.int8 or codes.ndim < 2:
+            raise ArgumentError(
+                f"{name}: codes must be an int8 array of shape (N, ...), got {codes.dtype} of "
+                f"shape {codes.shape} (uint8 pixels are quantized first: int8store.quantize)")
+        labels = as_int32_labels(labels, name=f"{name} labels")
+        if len(labels) != len(codes):
+            raise ArgumentError(f"{name}: {len(codes)} images but {len(labels)} labels; every "
+                                "image needs exactly one label")
+        self.codes, self.labels = codes, labels
+        self.name, self.delay = name, delay
+        self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
+
+    def lend(self, start, stop, mark=None):
+        """Codes of examples ``[start, stop)``, ``(stop - start, row bytes)``,
+        without a copy."""
+        if self.delay:
+            time.sleep(self.delay)
+        return self.codes[start:stop].reshape(stop - start, -1)
+
+    def release(self, rows):
+        """Nothing to give back: the rows are the caller's arrays."""
+
+    def read_ahead(self, start, stop):
+        """Nothing to read: the rows are in memory."""
+
+    def read(self, start, stop, out, positions=None):
+        """Codes of examples ``[start, stop)`` into ``out`` (row ``positions[i]``
+        for example ``start + i`` when given)."""
+        if self.delay:
+            time.sleep(self.delay)  # an artificially slow producer (benchmarks)
+        rows = self.codes[start:stop].reshape(len(out), -1)
+        flat = out.reshape(len(out), -1)
+        if positions is None:
+            flat[...] = rows
+        else:
+            flat[positions] = rows
+
+
+class StoreShards:
+    """Shards of a store's split, read from the file chunk by chunk, each
+    chunk checked against its checksum as it is read (a shard's rows may span
+    several stored chunks, or part of one), straight into the shard's buffer
+    in the order asked. Only the split's labels are held in memory
+    (4 bytes an example); the images stay in the file."""
+
+    def __init__(self, path, split="train", delay=0.0, store=None):
+        from ..store.reader import open_store
+
+        self.store = store if store is not None else open_store(path, verify=False)
+        self.name, self.delay = split, delay
+        self.labels = self.store.read_labels(split)
+        self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
+        # One chunk buffer per reading thread: a shard that starts in the chunk
+        # the thread's last shard ended in takes those rows from it.
+        self._scratch = threading.local()
+        self._mapped, self._mapping = None, threading.Lock()
+
+    @property
+    def can_lend(self):
+        """Whether rows in the split's order can be lent from a mapping of
+        the file (its chunks lie end to end, as int8store writes them)."""
+        from ..store.mapped import MappedSplit
+
+        return MappedSplit.possible(self.store, self.name)
+
+    def lend(self, start, stop, mark=None):
+        """Examples ``[start, stop)`` as a read-only view of the mapped file,
+        ``(stop - start, row bytes)``, each chunk they touch checked first
+        (once per ``mark``: see :class:`~int8store.store.mapped.MappedSplit`)."""
+        if self.delay:
+            time.sleep(self.delay)
+        return self._mapped_split().rows(start, stop, mark)
+
+    def _mapped_split(self):
+        with self._mapping:
+            if self._mapped is None:
+                from ..store.mapped import MappedSplit
+
+                self._mapped = MappedSplit(self.store, self.name)
+        return self._mapped
+
+    def release(self, rows):
+        """Unmap the pages of rows lent once they are no longer read (they
+        stay in the page cache)."""
+        self._mapped.release(rows)
+
+    def read_ahead(self, start, stop):
+        """Ask the kernel to read examples ``[start, stop)`` into the page
+        cache in the background, for :meth:`lend` to find them there."""
+        self._mapped_split().read_ahead(start, stop)
+
+    def read(self, start, stop, out, positions=None):
+        """As :meth:`ArrayShards.read`."""
+        if self.delay:
+            time.sleep(self.delay)
+        scratch = getattr(self._scratch, "buffer", None)
+        if scratch is None:
+            from ..store.reader import ChunkBuffer
+
+            scratch = self._scratch.buffer = ChunkBuffer(self.store.chunk_bytes(self.name))
+        self.store.read_rows(self.name, start, stop, out, scratch=scratch, positions=positions)
+
+
+def inverse(order):
+    """Where each example of a shard goes, for a shard in ``order``: row
+    ``positions[i]`` holds example ``i``."""
+    positions = np.empty_like(order)
+    positions[order] = np.arange(len(order), dtype=order.dtype)
+    return positions
+
+
+def fill_shard(source, start, stop, codes, order=None):
+    """Read the shard of examples ``[start, stop)`` into ``codes`` (its
+    buffer, ``shard_size`` rows): its own examples in the first rows, in
+    ``order`` when given (row ``i`` holds example ``start + order[i]``),
+    read and shuffled in one pass; the rows after them (a short last
+    shard's) the examples just before ``start``, nearest first."""
+    count = stop - start
+    source.read(start, stop, codes[:count], None if order is None else inverse(order))
+    rest = len(codes) - count
+    if rest:
+        if rest > start:  # (a split of one shard is never short)
+            raise ArgumentError(f"{source.name}: a shard of {len(codes)} rows from example "
+                                f"{start} cannot be filled from the {start} examples before it")
+        source.read(start - rest, start, codes[count:])
+        codes[count:] = codes[count:][::-1].copy()
+
+
+def fill_labels(labels, start, stop, out, own=None):
+    """The labels of :func:`fill_shard`'s rows into ``out``: ``own`` (the
+    shard's own labels in its order, for a shuffled shard) or those of
+    examples ``[start, stop)``, then those of the examples before them,
+    nearest first."""
+    count = stop - start
+    out[:count] = labels[start:stop] if own is None else own
+    rest = len(out) - count
+    if rest:
+        out[count:] = labels[start - rest:start][::-1]
