@@ -19,6 +19,7 @@ from .errors import (
     DatasetNotFoundError,
     DownloadError,
     EncodingError,
+    HelperStartError,
     Int8StoreError,
     MinibatchIndexError,
     MissingDependencyError,
@@ -91,6 +92,7 @@ __all__ = list(_LAZY) + [
     "MissingDependencyError",
     "MinibatchIndexError",
     "StreamError",
+    "HelperStartError",
 ]
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "MissingDependencyError",
     "MinibatchIndexError",
     "StreamError",
+    "HelperStartError",
 ]
 
 
@@ -84,3 +85,10 @@ class MinibatchIndexError(ArgumentError, IndexError):
 class StreamError(Int8StoreError, RuntimeError):
     """A shard of a streamed split could not be read or checked; the message
     names the split and the shard."""
+
+
+class HelperStartError(Int8StoreError, RuntimeError):
+    """One of int8store's helper processes ended, or did not answer, before
+    it was ready to serve: the environment's fault (a missing module, a limit
+    such as ``ulimit -v``), not the input's; the message names the input and
+    the helper's own reason."""

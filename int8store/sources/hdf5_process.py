@@ -11,16 +11,28 @@ opened here, in a child process:
   must be answered within ``time_limit`` seconds (:data:`TIME_LIMIT`), or
   the child is killed and the error names the file;
 * the child's address space is limited to the memory ceiling
-  (:func:`int8store.runtime.limits.max_memory`) plus room for the interpreter;
+  (:func:`int8store.runtime.limits.max_memory`) plus room for the interpreter,
+  or to the limit it inherited if that is lower (``ulimit -v``: a process
+  may lower its limits, never raise them);
 * a crash of the library is an error naming the file and the signal, not
-  the end of the trainer or the converter.
+  the end of the trainer or the converter;
+* a child that cannot start (a missing module, a limit too low for the
+  interpreter) is reported as that, with its own last line of standard
+  error, not as a damaged file: it says it is ready before it opens the file,
+  within ``time_limit`` too. Its standard error is read as it comes and only
+  the last :data:`_STDERR_TAIL` bytes are kept.
+
+It is started isolated from the working directory (:mod:`int8store.runtime.processes`).
+Every wait on it is bounded: a reply by ``time_limit``, its end by
+:data:`_END_WAIT` seconds before it is killed.
 
 What comes back is checked before it is used: a header line of JSON
 (numeric dtype, shape, within the memory ceiling), then the array's raw
 bytes; never a pickle. The child ignores SIGINT (Ctrl-C is the parent's)
 and ends when its input closes.
 
-Protocol: one JSON line in (``["describe", keys]``, ``["read", key, start,
+Protocol: first, out, ``{"ready": true}`` once the child has started; then
+one JSON line in (``["describe", keys]``, ``["read", key, start,
 stop]``); out, an error line ``{"error": class, "message": text}``, or for
 ``describe`` a line listing the splits followed by each split's labels, for
 ``read`` the rows; an array is a line ``{"dtype": ..., "shape": [...]}``
@@ -29,8 +41,10 @@ followed by its bytes.
 
 import json
 import math
+import os
 import select
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -52,13 +66,20 @@ MAX_CHUNK_BYTES = 256 << 20
 # Address space for the interpreter, numpy and h5py, beyond the memory ceiling.
 _INTERPRETER_ROOM = 1 << 30
 _MAX_HEADER = 1 << 20  # longest header line the parent reads
+_STDERR_TAIL = 4096  # bytes of the child's standard error kept, for its last line
+_END_WAIT = 5.0  # seconds the child has to end once its input closes (or it stopped replying)
 # The errors the child may report, raised again in the parent by name.
 _REPORTED = {cls.__name__: cls for cls in (errors.SourceFormatError, errors.SizeLimitError,
                                            errors.StoreFormatError, errors.StoreChecksumError)}
 
 
 class Hdf5Process:
-    """The child parsing ``path`` (see the module docstring)."""
+    """The child parsing ``path`` (see the module docstring).
+
+    Raises :class:`~int8store.errors.HelperStartError` if the
+    child does not say it is ready within ``time_limit`` seconds (it ended,
+    or it hangs, before opening the file).
+    """
 
     def __init__(self, path, time_limit=None):
         self.path = str(path)
@@ -66,9 +87,15 @@ class Hdf5Process:
         self._lock = threading.Lock()  # one request at a time
         self._process = processes.start(
             "int8store.sources.hdf5_process", [self.path, max_memory()], bufsize=0,
+            stderr=subprocess.PIPE,  # kept for its last line, not shown
             env={"OPENBLAS_NUM_THREADS": "1"})  # the child does no linear algebra
         self._buffer = bytearray()
-        self.close = weakref.finalize(self, processes.end, self._process, 5)
+        self._stderr, self._stderr_open = b"", True
+        self._ready = False
+        self.close = weakref.finalize(self, processes.end, self._process, _END_WAIT)
+        if self._header(time.monotonic() + self.time_limit) != {"ready": True}:
+            self._fail("an unexpected first reply")
+        self._ready = True
 
     def describe(self, keys=None):
         """``[(split, images key, image shape, image dtype, labels)]`` of the file."""
@@ -99,6 +126,8 @@ class Hdf5Process:
     # -- the parent's side of the protocol ---------------------------------------
 
     def _send(self, request):
+        # Never blocks for long: one short request at a time, sent once the
+        # previous reply was read whole (or its child killed).
         try:
             self._process.stdin.write(json.dumps(request).encode() + b"\n")
             self._process.stdin.flush()
@@ -139,32 +168,90 @@ class Hdf5Process:
         return array
 
     def _receive(self, most, deadline):
-        """Up to ``most`` bytes from the child, waiting no later than ``deadline``."""
-        out = self._process.stdout
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
-            self._process.kill()
-            self._process.wait()
+        """Up to ``most`` bytes from the child, waiting no later than
+        ``deadline``; its standard error is read meanwhile (it must never
+        fill its pipe and block the child)."""
+        out, err = self._process.stdout, self._process.stderr
+        while True:
+            remaining = deadline - time.monotonic()
+            streams = [out, err] if self._stderr_open else [out]
+            ready = select.select(streams, [], [], remaining)[0] if remaining > 0 else []
+            if not ready:
+                self._process.kill()
+                self._process.wait()  # SIGKILL: the kernel ends it
+                self._ended(timed_out=True)
+            if err in ready:
+                self._read_stderr()
+            if out in ready:
+                data = out.read(min(most, 1 << 20))
+                if not data:
+                    self._ended(timed_out=False)
+                return data
+
+    def _read_stderr(self):
+        """Keep the tail of what the child wrote on its standard error."""
+        data = os.read(self._process.stderr.fileno(), 1 << 16)
+        self._stderr = (self._stderr + data)[-_STDERR_TAIL:]
+        self._stderr_open = bool(data)
+        return data
+
+    def _ended(self, timed_out):
+        """Raise the error that says how the child stopped answering."""
+        if not timed_out:
+            try:  # its output is closed: it is ending
+                code = self._process.wait(timeout=_END_WAIT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                code = self._process.wait()
+            # The rest of its standard error: at its end-of-file now, unless
+            # the child left a process of its own holding it.
+            end = time.monotonic() + 1
+            while self._stderr_open and (remaining := end - time.monotonic()) > 0 and \
+                    select.select([self._process.stderr], [], [], remaining)[0]:
+                self._read_stderr()
+        self.close()
+        said = _last_line(self._stderr)
+        if not self._ready:
+            reason = (f"it did not say it was ready within {self.time_limit:g} s" if timed_out
+                      else said or _exit(code))
+            raise errors.HelperStartError(
+                f"{self.path}: the process reading this HDF5 file could not start: {reason} "
+                "(the Python environment or a limit such as ulimit -v, not the file, is the "
+                "cause)")
+        if timed_out:
             raise SourceFormatError(
                 f"{self.path}: the HDF5 library did not finish reading this file within "
                 f"{self.time_limit:g} s (damaged metadata can make it loop for ever); "
                 "the file is damaged or not an HDF5 file int8store can read")
-        data = out.read(min(most, 1 << 20))
-        if not data:
-            code = self._process.wait()
-            if code < 0:
-                how = f"the HDF5 library crashed (signal {signal.Signals(-code).name})"
-            else:  # most likely out of its address space
-                how = (f"the process reading it ended (exit status {code}; it may use "
-                       f"{describe_bytes(max_memory())} of data)")
-            raise SourceFormatError(
-                f"{self.path}: {how} while reading this file; the file is damaged or not an "
-                "HDF5 file int8store can read")
-        return data
+        if code < 0:
+            how = f"the HDF5 library crashed ({_exit(code)})"
+        else:  # most likely out of its address space
+            how = (f"the process reading it ended ({_exit(code)}{': ' + said if said else ''}; "
+                   f"it may use {describe_bytes(max_memory())} of data)")
+        raise SourceFormatError(
+            f"{self.path}: {how} while reading this file; the file is damaged or not an "
+            "HDF5 file int8store can read")
 
     def _fail(self, what):
         self.close()
         raise SourceFormatError(f"{self.path}: the process reading this HDF5 file sent {what}")
+
+
+def _last_line(data):
+    """What a child's standard error ``data`` says last, in one short line:
+    its last line (a traceback's exception), or an interpreter's fatal error
+    (followed by a dump of its state)."""
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    last = (fatal or lines or [""])[-1]
+    return last if len(last) <= 300 else last[:297] + "..."
+
+
+def _exit(code):
+    try:
+        return f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+    except ValueError:
+        return f"signal {-code}"
 
 
 def _checked_layout(shape, dtype, path):
@@ -186,11 +273,8 @@ def _checked_layout(shape, dtype, path):
 # -- the child ----------------------------------------------------------------------
 
 def _serve(path, ceiling):
-    import resource
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    limit = ceiling + _INTERPRETER_ROOM
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    address_space = _limit_address_space(ceiling + _INTERPRETER_ROOM)
     import h5py
 
     from ..runtime.limits import memory_ceiling
@@ -198,6 +282,8 @@ def _serve(path, ceiling):
     from .named_arrays import choose_keys
 
     out = sys.stdout.buffer
+    _send_header(out, {"ready": True})  # started: from now on, failures are the file's
+    out.flush()
     file = datasets = None
     with memory_ceiling(ceiling):
         for line in sys.stdin.buffer:
@@ -221,8 +307,21 @@ def _serve(path, ceiling):
                     _, key, start, stop = request
                     _send_array(out, datasets[key][start:stop])
             except Exception as error:  # noqa: BLE001 - reported to the parent, which raises it
-                _send_header(out, _describe_error(error, path))
+                _send_header(out, _describe_error(error, path, address_space))
             out.flush()
+
+
+def _limit_address_space(wanted):
+    """Hold this process's address space to ``wanted`` bytes, or to the
+    limit it inherited if that is lower (raising it is not allowed);
+    returns ``(limit, inherited)``, ``inherited`` whether the inherited
+    limit was the lower."""
+    import resource
+
+    inherited = [n for n in resource.getrlimit(resource.RLIMIT_AS) if n != resource.RLIM_INFINITY]
+    limit = min([wanted, *inherited])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return limit, limit < wanted
 
 
 def _labels(datasets, path, images_key, labels_key):
@@ -240,13 +339,17 @@ def _labels(datasets, path, images_key, labels_key):
     return labels
 
 
-def _describe_error(error, path):
+def _describe_error(error, path, address_space):
     if isinstance(error, tuple(_REPORTED.values())):
         return {"error": type(error).__name__, "message": str(error)}
     if isinstance(error, MemoryError):
+        limit, inherited = address_space
+        held = (f"the address-space limit it inherited ({describe_bytes(limit)}, ulimit -v), "
+                "lower than the memory ceiling" if inherited else
+                f"the memory ceiling of {describe_bytes(max_memory())}")
         return {"error": "SizeLimitError", "message": (
-            f"{path}: reading it needs more memory than the ceiling of "
-            f"{describe_bytes(max_memory())}: the file is damaged or its chunks too large")}
+            f"{path}: reading it needs more memory than {held} allows: the file is damaged "
+            "or its chunks too large, or the limit too low for it")}
     return {"error": "SourceFormatError",
             "message": f"{path}: not a readable HDF5 file ({' '.join(str(error).split())})"}
 
