@@ -3,7 +3,7 @@
     int8store convert SRC... -o OUT.h5 [--valid-size N] [--valid-seed S] [--lossy]
                       [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--max-memory SIZE] [--force]
     int8store info FILE
-    int8store verify FILE
+    int8store verify [--strong] FILE
     int8store manifest FILE
     int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
                      [--device-memory SIZE] [--margin F] [--devices N]
@@ -82,10 +82,26 @@ def _parser():
     convert.add_argument("--force", action="store_true", help="replace OUT.h5 if it exists")
     info = commands.add_parser("info", help="describe an int8store file")
     info.add_argument("file")
-    verify = commands.add_parser("verify", help="check every checksum of an int8store file")
+    verify = commands.add_parser(
+        "verify", help="check every checksum of an int8store file",
+        description="Check the manifest, the HDF5 metadata and every chunk of data against "
+                    "their checksums (XXH3-128 per chunk: accidents). With --strong, also "
+                    "recompute each split's BLAKE3 (forgery): a signature of the manifest then "
+                    "covers every byte of the file.")
+    verify.add_argument("--strong", action="store_true",
+                        help="also recompute each split's BLAKE3 digest (about twice the "
+                             "time of a plain verify); a store written before strong digests "
+                             "is refused, saying so")
     verify.add_argument("file")
     manifest = commands.add_parser(
-        "manifest", help="print a store's manifest (JSON): a signature of it covers the whole file")
+        "manifest", help="print a store's manifest (JSON): a signature of it covers every byte "
+                         "of the file once 'int8store verify --strong' passes",
+        description="Print the manifest (JSON) that describes and checksums the file. To "
+                    "guard against forgery, sign this text; before use, check the signature, "
+                    "that this command still prints the signed text, and that 'int8store "
+                    "verify --strong FILE' passes: the signature then covers every byte (the "
+                    "metadata through the manifest's SHA-256, the data through each split's "
+                    "BLAKE3).")
     manifest.add_argument("file")
     budget = commands.add_parser(
         "budget", help="will it fit? data and model memory, and the largest batch, int8 "
@@ -184,14 +200,15 @@ def _run(args, argv):
         from .store.reader import open_store
         started = time.perf_counter()
         store = open_store(args.file, verify=False)
-        checked = store.verify()
+        checked = store.verify(strong=args.strong)
         seconds = time.perf_counter() - started
         datasets = [name for name in checked if "/" in name]
         size = os.path.getsize(args.file)
         print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
               f"datasets match their checksums (every byte of the file was checked: "
               f"{size:,} bytes in {seconds:.2f} s, {size / max(seconds, 1e-9) / 1e9:.2f} GB/s, "
-              f"{store.chunk_checksum.upper().replace('_', '-')} per chunk)")
+              f"{store.chunk_checksum.upper().replace('_', '-')} per chunk"
+              f"{', BLAKE3 per split' if args.strong else ''})")
 
 
 def _what_was_written(args):

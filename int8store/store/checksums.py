@@ -1,35 +1,50 @@
-"""The checksum of each data range of a store (a chunk of codes, a split's labels).
+"""The checksums of a store's data: one per data range (a chunk of codes, a
+split's labels), and a strong digest per split.
 
-Format 2 used SHA-256; format 3 uses XXH3-128 (``xxhash``), measured at
-5-6 times SHA-256's speed on one core here and 3 times BLAKE3's
-(``bench/streaming.py`` prints the rates), so that checking is never what
-holds back reading. Both release the GIL while they hash.
+Format 2 checked each range with SHA-256; format 3 uses XXH3-128
+(``xxhash``), measured at 5-6 times SHA-256's speed on one core here and 3
+times BLAKE3's (``bench/streaming.py`` prints the rates), so that checking is
+never what holds back reading. Both release the GIL while they hash.
 
 What they promise: a chunk damaged by accident (bit rot, a truncated or
 torn copy, an edit with another tool) fails its check, except with a chance
 of about 2**-128. Neither stops forgery: whoever can edit the file can
-recompute them. The manifest keeps its own SHA-256 and that of the HDF5
-metadata, and a signature of the manifest covers the whole file when
-forgery matters.
+recompute them, and XXH3-128 is not collision resistant, so whoever supplies
+the data can swap a chunk for other bytes with the same XXH3-128.
+
+So each split of a format-3 store written by this release also records the
+BLAKE3 (:data:`SPLIT_DIGEST`, cryptographic) of its stored chunks in order
+and then its labels, computed as they are written. ``int8store verify
+--strong`` (``Store.verify(strong=True)``) recomputes it; a signature of the
+manifest then covers every byte (the HDF5 metadata through the manifest's
+SHA-256 of it, the data through BLAKE3). One digest per split rather than
+per chunk: it names the split that was altered, adds 64 bytes to the
+manifest per split instead of per chunk, and costs the same to compute.
 """
 
 import hashlib
 
 from ..errors import StoreFormatError
 
-__all__ = ["CHUNK_CHECKSUMS", "chunk_hasher", "chunk_digest"]
+__all__ = ["CHUNK_CHECKSUMS", "SPLIT_DIGEST", "chunk_hasher", "chunk_digest", "digest_digits"]
 
 #: The chunk checksum of each format version that has one.
 CHUNK_CHECKSUMS = {2: "sha256", 3: "xxh3_128"}
+#: The strong digest of each split's data (format 3, optional: ``"blake3"`` in a split's entry).
+SPLIT_DIGEST = "blake3"
 
 
 def chunk_hasher(name):
-    """A new hasher (``update``, ``hexdigest``) for checksum ``name``."""
+    """A new hasher (``update``, ``hexdigest``) for checksum ``name``
+    (``"xxh3_128"``, ``"sha256"`` or ``"blake3"``)."""
     if name == "xxh3_128":
         import xxhash
         return xxhash.xxh3_128()
     if name == "sha256":
         return hashlib.sha256()
+    if name == "blake3":
+        import blake3
+        return blake3.blake3()
     raise StoreFormatError(f"unknown chunk checksum {name!r}")
 
 
@@ -38,3 +53,8 @@ def chunk_digest(name, data):
     hasher = chunk_hasher(name)
     hasher.update(data)
     return hasher.hexdigest()
+
+
+def digest_digits(name):
+    """How many hex digits a checksum ``name`` has (32 for XXH3-128, 64 for SHA-256 and BLAKE3)."""
+    return len(chunk_hasher(name).hexdigest())

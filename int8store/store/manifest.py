@@ -18,29 +18,53 @@ SHA-256 in format 2: :mod:`int8store.store.checksums`). It also holds the file's
 size and the SHA-256 of every other byte after the user block: HDF5's own
 metadata (object headers, attributes, chunk indexes).
 
+Each split also records the BLAKE3 of its data (its stored chunks in order,
+then its labels: ``"blake3"``), an optional field of format 3: stores written
+before it lack it, and readers that do not know it ignore it.
+
 So a reader checks the manifest and the HDF5 metadata *before* any HDF5
 parser sees them (damaged metadata is an error, never a hang inside HDF5),
 and checks each chunk of data as it reads it: every byte of the file is
 covered. The checksums detect accidents (bit rot, truncation, a copy cut
 short, an edit with another tool); they do not stop forgery, since whoever
-edits the file can recompute them. A signature of the manifest
-(``int8store manifest FILE``) covers the whole file, if that is needed.
+edits the file can recompute them, and XXH3-128 is not collision resistant:
+whoever supplies the data could swap a chunk for one with the same XXH3.
+A signature of the manifest (``int8store manifest FILE``) covers every byte
+once ``int8store verify --strong FILE`` passes: the HDF5 metadata through
+its SHA-256, the data through each split's BLAKE3.
+
+The manifest is bounded before it is read: a length line or a user block
+beyond :data:`MAX_USERBLOCK_BYTES` is refused without reading it, and every
+field is checked for its type and range before it is used (malformed:
+:class:`StoreFormatError` naming the file).
 """
 
 import hashlib
 import json
 import os
+import reprlib
 
 from ..errors import StoreChecksumError, StoreFormatError
 
-__all__ = ["MAGIC", "pack", "read_manifest", "manifest_digest", "userblock_size_for", "hash_outside",
-           "HDF5_SIGNATURE"]
+__all__ = ["MAGIC", "MAX_USERBLOCK_BYTES", "pack", "read_manifest", "manifest_digest",
+           "userblock_size_for", "hash_outside", "data_ranges", "data_range", "field", "is_count",
+           "is_hex", "shown", "HDF5_SIGNATURE"]
 
 MAGIC = b"int8store manifest\n"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _DIGEST_LINE = 65  # 64 hex digits and a newline
 _LENGTH_DIGITS = 12
 _BLOCK = 1 << 20
+#: The largest user block, so the largest manifest, int8store writes or reads:
+#: 64 MiB. A 100 GB store of 28x28 images lists 95,401 chunks of 1,048,208
+#: bytes, each ``[offset,size,"32 hex digits"]`` (57 bytes): a manifest of
+#: 5.4 MB, in a user block of 16 MiB (the writer reserves 114 bytes a chunk).
+#: The cap is four times that block, twelve times that manifest; it holds
+#: 588,000 chunks (0.6 TB of images), and the writer refuses a larger store
+#: before it writes anything. A length line or user block beyond it is
+#: refused before anything is read: a crafted (sparse) file cannot make a
+#: reader allocate more.
+MAX_USERBLOCK_BYTES = 64 << 20
 
 
 def pack(manifest, userblock_size):
@@ -64,7 +88,13 @@ def userblock_size_for(nbytes):
 def read_manifest(path):
     """The manifest of the store at ``path``, after checking it and the HDF5
     metadata it describes; raises :class:`StoreFormatError` (or
-    :class:`StoreChecksumError`) naming ``path`` otherwise."""
+    :class:`StoreChecksumError`) naming ``path`` otherwise.
+
+    At most :data:`MAX_USERBLOCK_BYTES` of the user block and the HDF5
+    metadata are read: a manifest that announces more is refused first. The
+    layout of the data (every chunk's and label range's entry) is checked
+    here (:func:`data_ranges`); what gives it its meaning, by
+    :class:`~int8store.store.reader.Store`."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(len(MAGIC) + _LENGTH_DIGITS + 1)
@@ -75,7 +105,13 @@ def read_manifest(path):
             raise StoreChecksumError(f"{path}: the manifest's length line is damaged: the file is damaged")
         length = int(length_line[0])
         start = len(MAGIC) + len(length_line[0]) + 1
-        if start + length + 1 + _DIGEST_LINE > size:
+        end_of_text = start + length + 1 + _DIGEST_LINE
+        if end_of_text > MAX_USERBLOCK_BYTES:
+            raise StoreFormatError(
+                f"{path}: the manifest announces {length} bytes, more than int8store writes or "
+                f"reads (a user block of at most {MAX_USERBLOCK_BYTES} bytes): the file is "
+                "damaged or was not written by int8store")
+        if end_of_text > size:
             raise StoreChecksumError(
                 f"{path}: the manifest announces {length} bytes, more than the file holds "
                 f"({size} bytes): the file is truncated or damaged")
@@ -88,25 +124,39 @@ def read_manifest(path):
                 f"{path}: the manifest does not match its checksum: the file is damaged")
         try:
             manifest = json.loads(text)
-        except ValueError as error:  # a checksummed manifest that is not JSON: not ours
-            raise StoreFormatError(f"{path}: the manifest is not JSON ({error})") from error
-        block = _field(manifest, "userblock_size", int, path)
-        end_of_text = start + length + 1 + _DIGEST_LINE
-        if block < end_of_text or block & (block - 1) or block > size:
-            raise StoreFormatError(f"{path}: the manifest's user block size {block} is impossible")
-        if any(f.read(block - end_of_text)):
+        except (ValueError, RecursionError) as error:  # checksummed, yet not JSON: not ours
+            raise StoreFormatError(f"{path}: the manifest is not JSON ({type(error).__name__}: "
+                                   f"{reprlib.repr(str(error))})") from error
+        if not isinstance(manifest, dict):
+            raise StoreFormatError(f"{path}: the manifest is {shown(manifest)}, not a JSON object")
+        block = field(manifest, "userblock_size", int, path)
+        if block < end_of_text or block & (block - 1) or block > min(size, MAX_USERBLOCK_BYTES):
+            raise StoreFormatError(
+                f"{path}: the manifest's user block size {block} is impossible (a power of two "
+                f"beyond the manifest, within the file, at most {MAX_USERBLOCK_BYTES} bytes)")
+        if not _zeros(f, block - end_of_text):
             raise StoreChecksumError(
                 f"{path}: the padding after the manifest is not zero: the file is damaged")
-        if _field(manifest, "file_size", int, path) != size:
+        if field(manifest, "file_size", int, path) != size:
             raise StoreChecksumError(
                 f"{path}: the file has {size} bytes but its manifest says "
                 f"{manifest['file_size']}: it is truncated, extended or damaged")
         ranges = data_ranges(manifest, path)
-        if hash_outside(f, block, size, ranges) != _field(manifest, "metadata_sha256", str, path):
+        if hash_outside(f, block, size, ranges) != field(manifest, "metadata_sha256", str, path):
             raise StoreChecksumError(
                 f"{path}: the HDF5 metadata (attributes, object headers, indexes) does not "
                 "match its checksum: the file is damaged")
     return manifest
+
+
+def _zeros(f, nbytes):
+    """Whether the next ``nbytes`` of ``f`` are all zero (read a block at a time)."""
+    while nbytes > 0:
+        block = f.read(min(nbytes, _BLOCK))
+        if not block or block.count(0) != len(block):
+            return False
+        nbytes -= len(block)
+    return True
 
 
 def manifest_digest(manifest):
@@ -120,20 +170,34 @@ def manifest_digest(manifest):
 
 def data_ranges(manifest, path):
     """The ``(offset, size)`` of every data range the manifest lists, sorted and
-    checked to lie inside the file without overlapping."""
+    checked to lie inside the file without overlapping; each split an object
+    whose ``x["chunks"]`` and ``y`` are lists of :func:`data_range` entries."""
     ranges = []
-    for split in _field(manifest, "splits", list, path):
-        ranges += [(c[0], c[1]) for c in _field(_field(split, "x", dict, path), "chunks", list, path)]
-        ranges += [(c[0], c[1]) for c in _field(split, "y", list, path)]
+    for split in field(manifest, "splits", list, path):
+        where = f"split {shown(split.get('name'))}" if isinstance(split, dict) else "a split"
+        entries = field(field(split, "x", dict, path, where), "chunks", list, path, f"{where}'s x")
+        entries = entries + field(split, "y", list, path, where)
+        ranges += [data_range(entry, path)[:2] for entry in entries]
     ranges.sort()
     position = manifest["userblock_size"]
     for offset, nbytes in ranges:
-        if not (isinstance(offset, int) and isinstance(nbytes, int)) or offset < position \
-                or nbytes < 0 or offset + nbytes > manifest["file_size"]:
+        if offset < position or offset + nbytes > manifest["file_size"]:
             raise StoreFormatError(f"{path}: the manifest lists an impossible data range "
-                                   f"({offset}, {nbytes})")
+                                   f"({offset}, {nbytes}): before the data, overlapping another "
+                                   "or beyond the file")
         position = offset + nbytes
     return ranges
+
+
+def data_range(entry, path):
+    """``(offset, size, checksum)`` of a manifest's entry for a data range,
+    checked to be ``[count, count, text]`` (its checksum's length is the
+    reader's to check: it depends on the format)."""
+    if not (isinstance(entry, list) and len(entry) == 3 and is_count(entry[0])
+            and is_count(entry[1]) and isinstance(entry[2], str)):
+        raise StoreFormatError(f"{path}: the manifest lists {shown(entry)} where a data range "
+                               "[offset, size, checksum] belongs")
+    return tuple(entry)
 
 
 def hash_outside(f, start, end, ranges):
@@ -153,8 +217,34 @@ def hash_outside(f, start, end, ranges):
     return digest.hexdigest()
 
 
-def _field(mapping, key, kind, path):
-    if not isinstance(mapping, dict) or not isinstance(mapping.get(key), kind) \
-            or (kind is int and isinstance(mapping.get(key), bool)):
-        raise StoreFormatError(f"{path}: the manifest has no valid {key!r} ({kind.__name__})")
-    return mapping[key]
+_KINDS = {int: "a count", str: "text", list: "a list", dict: "an object"}
+
+
+def field(mapping, key, kind, path, where="the manifest"):
+    """``mapping[key]``, checked to be a ``kind`` (``int``: a count, a
+    non-negative integer and never a bool); otherwise a
+    :class:`StoreFormatError` naming ``path`` and ``where`` the field is."""
+    if not isinstance(mapping, dict):
+        raise StoreFormatError(f"{path}: {where} is {shown(mapping)}, where an object belongs")
+    if key not in mapping:
+        raise StoreFormatError(f"{path}: {where} has no {key!r} ({_KINDS[kind]})")
+    value = mapping[key]
+    if not (is_count(value) if kind is int else isinstance(value, kind)):
+        raise StoreFormatError(f"{path}: {where} holds {shown(value)} as {key!r}, where "
+                               f"{_KINDS[kind]} belongs")
+    return value
+
+
+def is_count(value):
+    """Whether ``value`` is a non-negative int (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_hex(value, digits):
+    """Whether ``value`` is ``digits`` lowercase hexadecimal digits (a hex digest)."""
+    return isinstance(value, str) and len(value) == digits and not value.strip("0123456789abcdef")
+
+
+def shown(value):
+    """A short ``repr`` of a value of any size or depth, for messages."""
+    return reprlib.repr(value)

@@ -26,15 +26,17 @@ newer format version, naming the release that reads it.
 """
 
 import contextlib
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
-from .checksums import CHUNK_CHECKSUMS, chunk_hasher
+from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher, digest_digits
 from ..codes.encoding import Encoding
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
-from .manifest import HDF5_SIGNATURE, MAGIC, manifest_digest, read_manifest
+from .manifest import (HDF5_SIGNATURE, MAGIC, data_range, field, is_count, is_hex, manifest_digest,
+                       read_manifest, shown)
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
            "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error", "damaged_error"]
@@ -91,26 +93,34 @@ def refuse_unreadable_store(path, attrs):
 
 
 class _SplitLayout:
-    """Where a split's data lies: chunks of ``rows`` examples, and the labels."""
+    """Where a split's data lies: chunks of ``rows`` examples, and the labels,
+    each ``(offset, size, checksum)``; ``strong``: the split's BLAKE3, or None."""
 
-    def __init__(self, entry, image_shape, path):
-        self.count = entry["count"]
-        x = entry["x"]
+    def __init__(self, entry, name, count, row_bytes, checksum, path):
+        self.count, self.row_bytes = count, row_bytes
+        x = entry["x"]  # (lists of data ranges: checked by read_manifest)
         self.rows = x.get("chunk_rows")
-        self.chunks = x["chunks"]
-        self.labels = entry["y"]
-        self.row_bytes = int(np.prod(image_shape, dtype=np.int64))
-        if not isinstance(self.rows, int) or isinstance(self.rows, bool) or self.rows < 1:
-            raise StoreFormatError(f"{path}: the manifest's layout of split {entry['name']!r} "
-                                   f"has {self.rows!r} rows a chunk")
+        self.chunks = [data_range(c, path) for c in x["chunks"]]
+        self.labels = [data_range(r, path) for r in entry["y"]]
+        self.strong = entry.get(SPLIT_DIGEST)
+        if not is_count(self.rows) or not 1 <= self.rows <= max(count, 1):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
+                                   f"has {shown(self.rows)} rows a chunk")
         chunk_bytes = self.rows * self.row_bytes
         needed = -(-self.count // self.rows) if self.count else 0
-        if len(self.chunks) != needed \
-                or any(len(c) != 3 or c[1] != chunk_bytes for c in self.chunks) \
+        if len(self.chunks) != needed or any(c[1] != chunk_bytes for c in self.chunks) \
                 or len(self.labels) != (1 if self.count else 0) \
-                or any(len(r) != 3 or r[1] != 4 * self.count for r in self.labels):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {entry['name']!r} "
+                or any(r[1] != 4 * self.count for r in self.labels):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
                                    "does not match its count and image shape")
+        digits = digest_digits(checksum)
+        if not all(is_hex(r[2], digits) for r in self.chunks + self.labels):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} holds a "
+                                   f"checksum that is not {digits} hex digits ({checksum})")
+        if self.strong is not None and not is_hex(self.strong, digest_digits(SPLIT_DIGEST)):
+            raise StoreFormatError(f"{path}: the manifest holds {shown(self.strong)} as the "
+                                   f"BLAKE3 of split {name!r}, not {digest_digits(SPLIT_DIGEST)} "
+                                   "hex digits")
 
     def chunk_name(self, split, index):
         """How messages name stored chunk ``index`` of ``split``."""
@@ -180,13 +190,8 @@ class Store:
         self.manifest = manifest
         try:
             self._interpret(manifest)
-        except (KeyError, TypeError, ValueError) as error:
-            if isinstance(error, StoreFormatError):
-                raise
-            if isinstance(error, EncodingError):
-                raise StoreFormatError(f"{self.path}: {error}") from error
-            raise StoreFormatError(f"{self.path}: the manifest is not one this release "
-                                   f"understands ({type(error).__name__}: {error})") from error
+        except EncodingError as error:
+            raise StoreFormatError(f"{self.path}: {error}") from error
 
     def _refuse_non_store(self):
         with open(self.path, "rb") as f:
@@ -199,38 +204,53 @@ class Store:
             f"{self.path}: not an int8store file; convert archives with 'int8store convert'")
 
     def _interpret(self, manifest):
-        if manifest["format"] != FORMAT_NAME:
-            raise StoreFormatError(f"{self.path}: not an int8store manifest ({manifest['format']!r})")
-        version = manifest["format_version"]
+        path = self.path
+        if field(manifest, "format", str, path) != FORMAT_NAME:
+            raise StoreFormatError(f"{path}: not an int8store manifest ({shown(manifest['format'])})")
+        version = field(manifest, "format_version", int, path)
         if version > FORMAT_VERSION:
             raise StoreFormatError(
-                f"{self.path}: format version {version} is newer than this int8store "
+                f"{path}: format version {version} is newer than this int8store "
                 f"({_version()}) reads (up to version {FORMAT_VERSION}); it was written by "
-                f"{manifest.get('writer', 'a newer int8store')}: install int8store >= "
-                f"{manifest.get('requires_int8store', 'a newer release')} to read it")
+                f"{_said(manifest.get('writer', 'a newer int8store'))}: install int8store >= "
+                f"{_said(manifest.get('requires_int8store', 'a newer release'))} to read it")
         if version not in CHUNK_CHECKSUMS:
-            raise StoreFormatError(f"{self.path}: unknown format version {version!r}")
+            raise StoreFormatError(f"{path}: unknown format version {version!r}")
         # Format 2 checked chunks with SHA-256; format 3 names its checksum.
         self.chunk_checksum = manifest.get("chunk_checksum", CHUNK_CHECKSUMS[version])
         if self.chunk_checksum != CHUNK_CHECKSUMS[version]:
-            raise StoreFormatError(f"{self.path}: format version {version} with chunk checksum "
-                                   f"{self.chunk_checksum!r}, which it does not use")
-        self.provenance = {key: str(manifest[key]) for key in
+            raise StoreFormatError(f"{path}: format version {version} with chunk checksum "
+                                   f"{shown(self.chunk_checksum)}, which it does not use")
+        self.provenance = {key: field(manifest, key, str, path) for key in
                            ("writer", "command_line", "source", "created")}
         self.provenance["format_version"] = version
-        self.image_shape = tuple(_count(n, self.path) for n in manifest["image_shape"])
-        self.axes = tuple(str(a) for a in manifest["axes"])
-        self.encoding = _encoding(manifest["encoding"], self.path)
-        names = manifest["label_names"]
-        self.label_names = None if names is None else [str(n) for n in names]
+        shape = field(manifest, "image_shape", list, path)
+        if not shape or not all(is_count(n) and n > 0 for n in shape) or math.prod(shape) > 1 << 40:
+            raise StoreFormatError(f"{path}: the manifest's image shape {shown(shape)} is not a "
+                                   "list of positive sizes (of at most 2**40 bytes an image)")
+        self.image_shape = tuple(shape)
+        axes = field(manifest, "axes", list, path)
+        if len(axes) != len(shape) + 1 or not all(isinstance(a, str) for a in axes):
+            raise StoreFormatError(f"{path}: the manifest's axes {shown(axes)} are not one name "
+                                   f"for the examples and one for each of the {len(shape)} "
+                                   "image axes")
+        self.axes = tuple(axes)
+        self.encoding = _encoding(field(manifest, "encoding", dict, path), path)
+        names = manifest.get("label_names")
+        if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise StoreFormatError(f"{path}: the manifest's label names {shown(names)} are not a "
+                                   "list of text")
+        self.label_names = None if names is None else list(names)
         self.splits, self.code_means, self._layout = {}, {}, {}
-        for entry in manifest["splits"]:
-            name = str(entry["name"])
+        for entry in manifest["splits"]:  # (objects: checked by read_manifest)
+            name = field(entry, "name", str, path, "a split")
             if name in self.splits:
-                raise StoreFormatError(f"{self.path}: split {name!r} listed twice")
-            self.splits[name] = _count(entry["count"], self.path)
-            self.code_means[name] = entry["code_mean"]
-            self._layout[name] = _SplitLayout(entry, self.image_shape, self.path)
+                raise StoreFormatError(f"{path}: split {name!r} listed twice")
+            count = field(entry, "count", int, path, f"split {name!r}")
+            self.splits[name] = count
+            self.code_means[name] = _code_mean(entry.get("code_mean"), count, name, path)
+            self._layout[name] = _SplitLayout(entry, name, count, math.prod(shape),
+                                              self.chunk_checksum, path)
 
     # -- reading --------------------------------------------------------------
 
@@ -352,16 +372,36 @@ class Store:
         if digest is not None and hasher.hexdigest() != digest:
             raise damaged_error(self.path, what)
 
-    def verify(self, splits=True, workers=None):
+    def verify(self, splits=True, workers=None, strong=False):
         """Check every chunk and label range against its checksum (the manifest
         and the metadata were checked on opening), chunks in ``workers``
         threads (default: half the cores, up to 4; one on two cores, where
         a second thread was measured to slow it down); returns what was
         checked.
         The first damaged range found raises :class:`StoreChecksumError`
-        naming it."""
+        naming it.
+
+        With ``strong``, each split is read once, in order, and its BLAKE3
+        recomputed as well (:mod:`int8store.store.checksums`): data swapped
+        for other bytes with the same XXH3-128 raises
+        :class:`StoreChecksumError` naming the split, so that a signature of
+        the manifest covers every byte. A store whose splits lack the digest
+        (written before it was added) raises :class:`StoreFormatError`
+        saying so, before anything is read."""
         checked = ["manifest", "metadata"]
-        for name in self.splits if splits else ():
+        names = list(self.splits) if splits else []
+        for name in names if strong else ():
+            if self._layout[name].strong is None:
+                raise StoreFormatError(
+                    f"{self.path}: split {name!r} has no BLAKE3 digest: the store predates "
+                    "strong digests (format 2, or format 3 written before they were added); "
+                    f"convert it again ('int8store convert {self.path} -o NEW.h5') to check "
+                    "it strongly")
+        for name in names:
+            if strong:
+                self._check_strong(name)
+                checked += [f"{name}/x", f"{name}/y"]
+                continue
             layout = self._split(name)
             starts = range(0, layout.count, layout.rows)
             workers = workers or min(4, max(1, (os.cpu_count() or 1) // 2))
@@ -376,6 +416,25 @@ class Store:
             self.read_labels(name)
             checked += [f"{name}/x", f"{name}/y"]
         return checked
+
+    def _check_strong(self, name):
+        """Check each chunk of ``name`` and its labels against their checksums
+        and all of them, in order, against the split's BLAKE3."""
+        layout = self._split(name)
+        hasher = chunk_hasher(SPLIT_DIGEST)
+        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        with self._reading(), open(self.file, "rb", buffering=0) as f:
+            for index, (offset, nbytes, digest) in enumerate(layout.chunks):
+                view = memoryview(scratch)[:nbytes]
+                self._read_range(f, offset, view, digest, layout.chunk_name(name, index))
+                hasher.update(view)
+        hasher.update(self.read_labels(name).astype("<i4", copy=False).view(np.uint8))
+        if hasher.hexdigest() != layout.strong:
+            raise StoreChecksumError(
+                f"{self.path}: split {name!r} does not match its BLAKE3 digest, though each of "
+                f"its chunks matches its {self.chunk_checksum.upper().replace('_', '-')} "
+                "checksum: its data was replaced on purpose (or the manifest edited): do not "
+                "use this file")
 
     def _check_chunks(self, name, first, step):
         """Check every ``step``-th stored chunk of ``name`` from example ``first``."""
@@ -419,19 +478,57 @@ def open_store(path, verify=True):
 
 
 def _encoding(spec, path):
-    if spec["kind"] == "codebook":
-        return Encoding(codebook=np.array(spec["codebook"], dtype=spec["dtype"]),
-                        max_error=float(spec["max_error"]))
-    if spec["kind"] == "affine":
-        return Encoding(_count(spec["offset"], path), _count(spec["divisor"], path),
-                        precision=spec["precision"])
-    raise StoreFormatError(f"{path}: unknown encoding kind {spec['kind']!r}")
+    kind = spec.get("kind")
+    if kind == "codebook":
+        book = field(spec, "codebook", list, path, "the codebook encoding")
+        text = field(spec, "dtype", str, path, "the codebook encoding")
+        error = spec.get("max_error")
+        try:
+            dtype = np.dtype(text) if len(text) <= 8 else None
+        except (TypeError, ValueError):
+            dtype = None
+        if dtype is None or dtype.kind not in "iuf" or dtype.itemsize > 8 or len(book) != 256 \
+                or not all(_is_number(v) for v in book) or not _is_number(error) or error < 0:
+            raise StoreFormatError(f"{path}: the manifest's codebook is not 256 numbers of an "
+                                   f"integer or float dtype (dtype {shown(text)}) with a "
+                                   f"non-negative max_error ({shown(error)})")
+        try:
+            values = np.array(book, dtype=dtype)
+        except (OverflowError, ValueError):
+            values = None
+        if values is None or values.tolist() != book or not np.isfinite(values).all():
+            raise StoreFormatError(f"{path}: the manifest's codebook holds values its dtype "
+                                   f"{dtype} does not hold exactly")
+        return Encoding(codebook=values, max_error=float(error))
+    if kind == "affine":
+        precision = spec.get("precision")
+        if precision is not None and not isinstance(precision, str):
+            raise StoreFormatError(f"{path}: the manifest's encoding precision is {shown(precision)}")
+        return Encoding(field(spec, "offset", int, path, "the affine encoding"),
+                        field(spec, "divisor", int, path, "the affine encoding"), precision=precision)
+    raise StoreFormatError(f"{path}: unknown encoding kind {shown(kind)}")
 
 
-def _count(value, path):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise StoreFormatError(f"{path}: the manifest holds {value!r} where a count belongs")
+def _code_mean(value, count, name, path):
+    """A split's ``code_mean``: the mean of int8 codes, or None for an empty split."""
+    if value is None and count == 0:
+        return None
+    if not _is_number(value) or not -128 <= value <= 127:
+        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code mean of "
+                               f"split {name!r}, where the mean of int8 codes belongs")
     return value
+
+
+def _said(value):
+    """A manifest's text as a message shows it (anything else: a short ``repr``)."""
+    return value[:80] if isinstance(value, str) else shown(value)
+
+
+def _is_number(value):
+    """Whether ``value`` is a finite float, or an int (not a bool) of at most 64 bits."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 64
 
 
 def _text(value):

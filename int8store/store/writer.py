@@ -2,9 +2,11 @@
 
 The HDF5 part is written with a user block reserved for the manifest; each
 chunk of codes is written whole (``write_direct_chunk``) and hashed on the
-way. Once HDF5 has closed the file, the data ranges are looked up, the rest
-of the file (HDF5's metadata) is hashed, and the manifest is written into
-the user block; then the file is published atomically
+way: its XXH3-128, and into the BLAKE3 of its split (its chunks in order,
+then its labels: :mod:`int8store.store.checksums`). Once HDF5 has closed the
+file, the data ranges are looked up, the rest of the file (HDF5's metadata)
+is hashed, and the manifest is written into the user block; then the file
+is published atomically
 (:mod:`int8store.store.atomic`). A failure at any point leaves no output.
 """
 
@@ -18,10 +20,10 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .atomic import atomic_output
-from .checksums import CHUNK_CHECKSUMS, chunk_digest
+from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..errors import Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
-from .manifest import data_ranges, hash_outside, pack, userblock_size_for
+from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
 from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
 
 __all__ = ["StoreWriter", "CHUNK_BYTES"]
@@ -86,6 +88,11 @@ class StoreWriter:
             self._temporary = self._output.__enter__()
             self.userblock_size = userblock_size_for(len(json.dumps(self._manifest(0, ""))) + 256
                                                      + _ENTRY_BYTES * self._chunk_count())
+            if self.userblock_size > MAX_USERBLOCK_BYTES:
+                raise StoreFormatError(
+                    f"{self.path}: a store of {self._chunk_count():,} chunks needs a manifest "
+                    f"of up to {self.userblock_size:,} bytes, beyond the {MAX_USERBLOCK_BYTES:,} "
+                    "int8store reads (about 0.6 TB of images): convert the source in parts")
             self._open()
         except BaseException:
             self._leave(*sys.exc_info())
@@ -254,6 +261,8 @@ class _SplitWriter:
         labels = labels.astype("<i4")
         group.create_dataset("y", data=labels)
         self.labels_entry = [[0, labels.nbytes, chunk_digest(CHUNK_CHECKSUM, labels)]] if self.count else []
+        self.labels = labels
+        self.strong = chunk_hasher(SPLIT_DIGEST)  # the chunks as written, then the labels
         self.group = group
         self.buffer = None  # one chunk, for rows that do not come a whole chunk at a time
         self.filled = 0  # rows in the buffer
@@ -294,6 +303,7 @@ class _SplitWriter:
         self.x.id.write_direct_chunk((self.written,) + (0,) * len(self.image_shape), chunk)
         self.wrote(chunk.nbytes)
         self.chunks.append([0, chunk.nbytes, chunk_digest(CHUNK_CHECKSUM, chunk)])
+        self.strong.update(chunk)
         self.written += filled
 
     def finish(self):
@@ -307,8 +317,10 @@ class _SplitWriter:
         code_mean = self.total / (self.count * int(np.prod(self.image_shape))) if self.count else None
         self.group.attrs["count"] = self.count
         self.group.attrs["code_mean"] = np.nan if code_mean is None else code_mean
+        self.strong.update(self.labels.view(np.uint8))
         return {"name": self.name, "count": self.count, "code_mean": code_mean,
-                "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry}
+                "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry,
+                SPLIT_DIGEST: self.strong.hexdigest()}
 
 
 class _Writeback:
