@@ -46,6 +46,77 @@ def test_blocks_are_contiguous_and_padding_is_never_trained_on():
         Blocks(3, 4)
 
 
+def test_a_split_that_leaves_a_device_without_rows_is_refused():
+    # Blocks of ceil(5 / 4) = 2 rows would give the last device none.
+    with pytest.raises(ValueError, match="5 examples cannot be split over 4 devices"):
+        Blocks(5, 4)
+    with pytest.raises(ValueError) as refused:
+        Blocks(5, 4, name="train")
+    message = str(refused.value)
+    assert message.startswith("split 'train': 5 examples cannot be split over 4 devices")
+    assert "at least 10 examples (below 10 only 4, 7 and 8 work)" in message
+    assert "or 3 devices for these" in message
+    with pytest.raises(ValueError, match="the split is empty"):
+        Blocks(0, 1)
+    # Accepted exactly when every device holds a real row (what the message says).
+    for devices in range(1, 9):
+        for n in range(1, 70):
+            size = -(-n // devices)
+            fills = n >= devices and (devices - 1) * size < n
+            if fills:
+                assert Blocks(n, devices).fewest_rows >= 1
+            else:
+                with pytest.raises(ValueError, match=f"at least {(devices - 1) ** 2 + 1} "):
+                    Blocks(n, devices)
+            assert fills or n < devices or n <= (devices - 1) ** 2
+
+
+@pytest.mark.timeout(10)
+def test_an_order_returns_at_once_and_never_takes_padding():
+    # No whole minibatch: an empty order, at once, shuffled or not.
+    assert Blocks(7, 4).order(8, seed=3).tolist() == []
+    assert Blocks(8, 4).order(4, n_batches=0, seed=1).tolist() == []
+    # More minibatches than the blocks' real rows hold: refused (the last
+    # device's shuffle would be asked for positions outside its domain).
+    with pytest.raises(ValueError, match=r"n_batches=3: over 4 devices, 8 examples make 2 whole "
+                                         r"minibatches of 4; ask for 0 to 2"):
+        Blocks(8, 4).order(4, n_batches=3, seed=1)
+    np.testing.assert_array_equal(Blocks(8, 4).order(4, n_batches=1, seed=1) // 2, [0, 1, 2, 3])
+
+
+@pytest.mark.timeout(10)
+def test_a_shuffle_of_an_empty_domain_raises_instead_of_walking_forever():
+    from int8store.backend.shuffle import permuted
+
+    with pytest.raises(ValueError, match=r"empty domain \(n = 0\) has no row for position 0"):
+        permuted(np.arange(3), 0, 1, 0)
+    with pytest.raises(ValueError, match="empty domain"):  # one device's domain empty
+        permuted(np.arange(2)[None, :], np.array([[3], [0]]), 7, 1)
+    with pytest.raises(ValueError, match=r"position 5 is outside the shuffle's domain \[0, 5\)"):
+        permuted(np.arange(5, 8), 5, 1, 0)  # would give a row twice
+    assert permuted(np.arange(0), 0, 1, 0).tolist() == []  # nothing to fill: nothing to do
+
+
+@needs_jax
+@pytest.mark.timeout(60, method="thread")  # a signal cannot stop XLA's loop: end the run
+def test_the_device_shuffle_ends_for_positions_outside_their_domain():
+    import jax
+    import jax.numpy as jnp
+
+    from int8store.backend.shuffle import permuted, permuted_jax
+
+    with pytest.raises(ValueError, match=r"empty domain \(n = 0\)"):
+        permuted_jax(jnp.arange(3), 0, 4, 1, 0)
+    # Traced positions cannot be refused on the device: those outside their
+    # domain are not walked (JAX's while_loop would never end), the others
+    # give numpy's rows. int8store's JAX mode checks indices on the host.
+    shuffled = jax.jit(lambda p, n: permuted_jax(p, n, 8, 1, 0))
+    rows = np.asarray(shuffled(jnp.arange(8), jnp.asarray(5)))
+    np.testing.assert_array_equal(rows[:5], permuted(np.arange(5), 5, 1, 0))
+    rows = np.asarray(shuffled(jnp.arange(3), jnp.asarray(0)))  # an empty traced domain
+    assert rows.shape == (3,)
+
+
 def test_evaluation_over_blocks_counts_each_real_example_once():
     from int8store import evaluate_in_chunks
 
@@ -333,6 +404,76 @@ def test_the_shuffle_is_a_bijection_a_new_one_each_epoch():
     # one domain per device (the last block holds fewer real rows)
     per_device = permuted(np.arange(297)[None, :], np.array([[300], [297]]), 7, 1)
     assert per_device[1].max() < 297 and len(set(per_device[0].tolist())) == 297
+
+
+PADDED = """import json
+import numpy as np
+import int8store
+from int8store import SharedDataset
+lib = int8store.tensor_library(); T = lib.tensor
+B = 4
+images = (np.arange(902 * 4) % 251).astype(np.uint8).reshape(902, 4)
+labels = np.arange(902) % 10 + 1  # no label 0: the padding's label is 0
+train = SharedDataset.from_arrays(images, labels, name="train", dtype=lib.config.floatX)
+train_set_x, train_set_y = train.x, train.y
+int8store.place([train], "jax", devices=4)
+seen = {"n_batches": train.n_batches(B),
+        "y_borrowed": list(train_set_y.get_value(borrow=True).shape),
+        "y": np.asarray(train_set_y.get_value()).tolist(),
+        "x": list(train_set_x.get_value(borrow=True).shape),
+        "codes": np.asarray(train.data.get_value()).tolist(),
+        "held": [list(v.get_value(return_internal_type=True).shape) for v in (train.data, train.y)],
+        "nbytes": train.nbytes}
+i = T.lscalar()
+step = lib.function([i], train_set_y[i * B:(i + 1) * B], mode=int8store.function_mode("jax"))
+# A classic loop counts its minibatches from the labels: 902 // 4 = 225.
+n_train_batches = train_set_y.get_value(borrow=True).shape[0] // B
+seen["classic"], seen["taken"] = n_train_batches, []
+try:
+    for index in range(n_train_batches):
+        seen["taken"] += np.asarray(step(index)).tolist()
+except int8store.MinibatchIndexError as error:
+    seen["refused"], seen["refused_at"] = str(error), index
+try:
+    train_set_y.set_value(np.zeros(902, np.int32))
+except Exception as error:
+    seen["set_value"] = f"{type(error).__name__}: {error}"
+int8store.place([train], "jax")  # back to one device: the split, no padding
+seen["gathered"] = [list(np.shape(v.get_value(borrow=True))) for v in (train.data, train.y)]
+seen["gathered_class"] = type(train.y).__name__
+tiny = SharedDataset.from_arrays(images[:5], labels[:5], name="tiny")
+try:
+    int8store.place([tiny], "jax", devices=4)
+except int8store.ArgumentError as error:
+    seen["tiny"] = str(error)
+print(json.dumps(seen))
+"""
+
+
+@needs_jax
+def test_a_classic_loop_over_four_devices_counts_real_examples_and_never_reaches_padding():
+    """902 examples over 4 devices: blocks of 226 rows, 904 held. What a
+    classic loop counts (the labels' length, x.get_value()) is 902; minibatch
+    224 of 4 would take the last device's padding (its block holds 224 real
+    rows) and is refused, saying how many there are and what to count with."""
+    seen = sharded_run(PADDED)
+    labels = np.arange(902) % 10 + 1
+    assert seen["y_borrowed"] == [902] and seen["x"] == [902, 4]
+    assert seen["y"] == labels.tolist()
+    assert np.array_equal(seen["codes"], (np.arange(902 * 4) % 251).reshape(902, 4) - 128)
+    assert seen["held"] == [[904, 4], [904]] and seen["nbytes"] == 904 * 4  # the devices' arrays
+    assert seen["classic"] == 225 and seen["n_batches"] == 224
+    assert seen["refused_at"] == 224  # minibatches 0..223 ran, on real rows only
+    assert len(seen["taken"]) == 224 * 4 and 0 not in seen["taken"]
+    assert sorted(seen["taken"]) == sorted(Blocks(902, 4).order(4) % 10 + 1)
+    assert seen["refused"].startswith(
+        "train_y: minibatch index 224 is outside 0..223: over 4 devices, 902 examples make "
+        "224 whole minibatches of 4")
+    assert "Count them with dataset.n_batches(4) = 224, not as examples // batch size " \
+        "(902 // 4 = 225" in seen["refused"]
+    assert seen["set_value"].startswith("ArgumentError: train_y: held in blocks over 4 devices")
+    assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_class"] == "TensorSharedVariable"
+    assert seen["tiny"].startswith("split 'tiny': 5 examples cannot be split over 4 devices")
 
 
 SHUFFLED = """import json, sys

@@ -50,7 +50,11 @@ def place(data, mode, devices=None):
     ``devices`` (JAX mode): None or 1 for JAX's default device; a count,
     ``"all"`` or a list of devices to split each dataset's rows in blocks over
     them (:mod:`.sharding`: ``dataset.blocks`` then says how), other shared
-    variables being replicated. Returns ``data``.
+    variables being replicated. A split too small to give every device a
+    real row is refused. Over several devices the compiled functions use the
+    padded arrays, while ``get_value()`` of a split's ``data`` and ``y``
+    gives its real rows only (``y.get_value(borrow=True).shape[0]`` counts
+    its examples). Returns ``data``.
     """
     from .modes import check_mode
 
@@ -75,9 +79,11 @@ def place(data, mode, devices=None):
                 for v in (dataset.data, dataset.y)}
         if jax.process_count() > 1:  # every process must hold the same split
             check_same_data(_digest(host.values()), f"split {dataset.name!r}")
-        blocks = Blocks(dataset.n_examples, mesh.size)
+        blocks = Blocks(dataset.n_examples, mesh.size, name=dataset.name)
         for variable, rows in host.items():
-            place_rows(variable, mesh, blocks, lambda start, stop, rows=rows: rows[start:stop])
+            # The labels stay on the host too (4 bytes an example): y.get_value() gives them.
+            place_rows(variable, mesh, blocks, lambda start, stop, rows=rows: rows[start:stop],
+                       host=rows if variable is dataset.y else None)
             split.add(id(variable))
         dataset.blocks = blocks
     # Other shared variables (not a dataset's rows: the labels of one are) go whole to each.
@@ -100,12 +106,10 @@ def _digest(arrays):
 
 def _gather(dataset):
     """A dataset split over several devices back in host memory, padding dropped."""
-    from .sharding import retype
+    from .sharding import rows_to_host
 
     for variable in (dataset.data, dataset.y):
-        rows = np.asarray(variable.container.storage[0])[:dataset.n_examples]
-        retype(variable, rows.shape)
-        variable.container.storage[0] = rows
+        rows_to_host(variable)
     dataset.blocks = None
 
 

@@ -14,6 +14,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..errors import ArgumentError
 from . import activate
@@ -94,7 +95,7 @@ def _sharded_minibatch(op, mesh, devices):
         epoch, index = jnp.divmod(index, op.batches)
         blocks = in_blocks(data)
         held = blocks.shape[1]
-        real = jnp.clip(op.rows - jnp.arange(devices) * held, 0, held)[:, None]
+        real = np.clip(op.rows - np.arange(devices) * held, 0, held)[:, None]  # static
         positions = index * local_stride + jnp.arange(per)[None, :]
         rows = permuted_jax(positions, real, held, op.seed, epoch)
         picked = jax.vmap(lambda block, take: jnp.take(block, take, axis=0))(blocks, rows)

@@ -13,7 +13,10 @@ local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   Aesara's;
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
-  past the end without a word.
+  past the end without a word. Over several devices a minibatch (stride ==
+  size) must take real rows on every device (:meth:`.sharding.Blocks.check_minibatch`:
+  ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
+  cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out.
 """
 
 from ..errors import ArgumentError, MissingDependencyError
@@ -94,7 +97,7 @@ def _make_jax_mode():
 
     from .jax_ops import convert, sharded_steps
     from .minibatch import Minibatch, check_index, minibatch_of_slice
-    from .sharding import sharded_layout
+    from .sharding import placed_blocks, sharded_layout
 
     class CheckedJAXLinker(JAXLinker):
         """Aesara's JAX linker with int8store's conversions and a host-side
@@ -118,9 +121,8 @@ def _make_jax_mode():
                 return jitted
 
             def checked(*args):
-                for position, size, rows, name, stride, batches in checks:
-                    index = args[position] if batches is None else int(args[position]) % batches
-                    check_index(index, size, rows, name, stride)
+                for position, batches, check in checks:
+                    check(args[position] if batches is None else int(args[position]) % batches)
                 return jitted(*args)
 
             return checked
@@ -136,18 +138,27 @@ def _make_jax_mode():
             )
         size, stride = node.op.size, node.op.stride
         layout = sharded_layout(data)
-        if layout is not None:  # checked in one block: each device slices its own
-            devices = layout[1]
-            (size, stride), rows = sharded_steps(node.op, devices), rows // devices
+        blocks = placed_blocks(data)
+        if layout is not None and stride == size and blocks is not None \
+                and blocks.devices == layout[1]:
+            def check(index):  # a minibatch: real rows on every device
+                blocks.check_minibatch(index, size, name)
+        else:
+            if layout is not None:  # checked in one block: each device slices its own
+                devices = layout[1]
+                (size, stride), rows = sharded_steps(node.op, devices), rows // devices
+
+            def check(index):
+                check_index(index, size, rows, name, stride)
         if isinstance(index, Constant):
-            check_index(node.op.epoch_and_index(index.data)[1], size, rows, name, stride)
+            check(node.op.epoch_and_index(index.data)[1])
             return None
         if index not in fgraph.inputs:
             raise ArgumentError(
                 f"{name}: in JAX mode the minibatch index must be an input of the function, "
                 "so that it can be checked before JAX runs (JAX would clamp it silently)"
             )
-        return fgraph.inputs.index(index), size, rows, name, stride, node.op.batches
+        return fgraph.inputs.index(index), node.op.batches, check
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):

@@ -6,8 +6,15 @@ device count): with ``D`` devices, device ``d`` holds rows
 ``[d * S, (d + 1) * S)`` of the split, ``S = ceil(length / D)``; the last
 blocks are padded (zero codes, label 0) to ``S`` rows, and padding is never
 trained on (:meth:`Blocks.n_batches` counts the minibatches every device can
-fill with its own rows) nor scored (:func:`int8store.evaluate_in_chunks`
-skips it).
+fill with its own rows, and int8store's JAX mode refuses a minibatch index
+past them: :meth:`Blocks.check_minibatch`) nor scored
+(:func:`int8store.evaluate_in_chunks` skips it). Every device holds at least
+one real row: a split too small for that is refused at placement.
+
+What a classic loop counts stays the split's own: the padded array is what
+the compiled functions use (the container holds it), while ``get_value()``
+of a placed variable gives the real rows only (:class:`PaddedRows`), so
+``y.get_value(borrow=True).shape[0]`` is the number of examples.
 
 A minibatch of ``B`` examples is ``B / D`` rows from each device, at the
 same local position: minibatch ``i`` is the concatenation over devices of
@@ -23,11 +30,11 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError, StoreFormatError
+from ..errors import ArgumentError, MinibatchIndexError, StoreFormatError
 
-__all__ = ["AXIS", "Blocks", "data_mesh", "sharded_layout", "place_rows", "replicate", "retype",
-           "start_processes", "is_main_process", "check_same_data", "host_values",
-           "DataMismatchError"]
+__all__ = ["AXIS", "Blocks", "data_mesh", "sharded_layout", "place_rows", "rows_to_host",
+           "placed_blocks", "PaddedRows", "replicate", "retype", "start_processes",
+           "is_main_process", "check_same_data", "host_values", "DataMismatchError"]
 
 #: The mesh axis the examples are split along.
 AXIS = "data"
@@ -38,14 +45,41 @@ class DataMismatchError(StoreFormatError):
 
 
 class Blocks:
-    """How ``n_examples`` rows lie on ``devices`` devices (see the module docstring)."""
+    """How ``n_examples`` rows lie on ``devices`` devices (see the module docstring).
 
-    def __init__(self, n_examples, devices):
-        self.n_examples, self.devices = int(n_examples), int(devices)
-        if self.devices < 1 or self.n_examples < self.devices:
-            raise ArgumentError(f"{self.n_examples} examples cannot be split over "
-                                f"{self.devices} devices (each needs at least one)")
+    Parameters
+    ----------
+    n_examples : int
+        The split's length.
+    devices : int
+        The number of devices (blocks).
+    name : str, optional
+        The split's name, for messages.
+
+    Raises
+    ------
+    ArgumentError
+        When some device would hold no real row (blocks of
+        ``ceil(n_examples / devices)`` rows fill fewer than ``devices``
+        devices): the message says the fewest examples that work.
+
+    Examples
+    --------
+    >>> blocks = Blocks(10, 4)
+    >>> blocks.rows_per_device, [blocks.rows_of(d) for d in range(4)], blocks.n_batches(4)
+    (3, [(0, 3), (3, 6), (6, 9), (9, 10)], 1)
+    """
+
+    def __init__(self, n_examples, devices, name=None):
+        self.n_examples, self.devices, self.name = int(n_examples), int(devices), name
+        if self.devices < 1:
+            raise ArgumentError(f"{self._split()}devices={devices}: ask for at least one device")
         self.rows_per_device = math.ceil(self.n_examples / self.devices)
+        if self.n_examples < 1 or self.fewest_rows < 1:
+            raise ArgumentError(self._split() + _too_few(self.n_examples, self.devices))
+
+    def _split(self):
+        return f"split {self.name!r}: " if self.name else ""
 
     @property
     def padded_rows(self):
@@ -76,13 +110,53 @@ class Blocks:
         tutorials left out the remainder of a split."""
         return self.fewest_rows // self.per_device(batch_size)
 
+    def check_minibatch(self, index, batch_size, name=None):
+        """Raise :class:`~int8store.MinibatchIndexError` unless minibatch
+        ``index`` of ``batch_size`` takes real rows on every device: ``0 <=
+        index < n_batches(batch_size)`` (what int8store's JAX mode checks on
+        the host before each call). ``name``: the data's, for the message.
+
+        Examples
+        --------
+        >>> Blocks(902, 4).check_minibatch(223, 4)
+        >>> Blocks(902, 4).check_minibatch(224, 4)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        int8store.errors.MinibatchIndexError: minibatch index 224 is outside 0..223: ...
+        """
+        index, whole = int(index), self.n_batches(batch_size)
+        if 0 <= index < whole:
+            return
+        per, classic = batch_size // self.devices, self.n_examples // batch_size
+        what = f"{name}: " if name else self._split()
+        valid = f"is outside 0..{whole - 1}" if whole else "cannot be taken"
+        padding = "; the rest of it is padding" if self.padded_rows > self.n_examples else ""
+        message = (f"{what}minibatch index {index} {valid}: over {self.devices} "
+                   f"devices, {_count(self.n_examples, 'example')} make "
+                   f"{_count(whole, 'whole minibatch')} of {batch_size} (each device gives "
+                   f"{_count(per, 'row')} of its own block, and the last block holds "
+                   f"{_count(self.fewest_rows, 'real row')}{padding}). Count them with "
+                   f"dataset.n_batches({batch_size})")
+        if classic != whole:
+            message += (f" = {whole}, not as examples // batch size ({self.n_examples} // "
+                        f"{batch_size} = {classic} counts minibatches that would take padding)")
+        raise MinibatchIndexError(message)
+
     def order(self, batch_size, n_batches=None, seed=None, epoch=0):
         """The split's rows in the order the minibatches of ``batch_size``
-        take them (``n_batches`` of them, by default all), shuffled by
-        ``seed`` in ``epoch`` if given: what a single device fed in this
-        order sees."""
+        take them (``n_batches`` of them, at most and by default all),
+        shuffled by ``seed`` in ``epoch`` if given: what a single device fed
+        in this order sees. No minibatch gives an empty order, at once."""
         per = self.per_device(batch_size)
-        count = self.n_batches(batch_size) if n_batches is None else n_batches
+        whole = self.n_batches(batch_size)
+        count = whole if n_batches is None else int(n_batches)
+        if not 0 <= count <= whole:
+            raise ArgumentError(
+                f"{self._split()}n_batches={n_batches}: over {self.devices} devices, "
+                f"{_count(self.n_examples, 'example')} make {_count(whole, 'whole minibatch')} "
+                f"of {batch_size}; ask for 0 to {whole}")
+        if not count:
+            return np.zeros(0, dtype=np.int64)
         local = np.broadcast_to(np.arange(count * per), (self.devices, count * per))
         if seed is not None:
             from .shuffle import permuted
@@ -112,6 +186,47 @@ class Blocks:
     def __repr__(self):
         return (f"Blocks({self.n_examples} examples over {self.devices} devices, "
                 f"{self.rows_per_device} rows each)")
+
+
+def _count(number, noun):
+    """``"1 row"``, ``"2 rows"``, ``"2 whole minibatches"``."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number} {noun}{'es' if noun.endswith('ch') else 's'}"
+
+
+def _fills_every_device(n_examples, devices):
+    """Whether blocks of ``ceil(n_examples / devices)`` rows leave every device a real row."""
+    return n_examples >= devices and (devices - 1) * math.ceil(n_examples / devices) < n_examples
+
+
+def _too_few(n_examples, devices):
+    """Why ``n_examples`` examples cannot be split over ``devices`` devices, and what works."""
+    if n_examples < 1:
+        return f"the split is empty: there is nothing to split over {_count(devices, 'device')}"
+    # From (devices - 1)² + 1 examples on, every count fills every device;
+    # below that only some do (blocks are ceil(n / devices) rows, the last short).
+    always = (devices - 1) ** 2 + 1
+    some = [n for n in range(devices, always) if _fills_every_device(n, devices)]
+    below = ""
+    if len(some) == 1:
+        below = f" (below {always} only {some[0]} works)"
+    elif some:
+        below = (f" (below {always} only {', '.join(map(str, some[:-1]))} and {some[-1]} work)"
+                 if len(some) <= 8 else
+                 f" (below {always} a count n works only if {devices - 1} * ceil(n / {devices}) "
+                 f"< n)")
+    fewer = next((d for d in range(min(devices - 1, n_examples), 0, -1)
+                  if _fills_every_device(n_examples, d)), 1)
+    if n_examples < devices:
+        why = "fewer examples than devices"
+    else:
+        size = math.ceil(n_examples / devices)
+        why = (f"blocks of {size} rows (ceil({n_examples} / {devices})) fill only "
+               f"{math.ceil(n_examples / size)} of them")
+    return (f"{_count(n_examples, 'example')} cannot be split over {devices} devices: {why}, "
+            f"and each device needs at least one real row. Over {devices} devices use at least "
+            f"{always} examples{below}, or {_count(fewer, 'device')} for these")
 
 
 def data_mesh(devices):
@@ -152,12 +267,16 @@ def sharded_layout(variable):
     return sharding.mesh, sharding.mesh.shape[AXIS]
 
 
-def place_rows(variable, mesh, blocks, read_rows):
+def place_rows(variable, mesh, blocks, read_rows, host=None):
     """Put the shared ``variable`` (a split's codes or labels) on ``mesh``,
     its rows in ``blocks``: ``read_rows(start, stop)`` gives the split's rows
     ``[start, stop)`` as numpy, and is asked only for the rows of this
     process's own devices; padding is added here. The variable's static
-    shape becomes the padded one. Returns the ``jax.Array``."""
+    shape becomes the padded one, and the compiled functions use the padded
+    array; its ``get_value()`` gives the real rows only (:class:`PaddedRows`):
+    ``host``, the split's rows as numpy when this process holds them all (the
+    labels, 4 bytes an example), else fetched from the devices when asked.
+    Returns the ``jax.Array``."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
@@ -177,7 +296,101 @@ def place_rows(variable, mesh, blocks, read_rows):
     array = jax.make_array_from_callback(shape, NamedSharding(mesh, PartitionSpec(AXIS)), shard)
     retype(variable, shape)
     variable.container.storage[0] = array
+    PaddedRows.adopt(variable, blocks, host)
     return array
+
+
+def rows_to_host(variable):
+    """Undo :func:`place_rows`: the shared ``variable`` holds its real rows
+    in host memory (numpy, padding dropped), with its library's own
+    ``get_value`` and ``set_value`` back."""
+    rows = np.array(variable.get_value(borrow=True)) if isinstance(variable, PaddedRows) \
+        else np.asarray(variable.container.storage[0])
+    retype(variable, rows.shape)
+    variable.container.storage[0] = rows
+    if isinstance(variable, PaddedRows):
+        variable.__class__ = type(variable).unpadded
+        del variable.tag.int8store_blocks, variable.tag.int8store_host_rows
+
+
+def placed_blocks(variable):
+    """The :class:`Blocks` of a shared ``variable`` placed by
+    :func:`place_rows`, else None."""
+    return getattr(getattr(variable, "tag", None), "int8store_blocks", None)
+
+
+class PaddedRows:
+    """Mixed into a shared variable :func:`place_rows` put in blocks over
+    several devices, so that what it shows is the split, not its padding.
+
+    The container holds the padded ``jax.Array`` (``blocks.padded_rows``
+    rows), which the compiled functions use as it is. ``get_value()`` gives
+    the ``blocks.n_examples`` real rows as numpy: a classic loop's
+    ``y.get_value(borrow=True).shape[0] // batch_size`` counts from the real
+    examples (int8store's JAX mode then refuses the indices that would reach
+    padding: :meth:`Blocks.check_minibatch`). ``borrow=True`` gives a
+    read-only view, with no copy when the host holds the rows (labels);
+    ``return_internal_type=True`` gives the padded ``jax.Array`` itself.
+    ``set_value`` is refused: new rows are placed as a new dataset.
+
+    Examples
+    --------
+    A split of 902 examples over 4 devices (blocks of 226 rows, 904 held)::
+
+        int8store.place([train], "jax", devices=4)
+        train.y.get_value(borrow=True).shape            # (902,)
+        train.y.get_value(return_internal_type=True).shape  # (904,)
+    """
+
+    __slots__ = ()  # a variable's class can then become its padded subclass
+    _classes = {}  # the library's class -> its padded subclass
+
+    @classmethod
+    def adopt(cls, variable, blocks, host=None):
+        """Make the shared ``variable`` (holding ``blocks``' padded rows)
+        show its real rows; ``host``: those rows as numpy, if at hand."""
+        base = type(variable).unpadded if isinstance(variable, cls) else type(variable)
+        if base not in cls._classes:
+            # The library's class first (a mixin first would change the
+            # object's layout, and __class__ could not be assigned), this
+            # class's methods in the subclass's own namespace.
+            own = {name: cls.__dict__[name] for name in ("get_value", "set_value", "__doc__")}
+            cls._classes[base] = type(f"Padded{base.__name__}", (base, cls),
+                                      {**own, "unpadded": base})
+        variable.__class__ = cls._classes[base]
+        variable.tag.int8store_blocks = blocks
+        variable.tag.int8store_host_rows = None if host is None else np.asarray(host)
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The split's real rows as numpy (padding left out): a new array,
+        or with ``borrow`` a read-only one; with ``return_internal_type`` the
+        padded ``jax.Array`` the compiled functions use."""
+        held = self.container.storage[0]
+        if return_internal_type:
+            return held
+        real = self.tag.int8store_blocks.n_examples
+        rows = self.tag.int8store_host_rows
+        if rows is None:
+            if not getattr(held, "is_fully_addressable", True):
+                raise ArgumentError(
+                    f"{self.name}: its rows lie on the devices of several processes and this "
+                    "process holds only its own blocks; get_value(return_internal_type=True) "
+                    "gives the jax.Array (host_values(...) gathers it, in every process)")
+            rows = np.asarray(held)
+        if not borrow:
+            return np.array(rows[:real])
+        view = rows[:real].view()
+        view.flags.writeable = False
+        return view
+
+    def set_value(self, new_value, borrow=False):
+        """Refused: the rows lie in blocks over several devices."""
+        blocks = self.tag.int8store_blocks
+        raise ArgumentError(
+            f"{self.name}: held in blocks over {blocks.devices} devices "
+            f"(int8store.place(..., devices={blocks.devices})), so set_value cannot replace "
+            "it; build a dataset of the new rows and place it, or bring this one back to one "
+            "device first (int8store.place(dataset, 'jax'))")
 
 
 def retype(variable, shape):

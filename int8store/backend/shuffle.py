@@ -21,7 +21,11 @@ entries) instead of computed again at each step of a walk. This is the
 reference; in the training process :mod:`.permutation_op` computes it in C.
 """
 
+import math
+
 import numpy as np
+
+from ..errors import ArgumentError
 
 __all__ = ["permuted", "permuted_jax", "permutation"]
 
@@ -69,21 +73,50 @@ def permuted(positions, n, seed, epoch):
     """Rows (int64) at ``positions`` of epoch ``epoch`` of a shuffle of
     ``[0, n)`` by ``seed`` (numpy). ``n`` may be an array broadcasting with
     ``positions`` (one domain per device), all no larger than ``max_n``
-    would need: the bits are those of the largest."""
+    would need: the bits are those of the largest.
+
+    Every position must lie in its domain, ``[0, n)``: a position outside
+    would be walked without end (an empty domain, ``n = 0``, has none) or
+    give a row twice, so it is refused with :class:`~int8store.ArgumentError`.
+
+    Examples
+    --------
+    >>> sorted(permuted(np.arange(5), 5, seed=1, epoch=0).tolist())
+    [0, 1, 2, 3, 4]
+    >>> permuted(np.arange(0), 0, seed=1, epoch=0).tolist()
+    []
+    """
     n = np.asarray(n, dtype=np.int64)
+    positions = np.asarray(positions)
+    _check_positions(positions, n)
     half = _half_bits(int(n.max()))
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as intended
         keys = _keys(np.uint32(seed & 0xFFFFFFFF), np.uint32(epoch & 0xFFFFFFFF), np)
-        x = np.asarray(positions, dtype=np.uint32) + np.zeros(n.shape, np.uint32)
+        x = positions.astype(np.uint32) + np.zeros(n.shape, np.uint32)
         shape = x.shape
         x = _feistel(x, keys, half, np).reshape(-1)
         limit = np.broadcast_to(n.astype(np.uint32), shape).reshape(-1)
-        # Walk again only what is still outside its domain.
+        # Walk again only what is still outside its domain (each walk ends:
+        # the position's own cycle passes through the position, inside).
         outside = np.flatnonzero(x >= limit)
         while outside.size:
             x[outside] = _feistel(x[outside], keys, half, np)
             outside = outside[x[outside] >= limit[outside]]
     return x.reshape(shape).astype(np.int64)
+
+
+def _check_positions(positions, n):
+    """Refuse a position outside its domain ``[0, n)``."""
+    every, domains = np.broadcast_arrays(positions, n)
+    outside = (every < 0) | (every >= domains)
+    if not outside.any():
+        return
+    position, domain = int(every[outside][0]), int(domains[outside][0])
+    if domain < 1:
+        raise ArgumentError(f"a shuffle of an empty domain (n = {domain}) has no row for "
+                            f"position {position}: there is nothing to shuffle")
+    raise ArgumentError(f"position {position} is outside the shuffle's domain [0, {domain}): "
+                        f"ask for positions 0 to {domain - 1}")
 
 
 def permutation(n, seed, epoch, index=None):
@@ -105,20 +138,33 @@ def permutation(n, seed, epoch, index=None):
 
 def permuted_jax(positions, n, max_n, seed, epoch):
     """:func:`permuted` in ``jax.numpy``, inside a traced function:
-    ``epoch`` may be traced; ``max_n`` (a Python int) fixes the bits."""
+    ``epoch`` may be traced; ``max_n`` (a Python int) fixes the bits.
+
+    A traced function cannot raise: positions outside their domain ``[0,
+    n)`` are not walked (the walk always ends) and give no meaningful row;
+    the caller checks them on the host (int8store's JAX mode checks every
+    minibatch index before each call). An empty domain that is known when
+    tracing (``n`` a Python int or a numpy array) with positions to fill is
+    refused, as by :func:`permuted`.
+    """
     import jax
     import jax.numpy as jnp
 
+    if isinstance(n, (int, np.integer, np.ndarray)) and math.prod(jnp.shape(positions)) \
+            and int(np.min(n)) < 1:
+        raise ArgumentError(f"a shuffle of an empty domain (n = {int(np.min(n))}) has no row "
+                            "for the positions asked: there is nothing to shuffle")
     half = _half_bits(int(max_n))
     keys = _keys(jnp.uint32(seed & 0xFFFFFFFF), jnp.asarray(epoch).astype(jnp.uint32), jnp)
     limit = jnp.asarray(n).astype(jnp.uint32)
-    x = _feistel(jnp.asarray(positions).astype(jnp.uint32) + jnp.zeros(limit.shape, jnp.uint32),
-                 keys, half, jnp)
+    start = jnp.asarray(positions).astype(jnp.uint32) + jnp.zeros(limit.shape, jnp.uint32)
+    inside = start < limit  # only these are walked: their cycle returns to them
+    x = _feistel(start, keys, half, jnp)
 
     def outside(x):
-        return jnp.any(x >= limit)
+        return jnp.any((x >= limit) & inside)
 
     def walk(x):
-        return jnp.where(x >= limit, _feistel(x, keys, half, jnp), x)
+        return jnp.where((x >= limit) & inside, _feistel(x, keys, half, jnp), x)
 
     return jax.lax.while_loop(outside, walk, x).astype(jnp.int32)

@@ -34,7 +34,7 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
                                 f"{', '.join(SPLITS)} (no {', '.join(missing)} split)")
     mesh = data_mesh(devices)
     check_same_data(bytes.fromhex(store.manifest_digest), str(path))
-    blocks = {name: Blocks(store.splits[name], mesh.size) for name in SPLITS}
+    blocks = {name: Blocks(store.splits[name], mesh.size, name=name) for name in SPLITS}
     mean = _dataset_mean(store, blocks["train"], mesh) if normalize == "dataset" else None
     features = int(np.prod(store.image_shape))
     datasets = {}
@@ -52,10 +52,12 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
             dataset.rows_read.append((start, stop))
             return rows
 
-        place_rows(dataset.data, mesh, blocks[name], read)
-        place_rows(dataset.y, mesh, blocks[name],
-                   lambda start, stop, labels=labels: labels[start:stop])
         dataset.adopt_placement(labels, blocks[name])
+        place_rows(dataset.data, mesh, blocks[name], read)
+        # y.get_value() gives the host labels, padding left out (what a classic loop counts).
+        place_rows(dataset.y, mesh, blocks[name],
+                   lambda start, stop, labels=dataset.labels: labels[start:stop],
+                   host=dataset.labels)
         datasets[name] = dataset
     return datasets
 

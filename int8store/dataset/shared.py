@@ -60,7 +60,9 @@ class SharedDataset:
         stored codes first and converts only the slice; ``x.get_value()``
         decodes them all (what the classic shared variable held).
     y : int32 shared variable
-        The labels; ``y.get_value(borrow=True).shape[0]`` is the example count.
+        The labels; ``y.get_value(borrow=True).shape[0]`` is the example count
+        (over several devices too: ``get_value`` leaves the blocks' padding
+        out, see :class:`~int8store.backend.sharding.PaddedRows`).
     data : shared variable
         The stored images: int8 codes, or floats for ``storage="float"``.
     order : int32 shared variable or None
@@ -250,8 +252,9 @@ class SharedDataset:
 
     @property
     def nbytes(self):
-        """Bytes of the stored images, in the storage used."""
-        return int(self.data.get_value(borrow=True).nbytes)
+        """Bytes of the stored images, in the storage used (over several
+        devices, padding included: what the devices hold)."""
+        return int(self.data.get_value(borrow=True, return_internal_type=True).nbytes)
 
     @property
     def int8_nbytes(self):
@@ -266,7 +269,7 @@ class SharedDataset:
 
     @property
     def label_nbytes(self):
-        return int(self.y.get_value(borrow=True).nbytes)
+        return int(self.y.get_value(borrow=True, return_internal_type=True).nbytes)
 
     def __repr__(self):
         return (f"SharedDataset({self.name!r}, {self.n_examples} examples of "
