@@ -15,7 +15,9 @@ the traceback C code prints when it swallows one: numpy's ``import_array()``,
 run by each of numpy's extension modules as it is imported, reports a failed
 import with ``PyErr_Print()`` (``sys.excepthook``) before raising an
 ImportError of its own, so Ctrl-C during ``import numpy.linalg`` printed a
-traceback and then "numpy.core.multiarray failed to import".
+traceback and then "numpy.core.multiarray failed to import"; and Cython's
+module initialisation, interrupted, warns "Cython module failed to patch
+module with custom type" (kept off stderr too).
 
 Training loops get a gentler treatment (:func:`stop_requests`): the first
 SIGINT or SIGTERM only asks the loop to stop at its next check
@@ -31,6 +33,7 @@ SIGTERM for such a block and runs them when it ends.
 import signal
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 
 __all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted", "stop_requests",
@@ -66,12 +69,21 @@ def interrupts_remembered():
     previous = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
     outermost = not _received and all(h is not _handler for h in previous.values())
     previous_hooks = sys.unraisablehook, sys.excepthook
+    quiet_warnings = warnings.catch_warnings()
     if outermost:
         sys.unraisablehook = _quiet_about_interrupts(previous_hooks[0])
         sys.excepthook = _quiet_excepthook(previous_hooks[1])
+        quiet_warnings.__enter__()
+        # Cython's module initialisation turns an exception raised while it
+        # patches a module (the interrupt, landing in an import: h5py's)
+        # into this warning; the interrupt is handled, and said in one line.
+        warnings.filterwarnings("ignore", message="Cython module failed to patch",
+                                category=RuntimeWarning)
     try:
         yield
     finally:
+        if outermost:
+            quiet_warnings.__exit__(None, None, None)
         for s, handler in previous.items():
             signal.signal(s, handler)
         if outermost:
