@@ -1,7 +1,8 @@
 """The package's folders follow its spine, and imports only point down it.
 
 The spine, from the bottom: errors and the runtime every part leans on; what
-codes mean; the graph library (backend); the store; the readers (sources);
+codes mean; which example goes where (order: arithmetic, no graph library);
+the graph library (backend); the store; the readers (sources);
 the planning step; memory; the shared dataset and its symbolic views;
 streaming; then the commands at the top (converter, preview, cli) and the
 public API (``int8store/__init__.py``). A module may import from its own
@@ -16,9 +17,9 @@ import pytest
 pytestmark = pytest.mark.graph_free
 
 PACKAGE = Path(__file__).resolve().parent.parent / "int8store"
-SPINE = ["errors", "runtime", "codes", "backend", "store", "sources", "plan", "memory",
+SPINE = ["errors", "runtime", "codes", "order", "backend", "store", "sources", "plan", "memory",
          "dataset", "streaming", "converter", "preview", "cli", "__init__"]
-SUBPACKAGES = ["runtime", "codes", "backend", "store", "sources", "plan", "memory", "dataset",
+SUBPACKAGES = ["runtime", "codes", "order", "backend", "store", "sources", "plan", "memory", "dataset",
                "streaming"]
 
 

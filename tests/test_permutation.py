@@ -1,5 +1,5 @@
 """Shuffled orders for streamed shards: computed in C in the training process
-(backend.permutation_op), in numpy in a reading process (backend.shuffle):
+(backend.permutation_op), in numpy (order.shuffle):
 the same permutation, keyed by (seed, epoch) or (seed, epoch, shard)."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from int8store.backend.permutation_op import Permutation, permutation, shuffled
-from int8store.backend.shuffle import permutation as reference
-from int8store.backend.shuffle import permuted
+from int8store.order.shuffle import permutation as reference
+from int8store.order.shuffle import permuted
 
 
 # Sizes about the powers of two and four, where the domain's bits change.

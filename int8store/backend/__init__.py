@@ -27,7 +27,7 @@ JAX mode only; PyTensor's Numba dispatch learns int8store's own op classes
 and nothing else).
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`.
+:mod:`int8store.codes`, :mod:`int8store.order`.
 """
 
 import threading

@@ -66,7 +66,8 @@ def place(data, mode, devices=None):
         for variable in _shared_variables(data):
             move(variable)
         return data
-    from .sharding import Blocks, check_same_data, data_mesh, place_rows, replicate
+    from ..order.blocks import Blocks
+    from .sharding import check_same_data, data_mesh, place_rows, replicate
 
     jax = require_jax()
     mesh = data_mesh(devices)

@@ -21,7 +21,7 @@ from . import activate
 from .gather import GatherRows
 from .minibatch import Minibatch
 from .sharding import AXIS, sharded_layout
-from .shuffle import permuted_jax
+from ..order.shuffle import permuted_jax
 
 __all__ = ["convert"]
 

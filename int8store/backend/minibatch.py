@@ -50,7 +50,7 @@ class Minibatch(_api.module("graph.op").Op):
     With a ``seed`` (a shuffled split, ``stride == size``), ``index`` counts
     minibatches from the first epoch's first, ``batches`` an epoch: the rows
     are those at positions ``[i * size, (i + 1) * size)`` of epoch ``e``'s
-    shuffle of the split's ``rows`` real rows (:mod:`.shuffle`), where
+    shuffle of the split's ``rows`` real rows (:mod:`int8store.order.shuffle`), where
     ``e, i = divmod(index, batches)``. The split's order otherwise."""
 
     __props__ = ("size", "stride", "seed", "rows", "batches")
@@ -96,7 +96,7 @@ class Minibatch(_api.module("graph.op").Op):
         if self.seed is None:
             outputs[0][0] = data[start:start + self.size]
             return
-        from .shuffle import permuted
+        from ..order.shuffle import permuted
 
         outputs[0][0] = data[permuted(start + np.arange(self.size), self.rows, self.seed, epoch)]
 

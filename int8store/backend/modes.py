@@ -14,7 +14,7 @@ local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
   past the end without a word. Over several devices a minibatch (stride ==
-  size) must take real rows on every device (:meth:`.sharding.Blocks.check_minibatch`:
+  size) must take real rows on every device (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
   ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
   cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out.
 """

@@ -7,7 +7,7 @@ besides its steps costs the steps: numpy's ``default_rng((seed, epoch,
 index)).permutation(3000)`` took 0.1 to 0.2 ms a shard (most of it seeding
 the generator), 4 % of training logistic regression on the shard, and
 putting the labels in that order with an int32 index another 13 us. The
-same order as :func:`int8store.backend.shuffle.permutation` (the numpy
+same order as :func:`int8store.order.shuffle.permutation` (the numpy
 reference, which processes that do not build graphs use), and the labels
 taken in it, computed by a small C op in a function compiled once per
 process: some 35 us.
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from . import activate
-from .shuffle import permutation as reference
+from ..order.shuffle import permutation as reference
 
 _api = activate()
 at = _api.at
@@ -31,7 +31,7 @@ __all__ = ["Permutation", "shuffled", "permutation"]
 
 _MASK = 0xFFFFFFFF
 
-# MurmurHash3's finaliser, as :func:`int8store.backend.shuffle._mix`.
+# MurmurHash3's finaliser, as :func:`int8store.order.shuffle._mix`.
 _SUPPORT = """
 static inline npy_uint32 int8store_mix(npy_uint32 x)
 {
@@ -46,7 +46,7 @@ class Permutation(_api.module("link.c.op").COp):
     """``(order, values[order])`` for an int32 vector ``values`` of ``n``
     items: ``order`` is ``[0, n)`` shuffled by ``(seed, epoch)``, or by
     ``(seed, epoch, index)`` when ``index`` is 0 or more (int32, the values
-    of :func:`int8store.backend.shuffle.permutation`). ``seed``, ``epoch``
+    of :func:`int8store.order.shuffle.permutation`). ``seed``, ``epoch``
     and ``index`` are integer scalars, taken modulo 2**32."""
 
     __props__ = ()
@@ -141,14 +141,14 @@ _lock = threading.Lock()  # a compiled function is not re-entrant
 def shuffled(values, seed, epoch, index=None):
     """``(order, values[order])``: ``order`` is ``[0, len(values))``
     shuffled by ``(seed, epoch)`` or ``(seed, epoch, index)``
-    (:func:`int8store.backend.shuffle.permutation`'s values), ``values`` an
+    (:func:`int8store.order.shuffle.permutation`'s values), ``values`` an
     int32 vector (a shard's labels); new arrays, computed in C.
     Thread-safe; the first call compiles.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from int8store.backend.shuffle import permutation as reference
+    >>> from int8store.order.shuffle import permutation as reference
     >>> order, labels = shuffled(np.arange(100, 110, dtype=np.int32), 42, 0, index=3)
     >>> bool((order == reference(10, 42, 0, index=3)).all()), bool((labels == 100 + order).all())
     (True, True)

@@ -1,7 +1,7 @@
 """A store's splits placed over several devices, each process reading only
 the rows its own devices hold: no host ever holds a whole split's images.
 
-The layout is :class:`~int8store.backend.sharding.Blocks` (a pure function of
+The layout is :class:`~int8store.order.blocks.Blocks` (a pure function of
 the split's length and the device count); JAX asks each process for its own
 devices' blocks only (``jax.make_array_from_callback``), and those rows are
 read from the store, checked against their chunks' checksums, straight into
@@ -23,7 +23,8 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
     blocks over ``devices`` (a count, ``"all"`` or a list: see
     :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
     stop)`` row ranges this process read."""
-    from ..backend.sharding import Blocks, check_same_data, data_mesh, place_rows
+    from ..backend.sharding import check_same_data, data_mesh, place_rows
+    from ..order.blocks import Blocks
     from ..store.reader import open_store
     from .shared import SharedDataset
 

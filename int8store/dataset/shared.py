@@ -192,7 +192,7 @@ class SharedDataset:
         """Take this split's minibatches in a seeded order, a new one each
         epoch: minibatch ``i`` of epoch ``e`` holds the rows at positions
         ``[i*B, (i+1)*B)`` of a bijection of the split computed position by
-        position from ``(seed, e)`` (:mod:`int8store.backend.shuffle`; over
+        position from ``(seed, e)`` (:mod:`int8store.order.shuffle`; over
         several devices each device shuffles its own block). Index such
         minibatches with what :meth:`minibatches` yields: ``e * batches + i``
         (so a data position is ``(seed, epoch, step)``). Applies to

@@ -6,7 +6,7 @@ last one fewer). With no seed, an epoch visits the shards in that order and
 each shard's examples as they lie; with a seed, epoch ``e`` visits the
 shards in a permutation keyed by ``(seed, e)`` and takes shard ``k``'s
 examples in a permutation keyed by ``(seed, e, k)``
-(:func:`int8store.backend.shuffle.permutation`, computed in C between two
+(:func:`int8store.order.shuffle.permutation`, computed in C between two
 steps by :mod:`int8store.backend.permutation_op`).
 """
 
