@@ -2,7 +2,7 @@
 
 import importlib.util
 
-from int8store.backend.selection import chosen_backend
+from int8store.backend import chosen_backend
 
 # int8store's JAX conversions import JAX: without the [jax] extra their modules
 # are not collected for doctests (the JAX tests skip, saying why).

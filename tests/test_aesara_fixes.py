@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from int8store.backend import activate, chosen_backend, fixes as aesara_fixes
+from int8store.backend import activate, chosen_backend
+from int8store.backend.setup import fixes as aesara_fixes
 
 pytestmark = pytest.mark.aesara
 if chosen_backend() != "aesara":  # the module's own set-up needs Aesara

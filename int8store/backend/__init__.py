@@ -1,8 +1,7 @@
 """The one door between int8store and its graph library: PyTensor or Aesara.
 
 Everything that touches PyTensor, Aesara or JAX lives in this subpackage: which
-library runs (:mod:`.selection`), its BLAS set-up (:mod:`.blas`), corrections of
-Aesara defects (:mod:`.fixes`), convolution and pooling for PyTensor, which has
+library runs, its BLAS set-up, corrections of Aesara defects (:mod:`.setup`), convolution and pooling for PyTensor, which has
 none (:mod:`.pytensor_nnet`), the modes (:mod:`.modes`), the static-size
 minibatch op (:mod:`.minibatch`), placing data on JAX's device
 (:mod:`.device`), int8store's JAX conversions (:mod:`.jax_ops`) and its ops
@@ -19,7 +18,7 @@ and it does its work once, whether or not the library was imported first:
 3. Aesara defects int8store depends on are corrected, on the versions that
    have them;
 
-and it returns :mod:`int8store.backend.api`, the names the rest of the
+and it returns :mod:`int8store.backend.setup.api`, the names the rest of the
 package builds graphs with. Nothing outside the package changes:
 ``os.environ`` is as it was after the call, and the library's plain modes
 are left as it ships them (int8store's JAX conversions apply in int8store's
@@ -30,56 +29,12 @@ May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 :mod:`int8store.codes`, :mod:`int8store.order`.
 """
 
-import threading
-from importlib import import_module
-
-from .selection import BACKENDS, chosen_backend
+from .setup.activation import activate, is_active
+from .setup.library import set_up
+from .setup.selection import BACKENDS, chosen_backend
 
 __all__ = ["activate", "is_active", "set_up", "tensor_library", "conv2d", "pool_2d",
            "BACKENDS", "chosen_backend"]
-
-_lock = threading.RLock()
-_library = None
-_api = None
-
-
-def set_up():
-    """Steps 1 to 3 above, once; returns the library's module."""
-    global _library
-    with _lock:
-        if _library is None:
-            from . import blas
-
-            name = chosen_backend()
-            library = blas.import_with_blas(name)
-            if name == "aesara":
-                from . import fixes
-                fixes.apply_all()
-            _library = library
-    return _library
-
-
-def activate():
-    """Set up the graph library for int8store (once) and return
-    :mod:`int8store.backend.api`.
-
-    Examples
-    --------
-    >>> api = activate()
-    >>> api.NAME in ("pytensor", "aesara") and api.lib.config.blas__ldflags != ""
-    True
-    """
-    global _api
-    if _api is None:
-        with _lock:
-            set_up()
-            _api = import_module(".api", __name__)
-    return _api
-
-
-def is_active():
-    """Whether :func:`activate` has run in this process."""
-    return _api is not None
 
 
 def tensor_library():

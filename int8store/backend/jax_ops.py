@@ -168,7 +168,7 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
 
 if _api.NAME == "aesara":
     from .jax_ops_aesara import CORRECTED_VERSIONS, register
-    from .fixes import in_versions
+    from .setup.fixes import in_versions
     if in_versions(CORRECTED_VERSIONS):
         convert.register(_api.module("tensor.elemwise").CAReduce)(jax_funcify_CAReduce)
 else:

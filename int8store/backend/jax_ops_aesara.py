@@ -16,7 +16,7 @@ from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
 from aesara.tensor.shape import SpecifyShape
 from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
-from .fixes import in_versions
+from .setup.fixes import in_versions
 from .jax_pooling import tiled_max_pool_grad
 
 __all__ = ["register", "CORRECTED_VERSIONS"]

@@ -11,7 +11,7 @@ so that planning a large model allocates nothing.
 import math
 from dataclasses import dataclass
 
-from ..backend.api import at, conv2d, pool_2d, softmax
+from ..backend.setup.api import at, conv2d, pool_2d, softmax
 from .models import lenet5_geometry
 
 __all__ = ["StepGraph", "build_step", "logistic", "lenet5"]

@@ -1,5 +1,6 @@
 """The names int8store builds graphs with, on PyTensor or Aesara: get them with
-``int8store.backend.activate()``, which sets the library up first.
+``int8store.backend.activate()`` (importing this module sets the library up
+first, through :func:`~.library.set_up`).
 
 The two libraries share their graph model and most module paths
 (``graph.basic``, ``tensor.subtensor``, ``compile.mode``, ...): :func:`module`
@@ -13,7 +14,7 @@ from importlib import import_module
 
 import numpy as np
 
-from . import set_up
+from .library import set_up
 
 lib = set_up()  # configured (and corrected) before anything else here imports it
 #: ``"pytensor"`` or ``"aesara"``.
@@ -39,17 +40,17 @@ else:
 
     def conv2d(*args, **kwargs):
         """Theano's conv2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
-        from .pytensor_nnet import conv2d
+        from ..pytensor_nnet import conv2d
         return conv2d(*args, **kwargs)
 
     def pool_2d(*args, **kwargs):
         """Theano's pool_2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
-        from .pytensor_nnet import pool_2d
+        from ..pytensor_nnet import pool_2d
         return pool_2d(*args, **kwargs)
 
     # int8store's ops in PyTensor's default (Numba) mode, registered when a
     # Numba function is first compiled (numba is not imported before).
-    from .numba_ops import install
+    from ..numba_ops import install
     install()
 
 
@@ -80,7 +81,7 @@ def describe():
 
 def float_dtype(dtype=None):
     """``dtype`` checked, or the library's ``floatX`` when it is None."""
-    from ..errors import ArgumentError
+    from ...errors import ArgumentError
 
     chosen = str(np.dtype(dtype)) if dtype is not None else lib.config.floatX
     if chosen not in FLOAT_DTYPES:
