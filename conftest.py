@@ -11,7 +11,8 @@ _JAX_MODULES = ["int8store/backend/jax_ops.py", "int8store/backend/jax_ops_aesar
                 "int8store/backend/pytensor_nnet_jax.py"]
 collect_ignore = [] if importlib.util.find_spec("jax") else list(_JAX_MODULES)
 # Each backend's own modules import it: collected for doctests on that backend only.
-collect_ignore += (["int8store/backend/pytensor_nnet.py", "int8store/backend/pytensor_nnet_jax.py"]
+collect_ignore += (["int8store/backend/ops/conv.py", "int8store/backend/ops/pooling.py",
+                    "int8store/backend/pytensor_nnet_jax.py"]
                    if chosen_backend() == "aesara" else ["int8store/backend/jax_ops_aesara.py"])
 # Scripts the tests run in processes of their own, as users run tutorials.
 collect_ignore.append("tests/clients")

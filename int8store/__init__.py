@@ -68,7 +68,7 @@ _LAZY = {
     "pool_2d": "backend",
     "function_mode": "backend.modes",
     "MODES": "backend.modes",
-    "minibatch": "backend.minibatch",
+    "minibatch": "backend.ops.minibatch",
     "place": "backend.device",
     "keep_on_device": "backend.device",
     "start_processes": "backend.sharding",

@@ -5,7 +5,7 @@ import pytest
 
 from int8store import STORAGES, ArgumentError, SharedDataset, shared_dataset
 from int8store.backend import activate
-from int8store.backend.minibatch import Minibatch
+from int8store.backend.ops.minibatch import Minibatch
 
 lib, at = activate().lib, activate().at
 Subtensor = activate().module("tensor.subtensor").Subtensor

@@ -1,12 +1,12 @@
 """Shuffled orders for streamed shards: computed in C in the training process
-(backend.permutation_op), in numpy (order.shuffle):
+(backend.ops.permutation), in numpy (order.shuffle):
 the same permutation, keyed by (seed, epoch) or (seed, epoch, shard)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from int8store.backend.permutation_op import Permutation, permutation, shuffled
+from int8store.backend.ops.permutation import Permutation, permutation, shuffled
 from int8store.order.shuffle import permutation as reference
 from int8store.order.shuffle import permuted
 

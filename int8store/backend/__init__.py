@@ -29,6 +29,7 @@ May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 :mod:`int8store.codes`, :mod:`int8store.order`.
 """
 
+from .ops.nnet import conv2d, pool_2d
 from .setup.activation import activate, is_active
 from .setup.library import set_up
 from .setup.selection import BACKENDS, chosen_backend
@@ -48,18 +49,3 @@ def tensor_library():
     True
     """
     return activate().lib
-
-
-def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid",
-           subsample=(1, 1), filter_flip=True):
-    """Theano's ``conv2d`` (NCHW images, flipped kernels) on either library:
-    Aesara's own, or int8store's ops on PyTensor (see :mod:`.pytensor_nnet`)."""
-    return activate().conv2d(input, filters, input_shape=input_shape,
-                             filter_shape=filter_shape, border_mode=border_mode,
-                             subsample=subsample, filter_flip=filter_flip)
-
-
-def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
-    """Theano's ``pool_2d`` on either library (see :func:`conv2d`)."""
-    return activate().pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad,
-                              mode=mode)

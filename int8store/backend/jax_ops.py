@@ -18,8 +18,8 @@ import numpy as np
 
 from ..errors import ArgumentError
 from . import activate
-from .gather import GatherRows
-from .minibatch import Minibatch
+from .ops.gather import GatherRows
+from .ops.minibatch import Minibatch
 from .sharding import AXIS, sharded_layout
 from ..order.shuffle import permuted_jax
 

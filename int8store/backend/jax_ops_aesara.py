@@ -9,15 +9,18 @@ versions they were checked on only.
 
 import jax
 import jax.numpy as jnp
-from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
-                                              AbstractConv2d_gradWeights)
-from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
-                                      CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
 from aesara.tensor.shape import SpecifyShape
-from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
-from .setup.fixes import in_versions
 from .jax_pooling import tiled_max_pool_grad
+from .ops.nnet import aesara_nnet_quietly
+from .setup.fixes import in_versions
+
+with aesara_nnet_quietly():
+    from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
+                                                  AbstractConv2d_gradWeights)
+    from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
+                                          CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
+    from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
 __all__ = ["register", "CORRECTED_VERSIONS"]
 

@@ -96,7 +96,7 @@ def _make_jax_mode():
     Subtensor = api.module("tensor.subtensor").Subtensor
 
     from .jax_ops import convert, sharded_steps
-    from .minibatch import Minibatch, check_index, minibatch_of_slice
+    from .ops.minibatch import Minibatch, check_index, minibatch_of_slice
     from .sharding import placed_blocks, sharded_layout
 
     class CheckedJAXLinker(JAXLinker):

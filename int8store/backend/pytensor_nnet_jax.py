@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .jax_pooling import tiled_max_pool_grad
-from .pytensor_nnet import (Conv2d, Conv2dGradInputs, Conv2dGradWeights, MaxPool2d, MaxPool2dGrad,
-                            _lowest, _padding, pool_out_len)
+from .ops.conv import Conv2d, Conv2dGradInputs, Conv2dGradWeights
+from .ops.im2col import padding as _padding
+from .ops.pooling import MaxPool2d, MaxPool2dGrad, lowest as _lowest, pool_out_len
 
 __all__ = ["register"]
 

@@ -9,8 +9,8 @@ or device) is :func:`int8store.place`'s business, not this module's.
 import numpy as np
 
 from ..backend import activate
-from ..backend.gather import decode_recipe, gather_rows
-from ..backend.minibatch import minibatch
+from ..backend.ops.gather import decode_recipe, gather_rows
+from ..backend.ops.minibatch import minibatch
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..codes.labels import as_int32_labels

@@ -7,7 +7,7 @@ each shard's examples as they lie; with a seed, epoch ``e`` visits the
 shards in a permutation keyed by ``(seed, e)`` and takes shard ``k``'s
 examples in a permutation keyed by ``(seed, e, k)``
 (:func:`int8store.order.shuffle.permutation`, computed in C between two
-steps by :mod:`int8store.backend.permutation_op`).
+steps by :mod:`int8store.backend.ops.permutation`).
 """
 
 from ..errors import StreamError
@@ -32,7 +32,7 @@ class ShardLayout:
         """The shard indices in the order epoch ``epoch`` visits them."""
         if self.seed is None:
             return list(range(self.n_shards))
-        from ..backend.permutation_op import permutation
+        from ..backend.ops.permutation import permutation
 
         return permutation(self.n_shards, self.seed, epoch).tolist()
 
@@ -42,7 +42,7 @@ class ShardLayout:
         seed: row ``i`` of the shard holds its example ``order[i]``."""
         if self.seed is None:
             return None, None
-        from ..backend.permutation_op import shuffled
+        from ..backend.ops.permutation import shuffled
 
         start, stop = self.bounds(index)
         return shuffled(labels[start:stop], self.seed, epoch, index)

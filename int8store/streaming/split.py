@@ -35,7 +35,7 @@ split stays mapped whole, each epoch when its pages are given back after
 use). A shuffled split's shard is lent in the split's order with the
 shard's shuffled order beside it (:attr:`SharedDataset.order`): the step
 gathers each minibatch's rows by it and decodes them in the same pass
-(:mod:`int8store.backend.gather`), and the labels are put in that order on
+(:mod:`int8store.backend.ops.gather`), and the labels are put in that order on
 the host (4 bytes an example). Otherwise (JAX mode, or ``reader`` asks)
 shards are copied into buffers (:mod:`.buffers`), shuffled if asked: a
 store's shards are read ahead by a process of its own

@@ -20,9 +20,9 @@ import threading
 
 import numpy as np
 
-from ..errors import ArgumentError
-from . import activate
-from ..order.shuffle import permutation as reference
+from ...errors import ArgumentError
+from ...order.shuffle import permutation as reference
+from ..setup.activation import activate
 
 _api = activate()
 at = _api.at
