@@ -390,7 +390,7 @@ def test_default_mode_runs_the_ops():
 @pytest.fixture(scope="module")
 def convert():
     pytest.importorskip("jax")
-    from int8store.backend.pytensor_nnet_jax import register
+    from int8store.backend.jax.pytensor_conversions import register
 
     dispatcher = functools.singledispatch(lambda op, **kwargs: None)
     register(dispatcher)

@@ -103,7 +103,8 @@ def test_the_device_shuffle_ends_for_positions_outside_their_domain():
     import jax
     import jax.numpy as jnp
 
-    from int8store.order.shuffle import permuted, permuted_jax
+    from int8store.backend.jax.shuffle import permuted_jax
+    from int8store.order.shuffle import permuted
 
     with pytest.raises(ValueError, match=r"empty domain \(n = 0\)"):
         permuted_jax(jnp.arange(3), 0, 4, 1, 0)

@@ -23,7 +23,7 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
     blocks over ``devices`` (a count, ``"all"`` or a list: see
     :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
     stop)`` row ranges this process read."""
-    from ..backend.sharding import check_same_data, data_mesh, place_rows
+    from ..backend.jax.sharding import check_same_data, data_mesh, place_rows
     from ..order.blocks import Blocks
     from ..store.reader import open_store
     from .shared import SharedDataset

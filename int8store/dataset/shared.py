@@ -62,7 +62,7 @@ class SharedDataset:
     y : int32 shared variable
         The labels; ``y.get_value(borrow=True).shape[0]`` is the example count
         (over several devices too: ``get_value`` leaves the blocks' padding
-        out, see :class:`~int8store.backend.sharding.PaddedRows`).
+        out, see :class:`~int8store.backend.jax.sharding.PaddedRows`).
     data : shared variable
         The stored images: int8 codes, or floats for ``storage="float"``.
     order : int32 shared variable or None

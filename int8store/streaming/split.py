@@ -197,7 +197,7 @@ class StreamingSplit:
                                      ordered=ordered)
         self._identity = np.arange(self.shard_size, dtype=np.int32) if ordered else None
         if mode != "c":
-            from ..backend.device import place
+            from ..backend.jax.device import place
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
         self._pool, self._reader = self._make_reader(row)

@@ -14,7 +14,8 @@ output (the gather costs about what the cast of a contiguous minibatch
 costs), asks the CPU for the next rows a few rows ahead (rows by index
 defeat the hardware's prefetcher), and reuses its output array. Elsewhere:
 ``perform`` in numpy (and in PyTensor's Numba mode, without its warning:
-:mod:`.numba`), ``jnp.take`` in JAX mode (:mod:`.jax_ops`).
+:mod:`.numba`), ``jnp.take`` in JAX mode
+(:mod:`int8store.backend.jax.conversions`).
 
 The recipe gives exactly the values :func:`~int8store.dequantize` gives
 for the same codes when ``scale`` is a power of two (levels and their sum

@@ -5,12 +5,12 @@ starts anywhere, as :func:`~int8store.evaluate_in_chunks` takes).
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
 to trace; this op's output has the static length ``size`` in every mode. On
 the C backend it is a view (no copy); in JAX mode it is
-``jax.lax.dynamic_slice_in_dim`` (see :mod:`.jax_ops`).
+``jax.lax.dynamic_slice_in_dim`` (see :mod:`int8store.backend.jax.conversions`).
 
 An index past the end is an error in every mode. JAX's dynamic slice would
 silently clamp the start and train on repeated examples, so int8store's JAX
 mode checks the index on the host before each call (see
-:mod:`.modes`), and the op refuses to be converted for JAX without that
+:mod:`int8store.backend.jax.mode`), and the op refuses to be converted for JAX without that
 check.
 
 :func:`minibatch_of_slice` recognises the classic tutorials' slice

@@ -24,7 +24,7 @@ gradients of the replicated parameters with its own collectives.
 
 import numpy as np
 
-from ..errors import ArgumentError, StoreFormatError
+from ...errors import ArgumentError, StoreFormatError
 
 __all__ = ["AXIS", "data_mesh", "sharded_layout", "place_rows", "rows_to_host",
            "placed_blocks", "PaddedRows", "replicate", "retype", "start_processes",

@@ -3,7 +3,7 @@
 cross-entropy ops of the classic tutorials), and corrections of two of
 Aesara's own (sums returned their float64 accumulator; a partial
 ``specify_shape`` always failed), registered on int8store's dispatcher by
-:func:`register` (see :mod:`.jax_ops`). The corrections apply to the Aesara
+:func:`register` (see :mod:`.conversions`). The corrections apply to the Aesara
 versions they were checked on only.
 """
 
@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 from aesara.tensor.shape import SpecifyShape
 
-from .jax_pooling import tiled_max_pool_grad
-from .ops.nnet import aesara_nnet_quietly
-from .setup.fixes import in_versions
+from ..ops.nnet import aesara_nnet_quietly
+from ..setup.fixes import in_versions
+from .pooling import tiled_max_pool_grad
 
 with aesara_nnet_quietly():
     from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
