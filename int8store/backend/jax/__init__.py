@@ -11,6 +11,6 @@ No module outside this room imports JAX; here, :func:`.device.place` with
 mode ``"c"`` and :func:`.mode.require_jax` work without it.
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`, :mod:`int8store.order`, ``backend``'s ``setup`` and
-``ops`` rooms; not its door.
+:mod:`int8store.codes`, :mod:`int8store.order`,
+:mod:`int8store.backend.setup`, :mod:`int8store.backend.ops`.
 """

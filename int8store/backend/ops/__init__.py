@@ -9,6 +9,6 @@ Numba mode is declared to :mod:`.numba`, which installs it once. Their JAX
 conversions are in ``backend``'s JAX room.
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`, :mod:`int8store.order`, ``backend``'s ``setup`` room;
-nothing of its ``jax`` room nor its door.
+:mod:`int8store.codes`, :mod:`int8store.order`,
+:mod:`int8store.backend.setup`.
 """

@@ -6,6 +6,6 @@ the rest of the package builds graphs with (the tensor module, ``function``,
 ``shared``, the float dtype).
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`, :mod:`int8store.order`; nothing of ``backend``'s
-other rooms (``ops``, ``jax``) nor its door.
+:mod:`int8store.codes`, :mod:`int8store.order` (the first of ``backend``'s
+rooms: none of the others, nor the door).
 """
