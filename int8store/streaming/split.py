@@ -185,7 +185,8 @@ class StreamingSplit:
                     "use smaller shards or allow more memory")
             prefetch = min(prefetch, int(max_prefetch_bytes) // self.shard_bytes - 1)
         self.workers, self.prefetch, self.mode = workers, prefetch, mode
-        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, seed)
+        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, seed,
+                                  orders_in_c=mode == "c")
         self.reader = self._choose_reader(reader)
         # Shuffled shards lent in the split's order: the step gathers each
         # minibatch's rows by the shard's order (SharedDataset.order).
