@@ -9,6 +9,7 @@ import contextlib
 import warnings
 
 from ..setup.activation import activate
+from .windows import pool_arguments
 
 __all__ = ["conv2d", "pool_2d", "aesara_nnet_quietly"]
 
@@ -26,8 +27,13 @@ def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="val
                        border_mode=border_mode, subsample=subsample, filter_flip=filter_flip)
 
 
-def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
-    """Theano's ``pool_2d`` on either library (see :func:`conv2d`)."""
+def pool_2d(input, ws=None, ignore_border=True, stride=None, pad=(0, 0), mode="max", ds=None,
+            st=None, padding=None):
+    """Theano's ``pool_2d`` on either library (see :func:`conv2d`), Theano's
+    old names included: ``ds``, ``st`` and ``padding`` for ``ws``, ``stride``
+    and ``pad`` (:func:`~.windows.pool_arguments`), on Aesara without its
+    DeprecationWarning."""
+    ws, stride, pad = pool_arguments(ws, stride, pad, ds, st, padding)
     if activate().NAME == "aesara":
         with aesara_nnet_quietly():
             from aesara.tensor.signal.pool import pool_2d as pooling

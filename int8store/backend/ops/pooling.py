@@ -21,7 +21,7 @@ from pytensor.graph.op import Op
 from pytensor.tensor.type import TensorType
 
 from . import numba
-from .windows import int_pair, strided
+from .windows import int_pair, pool_arguments, strided
 
 __all__ = ["pool_2d", "MaxPool2d", "MaxPool2dGrad", "max_pool_forward", "max_pool_grad",
            "pool_out_len", "lowest"]
@@ -218,19 +218,24 @@ class MaxPool2dGrad(_PoolBase):
                 grad_not_implemented(self, 2, gz, "the second derivative of max pooling")]
 
 
-def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
+def pool_2d(input, ws=None, ignore_border=True, stride=None, pad=(0, 0), mode="max", ds=None,
+            st=None, padding=None):
     """Aesara's ``pool_2d``: max pooling of the last two axes of ``input`` (ndim >= 2) in
     windows ``ws``, moved by ``stride`` (``ws`` by default). ``ignore_border=False`` keeps
     the partial windows at the bottom and right borders; ``pad`` adds a margin that no
     maximum comes from (with ignore_border=True only, smaller than the window). Only
-    ``mode="max"`` is supported.
+    ``mode="max"`` is supported. Theano's names ``ds``, ``st`` and ``padding`` stand
+    for ``ws``, ``stride`` and ``pad`` (:func:`~.windows.pool_arguments`).
 
     >>> import pytensor.tensor as pt
     >>> pool_2d(pt.tensor("x", shape=(None, 20, 24, 24)), (2, 2)).type.shape
     (None, 20, 12, 12)
     >>> pool_2d(pt.tensor("x", shape=(5, 5)), (2, 2), ignore_border=False).type.shape
     (3, 3)
+    >>> pool_2d(pt.tensor("x", shape=(None, 20, 24, 24)), ds=(2, 2)).type.shape
+    (None, 20, 12, 12)
     """
+    ws, stride, pad = pool_arguments(ws, stride, pad, ds, st, padding)
     if mode != "max":
         if mode in ("sum", "average_inc_pad", "average_exc_pad"):
             raise NotImplementedError(f"pool_2d: mode={mode!r} is not supported, only 'max'")
