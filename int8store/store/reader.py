@@ -39,7 +39,8 @@ from .manifest import (HDF5_SIGNATURE, MAGIC, data_range, field, is_count, is_he
                        read_manifest, shown)
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
-           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error", "damaged_error"]
+           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error",
+           "check_same_store", "damaged_error"]
 
 FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
@@ -76,6 +77,20 @@ def changed_store_error(path):
     """The error for a store whose file is no longer the one opened."""
     return StoreFormatError(f"{path}: the file changed since the store was opened (replaced or "
                             "rewritten): its shards would not match the labels read before")
+
+
+def check_same_store(path, digest, file=None):
+    """Raise :func:`changed_store_error` for ``path`` unless the file there
+    (or ``file``: an open file's ``/proc/self/fd/N``) still holds the store
+    whose manifest digest is ``digest``: its manifest is read again and
+    compared. A manifest that cannot be read, or is damaged, is another
+    store's."""
+    try:
+        same = manifest_digest(read_manifest(file or path)) == digest
+    except (OSError, StoreFormatError) as error:
+        raise changed_store_error(path) from error
+    if not same:
+        raise changed_store_error(path)
 
 
 def refuse_unreadable_store(path, attrs):
@@ -121,6 +136,10 @@ class _SplitLayout:
             raise StoreFormatError(f"{path}: the manifest holds {shown(self.strong)} as the "
                                    f"BLAKE3 of split {name!r}, not {digest_digits(SPLIT_DIGEST)} "
                                    "hex digits")
+
+    def chunks_over(self, start, stop):
+        """The indices of the stored chunks that examples ``[start, stop)`` touch."""
+        return range(start // self.rows, (stop - 1) // self.rows + 1 if stop > start else 0)
 
     def chunk_name(self, split, index):
         """How messages name stored chunk ``index`` of ``split``."""
@@ -263,11 +282,9 @@ class Store:
             yield
         except StoreChecksumError as error:
             try:
-                same = manifest_digest(read_manifest(self.file)) == self.manifest_digest
-            except (OSError, StoreFormatError):
-                same = False
-            if not same:
-                raise changed_store_error(self.path) from error
+                check_same_store(self.path, self.manifest_digest, self.file)
+            except StoreFormatError as changed:
+                raise changed from error
             raise
 
     def read_labels(self, name, verify=True):
@@ -329,7 +346,7 @@ class Store:
 
     def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
         flat = out.reshape(len(out), layout.row_bytes)
-        for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+        for index in layout.chunks_over(start, stop):
             offset, nbytes, digest = layout.chunks[index]
             first = index * layout.rows
             last = min(first + layout.rows, layout.count)
