@@ -64,25 +64,26 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
 
 
 def _dataset_mean(store, blocks, mesh):
-    """The training split's mean for ``normalize="dataset"``: each process
-    counts the codes of its own devices' rows, and the counts are summed
-    over the processes (exact, as one pass over the split would be)."""
+    """The training split's mean for ``normalize="dataset"``: from the
+    histogram of its codes the manifest records; in a store written before it
+    was recorded, each process counts the codes of its own devices' rows,
+    and the counts are summed over the processes (exact, as one pass over
+    the split would be)."""
     import jax
 
-    from .symbolic import code_counts, mean_of_code_counts
+    from ..codes.histogram import mean_of_code_counts
 
-    counts = np.zeros(256, dtype=np.int64)
-    mine = {device.id for device in jax.local_devices()}
-    for index, device in enumerate(mesh.devices.flat):
-        if device.id in mine:
-            start, stop = blocks.rows_of(index)
-            rows = np.empty((stop - start, int(np.prod(store.image_shape))), np.int8)
-            store.read_rows("train", start, stop, rows)
-            counts += code_counts(rows)
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
+    counts = store.recorded_code_counts("train")
+    if counts is None:
+        counts = np.zeros(256, dtype=np.int64)
+        mine = {device.id for device in jax.local_devices()}
+        for index, device in enumerate(mesh.devices.flat):
+            if device.id in mine:
+                counts += store.count_codes("train", *blocks.rows_of(index))
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
 
-        counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
+            counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
     if not counts.sum():
         raise ArgumentError(f"{store.path}: the training split is empty")
     return mean_of_code_counts(counts, store.encoding)

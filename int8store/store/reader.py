@@ -19,6 +19,12 @@ Layout (format version 3; version 2 differs only in its chunk checksum)::
     /SPLIT/y               int32 labels (little-endian), shape (N,)
                            SPLIT attributes: count, code_mean
 
+Each split's entry in the manifest also records the histogram of its codes
+(``code_counts``: 256 counts, bin ``b`` for the code whose byte is ``b``;
+:mod:`int8store.codes.histogram`), an optional field of format 3 (stores
+written before it lack it): ``normalize="dataset"`` takes the training
+split's mean from it without reading an image (:meth:`Store.code_counts`).
+
 The reader takes the meaning from the manifest and checks the HDF5 metadata
 against it before any HDF5 parser reads the file, then reads the data
 ranges itself, checking each chunk as it goes. :func:`open_store` refuses a
@@ -34,11 +40,12 @@ import numpy as np
 
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher, digest_digits
 from ..codes.encoding import Encoding
+from ..codes.histogram import code_counts, code_sum
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import (HDF5_SIGNATURE, MAGIC, data_range, field, is_count, is_hex, manifest_digest,
                        read_manifest, shown)
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "CODE_COUNTS", "Store", "ChunkBuffer", "open_store",
            "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error",
            "check_same_store", "damaged_error"]
 
@@ -46,6 +53,8 @@ FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
 #: For each format version, the first int8store release that reads it.
 FIRST_READER = {1: "0.1.0", 2: "0.2.0", 3: "0.3.0"}
+#: A split entry's field holding the histogram of its codes (optional).
+CODE_COUNTS = "code_counts"
 
 
 def _version():
@@ -188,6 +197,7 @@ class Store:
         ``{split name: example count}``, in the order written.
     code_means : dict
         ``{split name: mean of its codes}`` (None for an empty split).
+        Each split's histogram of codes: :meth:`code_counts`.
     provenance : dict
         writer, command_line, source, created, format_version.
     manifest : dict
@@ -260,7 +270,7 @@ class Store:
             raise StoreFormatError(f"{path}: the manifest's label names {shown(names)} are not a "
                                    "list of text")
         self.label_names = None if names is None else list(names)
-        self.splits, self.code_means, self._layout = {}, {}, {}
+        self.splits, self.code_means, self._layout, self._code_counts = {}, {}, {}, {}
         for entry in manifest["splits"]:  # (objects: checked by read_manifest)
             name = field(entry, "name", str, path, "a split")
             if name in self.splits:
@@ -270,6 +280,8 @@ class Store:
             self.code_means[name] = _code_mean(entry.get("code_mean"), count, name, path)
             self._layout[name] = _SplitLayout(entry, name, count, math.prod(shape),
                                               self.chunk_checksum, path)
+            self._code_counts[name] = _code_counts(entry.get(CODE_COUNTS), count * math.prod(shape),
+                                                   self.code_means[name], name, path)
 
     # -- reading --------------------------------------------------------------
 
@@ -315,6 +327,38 @@ class Store:
                                  dtype=np.int8)
                 self._read_rows(f, layout, name, start, start + len(codes), codes, verify, scratch)
                 yield start, codes
+
+    def code_counts(self, name):
+        """The histogram of split ``name``'s codes (int64, 256 bins:
+        :func:`int8store.codes.histogram.code_counts`): the manifest's, read
+        with it, where the store records it (written by this release), else
+        counted from the data (every chunk read and checked:
+        :meth:`count_codes`)."""
+        recorded = self.recorded_code_counts(name)
+        return recorded if recorded is not None else self.count_codes(name)
+
+    def recorded_code_counts(self, name):
+        """The histogram of split ``name``'s codes the manifest records, or
+        None for a store written before it recorded them."""
+        self._split(name)  # (an unknown split is refused, naming the others)
+        recorded = self._code_counts[name]
+        return None if recorded is None else recorded.copy()
+
+    def count_codes(self, name, start=0, stop=None):
+        """The histogram of the codes of examples ``[start, stop)`` of split
+        ``name`` (default: all), counted from the data, read (and checked)
+        16 MiB at a time."""
+        layout = self._split(name)
+        stop = layout.count if stop is None else stop
+        counts = np.zeros(256, dtype=np.int64)
+        rows = max(1, (16 << 20) // layout.row_bytes)
+        buffer = np.empty((min(rows, max(stop - start, 0)), layout.row_bytes), dtype=np.int8)
+        scratch = ChunkBuffer(self.chunk_bytes(name))
+        for first in range(start, stop, rows):
+            last = min(first + rows, stop)
+            self.read_rows(name, first, last, buffer[:last - first], scratch=scratch)
+            counts += code_counts(buffer[:last - first])
+        return counts
 
     def chunk_bytes(self, name):
         """Bytes of one stored chunk of split ``name`` (the ``scratch`` of :meth:`read_rows`)."""
@@ -534,6 +578,24 @@ def _code_mean(value, count, name, path):
         raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code mean of "
                                f"split {name!r}, where the mean of int8 codes belongs")
     return value
+
+
+
+def _code_counts(value, pixels, code_mean, name, path):
+    """A split's ``code_counts``: 256 counts of its ``pixels`` codes, which
+    give its ``code_mean`` exactly; None where the manifest has none."""
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 256 and all(is_count(n) for n in value)
+            and sum(value) == pixels):
+        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code counts of "
+                               f"split {name!r}, where 256 counts of its {pixels} codes belong")
+    counts = np.array(value, dtype=np.int64)
+    if pixels and code_sum(counts) / pixels != code_mean:
+        raise StoreFormatError(f"{path}: the code counts of split {name!r} give a mean of "
+                               f"{code_sum(counts) / pixels!r}, its code mean is {code_mean!r}: "
+                               "the manifest contradicts itself")
+    return counts
 
 
 def _said(value):
