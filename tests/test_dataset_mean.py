@@ -13,7 +13,8 @@ from int8store import load_data, load_streams, open_store, quantize
 from int8store.codes.histogram import code_counts, code_sum, mean_of_code_counts
 from int8store.dataset.symbolic import normalization_mean
 from int8store.store.mapped import MappedSplit
-from int8store.store.reader import CODE_COUNTS, Store
+from int8store.store.reader import Store
+from int8store.store.split_entries import CODE_COUNTS
 from int8store.store.writer import StoreWriter
 
 SIZES = {"train": 300, "valid": 40, "test": 40}

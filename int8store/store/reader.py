@@ -38,14 +38,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher, digest_digits
+from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher
 from ..codes.encoding import Encoding
-from ..codes.histogram import code_counts, code_sum
+from ..codes.histogram import code_counts
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
-from .manifest import (HDF5_SIGNATURE, MAGIC, data_range, field, is_count, is_hex, manifest_digest,
+from .manifest import (HDF5_SIGNATURE, MAGIC, field, is_count, is_number, manifest_digest,
                        read_manifest, shown)
+from .split_entries import SplitEntry
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "CODE_COUNTS", "Store", "ChunkBuffer", "open_store",
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
            "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error",
            "check_same_store", "damaged_error"]
 
@@ -53,8 +54,6 @@ FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
 #: For each format version, the first int8store release that reads it.
 FIRST_READER = {1: "0.1.0", 2: "0.2.0", 3: "0.3.0"}
-#: A split entry's field holding the histogram of its codes (optional).
-CODE_COUNTS = "code_counts"
 
 
 def _version():
@@ -114,47 +113,6 @@ def refuse_unreadable_store(path, attrs):
             "do not cover its metadata; convert the source again with 'int8store convert'")
     raise StoreChecksumError(f"{path}: an int8store file whose manifest is missing or damaged: "
                              "the file is damaged")
-
-
-class _SplitLayout:
-    """Where a split's data lies: chunks of ``rows`` examples, and the labels,
-    each ``(offset, size, checksum)``; ``strong``: the split's BLAKE3, or None."""
-
-    def __init__(self, entry, name, count, row_bytes, checksum, path):
-        self.count, self.row_bytes = count, row_bytes
-        x = entry["x"]  # (lists of data ranges: checked by read_manifest)
-        self.rows = x.get("chunk_rows")
-        self.chunks = [data_range(c, path) for c in x["chunks"]]
-        self.labels = [data_range(r, path) for r in entry["y"]]
-        self.strong = entry.get(SPLIT_DIGEST)
-        if not is_count(self.rows) or not 1 <= self.rows <= max(count, 1):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
-                                   f"has {shown(self.rows)} rows a chunk")
-        chunk_bytes = self.rows * self.row_bytes
-        needed = -(-self.count // self.rows) if self.count else 0
-        if len(self.chunks) != needed or any(c[1] != chunk_bytes for c in self.chunks) \
-                or len(self.labels) != (1 if self.count else 0) \
-                or any(r[1] != 4 * self.count for r in self.labels):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
-                                   "does not match its count and image shape")
-        digits = digest_digits(checksum)
-        if not all(is_hex(r[2], digits) for r in self.chunks + self.labels):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} holds a "
-                                   f"checksum that is not {digits} hex digits ({checksum})")
-        if self.strong is not None and not is_hex(self.strong, digest_digits(SPLIT_DIGEST)):
-            raise StoreFormatError(f"{path}: the manifest holds {shown(self.strong)} as the "
-                                   f"BLAKE3 of split {name!r}, not {digest_digits(SPLIT_DIGEST)} "
-                                   "hex digits")
-
-    def chunks_over(self, start, stop):
-        """The indices of the stored chunks that examples ``[start, stop)`` touch."""
-        return range(start // self.rows, (stop - 1) // self.rows + 1 if stop > start else 0)
-
-    def chunk_name(self, split, index):
-        """How messages name stored chunk ``index`` of ``split``."""
-        first = index * self.rows
-        return (f"split {split!r} chunk {index} "
-                f"(examples {first} to {min(first + self.rows, self.count) - 1})")
 
 
 class ChunkBuffer:
@@ -270,18 +228,16 @@ class Store:
             raise StoreFormatError(f"{path}: the manifest's label names {shown(names)} are not a "
                                    "list of text")
         self.label_names = None if names is None else list(names)
-        self.splits, self.code_means, self._layout, self._code_counts = {}, {}, {}, {}
+        self.splits, self.code_means, self._layout = {}, {}, {}
         for entry in manifest["splits"]:  # (objects: checked by read_manifest)
             name = field(entry, "name", str, path, "a split")
             if name in self.splits:
                 raise StoreFormatError(f"{path}: split {name!r} listed twice")
             count = field(entry, "count", int, path, f"split {name!r}")
             self.splits[name] = count
-            self.code_means[name] = _code_mean(entry.get("code_mean"), count, name, path)
-            self._layout[name] = _SplitLayout(entry, name, count, math.prod(shape),
-                                              self.chunk_checksum, path)
-            self._code_counts[name] = _code_counts(entry.get(CODE_COUNTS), count * math.prod(shape),
-                                                   self.code_means[name], name, path)
+            self._layout[name] = SplitEntry(entry, name, count, math.prod(shape),
+                                            self.chunk_checksum, path)
+            self.code_means[name] = self._layout[name].code_mean
 
     # -- reading --------------------------------------------------------------
 
@@ -340,8 +296,7 @@ class Store:
     def recorded_code_counts(self, name):
         """The histogram of split ``name``'s codes the manifest records, or
         None for a store written before it recorded them."""
-        self._split(name)  # (an unknown split is refused, naming the others)
-        recorded = self._code_counts[name]
+        recorded = self._split(name).code_counts
         return None if recorded is None else recorded.copy()
 
     def count_codes(self, name, start=0, stop=None):
@@ -549,7 +504,7 @@ def _encoding(spec, path):
         except (TypeError, ValueError):
             dtype = None
         if dtype is None or dtype.kind not in "iuf" or dtype.itemsize > 8 or len(book) != 256 \
-                or not all(_is_number(v) for v in book) or not _is_number(error) or error < 0:
+                or not all(is_number(v) for v in book) or not is_number(error) or error < 0:
             raise StoreFormatError(f"{path}: the manifest's codebook is not 256 numbers of an "
                                    f"integer or float dtype (dtype {shown(text)}) with a "
                                    f"non-negative max_error ({shown(error)})")
@@ -570,44 +525,9 @@ def _encoding(spec, path):
     raise StoreFormatError(f"{path}: unknown encoding kind {shown(kind)}")
 
 
-def _code_mean(value, count, name, path):
-    """A split's ``code_mean``: the mean of int8 codes, or None for an empty split."""
-    if value is None and count == 0:
-        return None
-    if not _is_number(value) or not -128 <= value <= 127:
-        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code mean of "
-                               f"split {name!r}, where the mean of int8 codes belongs")
-    return value
-
-
-
-def _code_counts(value, pixels, code_mean, name, path):
-    """A split's ``code_counts``: 256 counts of its ``pixels`` codes, which
-    give its ``code_mean`` exactly; None where the manifest has none."""
-    if value is None:
-        return None
-    if not (isinstance(value, list) and len(value) == 256 and all(is_count(n) for n in value)
-            and sum(value) == pixels):
-        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code counts of "
-                               f"split {name!r}, where 256 counts of its {pixels} codes belong")
-    counts = np.array(value, dtype=np.int64)
-    if pixels and code_sum(counts) / pixels != code_mean:
-        raise StoreFormatError(f"{path}: the code counts of split {name!r} give a mean of "
-                               f"{code_sum(counts) / pixels!r}, its code mean is {code_mean!r}: "
-                               "the manifest contradicts itself")
-    return counts
-
-
 def _said(value):
     """A manifest's text as a message shows it (anything else: a short ``repr``)."""
     return value[:80] if isinstance(value, str) else shown(value)
-
-
-def _is_number(value):
-    """Whether ``value`` is a finite float, or an int (not a bool) of at most 64 bits."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 64
 
 
 def _text(value):

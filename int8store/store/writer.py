@@ -27,7 +27,8 @@ from ..codes.histogram import code_counts, code_sum
 from ..errors import Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
-from .reader import CODE_COUNTS, FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+from .split_entries import CODE_COUNTS
 
 __all__ = ["StoreWriter", "CHUNK_BYTES"]
 
