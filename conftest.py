@@ -2,17 +2,18 @@
 
 import importlib.util
 
-from int8store.backend.selection import chosen_backend
+from int8store.backend import chosen_backend
 
 # int8store's JAX conversions import JAX: without the [jax] extra their modules
 # are not collected for doctests (the JAX tests skip, saying why).
-_JAX_MODULES = ["int8store/backend/jax_ops.py", "int8store/backend/jax_ops_aesara.py",
-                "int8store/backend/jax_pooling.py",
-                "int8store/backend/pytensor_nnet_jax.py"]
+_JAX_MODULES = ["int8store/backend/jax/conversions.py",
+                "int8store/backend/jax/aesara_conversions.py", "int8store/backend/jax/pooling.py",
+                "int8store/backend/jax/pytensor_conversions.py", "int8store/backend/jax/shuffle.py"]
 collect_ignore = [] if importlib.util.find_spec("jax") else list(_JAX_MODULES)
 # Each backend's own modules import it: collected for doctests on that backend only.
-collect_ignore += (["int8store/backend/pytensor_nnet.py", "int8store/backend/pytensor_nnet_jax.py"]
-                   if chosen_backend() == "aesara" else ["int8store/backend/jax_ops_aesara.py"])
+collect_ignore += (["int8store/backend/ops/conv.py", "int8store/backend/ops/pooling.py",
+                    "int8store/backend/jax/pytensor_conversions.py"]
+                   if chosen_backend() == "aesara" else ["int8store/backend/jax/aesara_conversions.py"])
 # Scripts the tests run in processes of their own, as users run tutorials.
 collect_ignore.append("tests/clients")
 

@@ -67,7 +67,7 @@ def measure(rounds):
 
     from int8store import SharedDataset
     from int8store.store.reader import open_store
-    from int8store.backend.permutation_op import permutation
+    from int8store.order.shuffle import permutation
     from int8store.streaming.sources import StoreShards, inverse
     from int8store.streaming.split import StreamingSplit
 
@@ -166,7 +166,7 @@ def _graph_shuffle_ways(store, path, codes, labels):
 
     from int8store import SharedDataset
     from int8store.backend import tensor_library
-    from int8store.backend.permutation_op import permutation
+    from int8store.backend.ops.permutation import shuffled
     from int8store.streaming.buffers import BufferPool
     from int8store.streaming.shard_process import ShardProcess
     from int8store.streaming.sources import StoreShards
@@ -203,7 +203,8 @@ def _graph_shuffle_ways(store, path, codes, labels):
     def train_on(epoch, k, rows):
         shard.data.set_value(rows, borrow=True)
         shard.y.set_value(labels[k * SHARD:(k + 1) * SHARD], borrow=True)
-        order.set_value(permutation(SHARD, 0, epoch, k), borrow=True)
+        # the shard's order as the C-mode trainer draws it (in C)
+        order.set_value(shuffled(np.arange(SHARD, dtype=np.int32), 0, epoch, k)[0], borrow=True)
         for i in range(SHARD // BATCH):
             train(i)
 

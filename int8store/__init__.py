@@ -66,14 +66,14 @@ _LAZY = {
     "tensor_library": "backend",
     "conv2d": "backend",
     "pool_2d": "backend",
-    "function_mode": "backend.modes",
-    "MODES": "backend.modes",
-    "minibatch": "backend.minibatch",
-    "place": "backend.device",
-    "keep_on_device": "backend.device",
-    "start_processes": "backend.sharding",
-    "is_main_process": "backend.sharding",
-    "check_same_data": "backend.sharding",
+    "function_mode": "backend",
+    "MODES": "codes.vocabulary",
+    "minibatch": "backend.ops.minibatch",
+    "place": "backend.jax.device",
+    "keep_on_device": "backend.jax.device",
+    "start_processes": "backend.jax.sharding",
+    "is_main_process": "backend.jax.sharding",
+    "check_same_data": "backend.jax.sharding",
 }
 
 __all__ = list(_LAZY) + [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from int8store.backend.selection import BACKENDS, chosen_backend
+from int8store.backend import BACKENDS, chosen_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tutorials"))

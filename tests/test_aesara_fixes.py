@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from int8store.backend import activate, chosen_backend, fixes as aesara_fixes
+from int8store.backend import activate, chosen_backend, conv2d
+from int8store.backend.setup import fixes as aesara_fixes
 
 pytestmark = pytest.mark.aesara
 if chosen_backend() != "aesara":  # the module's own set-up needs Aesara
@@ -11,7 +12,7 @@ if chosen_backend() != "aesara":  # the module's own set-up needs Aesara
                 allow_module_level=True)
 
 api = activate()
-lib, at, conv2d = api.lib, api.at, api.conv2d
+lib, at = api.lib, api.at
 
 
 def test_the_affected_versions_are_recognised():

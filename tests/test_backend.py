@@ -5,8 +5,8 @@ Aesara's C code calls)."""
 import subprocess
 import sys
 
-from int8store.backend.blas import _flag_names, openblas_ldflags, user_has_set
-from int8store.backend.selection import chosen_backend
+from int8store.backend.setup.blas import _flag_names, openblas_ldflags, user_has_set
+from int8store.backend import chosen_backend
 
 
 def test_flags_and_config_files_both_count_as_set(tmp_path, monkeypatch):

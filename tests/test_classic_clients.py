@@ -21,7 +21,7 @@ import pytest
 
 from archives import fake_mnist, python2_pickle, write_mnist_idx_folder
 from conftest import ROOT
-from int8store.backend.selection import chosen_backend
+from int8store.backend import chosen_backend
 
 # Every test here runs its code in a subprocess with flags of its own.
 pytestmark = pytest.mark.own_flags

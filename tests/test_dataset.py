@@ -5,7 +5,7 @@ import pytest
 
 from int8store import STORAGES, ArgumentError, SharedDataset, shared_dataset
 from int8store.backend import activate
-from int8store.backend.minibatch import Minibatch
+from int8store.backend.ops.minibatch import Minibatch
 
 lib, at = activate().lib, activate().at
 Subtensor = activate().module("tensor.subtensor").Subtensor
@@ -151,7 +151,7 @@ def test_c_mode_needs_no_jax_and_jax_mode_says_how_to_get_it(monkeypatch):
     assert isinstance(ds.data.get_value(borrow=True), np.ndarray)
     with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
         place(ds, "jax")
-    monkeypatch.setattr("int8store.backend.modes._JAX_MODE", None)
+    monkeypatch.setattr("int8store.backend.jax.mode._JAX_MODE", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'int8store\[jax\]'"):
         function_mode("jax")
 

@@ -10,7 +10,7 @@ import pytest
 
 from int8store import ArgumentError, MinibatchIndexError, SharedDataset, function_mode, quantize
 from int8store.backend import activate
-from int8store.backend.gather import GatherRows, decode_recipe
+from int8store.backend.ops.gather import GatherRows, decode_recipe
 from int8store.streaming.sources import ArrayShards
 from int8store.streaming.split import StreamingSplit
 

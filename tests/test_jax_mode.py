@@ -66,7 +66,7 @@ def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
     f = lib.function([index], data[begin:begin + 5] * 1, mode=function_mode("jax"))
     assert "Minibatch" in {type(n.op).__name__ for n in f.maker.fgraph.toposort()}
     np.testing.assert_array_equal(f(1), np.arange(20, 40).reshape(5, 4))
-    from int8store.backend.minibatch import minibatch_of_slice
+    from int8store.backend.ops.minibatch import minibatch_of_slice
 
     assert minibatch_of_slice(data[begin:begin + 5].owner).owner.op.stride == 5
     part = data[begin:begin + 3]  # part of a minibatch: 3 rows from index * 5

@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("jax")
 
 from int8store import function_mode  # noqa: E402
-from int8store.backend import activate  # noqa: E402
+from int8store.backend import activate, conv2d, pool_2d  # noqa: E402
 
 api = activate()
-lib, at, conv2d, pool_2d = api.lib, api.at, api.conv2d, api.pool_2d
+lib, at = api.lib, api.at
 
 rng = np.random.default_rng(0)
 

@@ -146,6 +146,15 @@ MALFORMED = {
     "chunk rows beyond the count": lambda m: m["splits"][1].update(count=0, x={"chunk_rows": 1 << 60,
                                                                                 "chunks": []}, y=[]),
     "blake3 a number": lambda m: train(m).__setitem__("blake3", 5),
+    "code counts a string": lambda m: train(m).__setitem__("code_counts", "many"),
+    "code counts of 255 bins": lambda m: train(m)["code_counts"].pop(),
+    "code counts negative": lambda m: train(m)["code_counts"].__setitem__(0, -1),
+    "code counts a float": lambda m: train(m)["code_counts"].__setitem__(
+        0, float(train(m)["code_counts"][0])),
+    "code counts not summing to the codes": lambda m: train(m)["code_counts"].__setitem__(
+        0, train(m)["code_counts"][0] + 1),
+    "code counts against the code mean": lambda m: train(m)["code_counts"].__setitem__(
+        slice(0, 2), [train(m)["code_counts"][0] - 1, train(m)["code_counts"][1] + 1]),
     "blake3 too short": lambda m: train(m).__setitem__("blake3", "ab"),
 }
 

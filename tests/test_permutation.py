@@ -1,14 +1,21 @@
 """Shuffled orders for streamed shards: computed in C in the training process
-(backend.permutation_op), in numpy in a reading process (backend.shuffle):
+on the C backend (backend.ops.permutation), in numpy elsewhere (order.shuffle):
 the same permutation, keyed by (seed, epoch) or (seed, epoch, shard)."""
+
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from int8store.backend.permutation_op import Permutation, permutation, shuffled
-from int8store.backend.shuffle import permutation as reference
-from int8store.backend.shuffle import permuted
+from int8store.backend.ops.permutation import Permutation, shuffled
+from int8store.order.shuffle import permutation as reference
+from int8store.order.shuffle import permuted
+
+
+def permutation(n, seed, epoch, index=None):
+    """``[0, n)`` shuffled in C: the order :func:`shuffled` puts ``n`` values in."""
+    return shuffled(np.arange(n, dtype=np.int32), seed, epoch, index)[0]
 
 
 # Sizes about the powers of two and four, where the domain's bits change.
@@ -77,3 +84,19 @@ def test_the_op_shuffles_an_int32_vector_by_integer_scalars():
             Permutation()(*wrong)
     with pytest.raises(ArgumentError, match="shape \\(2, 2\\)"):
         shuffled(np.zeros((2, 2), np.int32), 1, 2)
+
+
+def test_the_c_source_is_written_from_the_python_definition():
+    """Every constant of the C code is one of order.shuffle's, formatted
+    there: none is copied by hand."""
+    from int8store.backend.ops import permutation as op
+    from int8store.order import shuffle
+
+    source = Permutation().c_support_code() + op._c_keys() + op._c_rounds()
+    expected = {shuffle.GOLDEN} | {m for _, m in shuffle.MIX_STEPS if m is not None} \
+        | {shuffle.round_offset(r) for r in range(shuffle.ROUNDS)}
+    assert {int(c, 16) for c in re.findall(r"0x([0-9A-F]{8})u", source)} == expected
+    assert [int(s) for s in re.findall(r"x \^= x >> (\d+);", source)] == \
+        [shift for shift, _ in shuffle.MIX_STEPS]
+    assert op._c_rounds().count("int8store_mix") == shuffle.ROUNDS
+    assert f"+ {shuffle.EPOCH_SALT}u" in source and f"+ {shuffle.INDEX_SALT}u" in source

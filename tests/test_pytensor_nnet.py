@@ -1,4 +1,4 @@
-"""conv2d and pool_2d for PyTensor (int8store.backend.pytensor_nnet): checked against
+"""conv2d and pool_2d for PyTensor (int8store.backend.ops: conv, im2col, pooling): checked against
 direct NumPy loops, PyTensor's verify_grad, and their JAX conversions."""
 
 import functools
@@ -16,9 +16,9 @@ import pytensor.tensor as pt  # noqa: E402
 from pytensor.compile.mode import Mode  # noqa: E402
 from pytensor.gradient import verify_grad  # noqa: E402
 
-from int8store.backend import pytensor_nnet as nnet  # noqa: E402
-from int8store.backend.pytensor_nnet import (Conv2d, Conv2dGradInputs, Conv2dGradWeights,  # noqa: E402
-                                             MaxPool2d, MaxPool2dGrad, conv2d, pool_2d)
+from int8store.backend.ops import im2col, pooling  # noqa: E402
+from int8store.backend.ops.conv import Conv2d, Conv2dGradInputs, Conv2dGradWeights, conv2d  # noqa: E402
+from int8store.backend.ops.pooling import MaxPool2d, MaxPool2dGrad, pool_2d  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +71,7 @@ def reference_conv(img, kern, border_mode="valid", subsample=(1, 1), filter_flip
 def reference_pool(x, ws, stride=None, ignore_border=True, pad=(0, 0)):
     """Aesara's Pool.perform for mode="max": windows clipped to the unpadded image."""
     stride = stride or ws
-    out = [nnet.pool_out_len(x.shape[-2 + d], ws[d], stride[d], pad[d], ignore_border) for d in range(2)]
+    out = [pooling.pool_out_len(x.shape[-2 + d], ws[d], stride[d], pad[d], ignore_border) for d in range(2)]
     result = np.empty(x.shape[:-2] + tuple(out), x.dtype)
     for i, j in itertools.product(range(out[0]), range(out[1])):
         r0, c0 = i * stride[0] - pad[0], j * stride[1] - pad[1]
@@ -137,18 +137,18 @@ def test_filter_flip_is_a_convolution_and_no_flip_a_correlation(filter_flip):
 @pytest.mark.parametrize("shapes", [((3, 1, 7, 11), (2, 1, 3, 5)), ((5, 4, 6, 5), (3, 4, 5, 2)),
                                     ((1, 2, 3, 3), (1, 2, 3, 3))])
 def test_both_im2col_layouts(monkeypatch, layout, shapes, chunk_bytes):
-    monkeypatch.setattr(nnet, "_layout", lambda *args: layout)
+    monkeypatch.setattr(im2col, "_layout", lambda *args: layout)
     if chunk_bytes is not None:
-        monkeypatch.setattr(nnet, "_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(im2col, "_CHUNK_BYTES", chunk_bytes)
     img, kern = rng(3).standard_normal(shapes[0]), rng(4).standard_normal(shapes[1])
     for border_mode, subsample in [("valid", (1, 1)), ("full", (2, 1)), ((1, 2), (1, 3))]:
         expected = reference_conv(img, kern, border_mode, subsample)
-        got = nnet.conv2d_forward(img, kern, border_mode, subsample)
+        got = im2col.conv2d_forward(img, kern, border_mode, subsample)
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
         # The gradients are the forward's adjoints: <top, conv(x, w)> in each argument.
         top = rng(5).standard_normal(expected.shape)
-        grad_w = nnet.conv2d_grad_weights(img, top, kern.shape[2:], border_mode, subsample)
-        grad_x = nnet.conv2d_grad_inputs(kern, top, img.shape[2:], border_mode, subsample)
+        grad_w = im2col.conv2d_grad_weights(img, top, kern.shape[2:], border_mode, subsample)
+        grad_x = im2col.conv2d_grad_inputs(kern, top, img.shape[2:], border_mode, subsample)
         dw, dx = rng(6).standard_normal(kern.shape), rng(7).standard_normal(img.shape)
         np.testing.assert_allclose(np.sum(grad_w * dw), np.sum(top * reference_conv(img, dw, border_mode, subsample)))
         np.testing.assert_allclose(np.sum(grad_x * dx), np.sum(top * reference_conv(dx, kern, border_mode, subsample)))
@@ -161,11 +161,11 @@ def test_long_products_of_small_results():
     expected = a[0] @ b[0].T + a[1] @ b[1].T
     for length in [5000, 4999, 300]:  # in pieces of 500; prime: whole; short: whole
         total = np.ones((20, 25))
-        nnet._add_products(total, a[..., :length], b[..., :length])
+        im2col._add_products(total, a[..., :length], b[..., :length])
         np.testing.assert_allclose(total, 1 + a[0, :, :length] @ b[0, :, :length].T
                                    + a[1, :, :length] @ b[1, :, :length].T, rtol=1e-12)
     total = np.zeros((20, 25), "float32")
-    nnet._add_products(total, a.astype("float32"), b.astype("float32"))
+    im2col._add_products(total, a.astype("float32"), b.astype("float32"))
     np.testing.assert_allclose(total, expected, rtol=1e-4, atol=1e-3)
 
 
@@ -369,7 +369,7 @@ def test_max_pool_second_derivative_is_declared():
 
 def test_default_mode_runs_the_ops():
     """PyTensor's default linker (Numba in 3.x) runs the ops' perform in object
-    mode, without PyTensor's warning (int8store.backend.numba_ops)."""
+    mode, without PyTensor's warning (int8store.backend.ops.numba)."""
     pytest.importorskip("numba")
     x = pt.tensor("x", dtype="float32", shape=(2, 1, 8, 8))
     w = pt.tensor("w", dtype="float32", shape=(3, 1, 3, 3))
@@ -390,7 +390,7 @@ def test_default_mode_runs_the_ops():
 @pytest.fixture(scope="module")
 def convert():
     pytest.importorskip("jax")
-    from int8store.backend.pytensor_nnet_jax import register
+    from int8store.backend.jax.pytensor_conversions import register
 
     dispatcher = functools.singledispatch(lambda op, **kwargs: None)
     register(dispatcher)
@@ -484,7 +484,7 @@ def test_jax_conversions_under_jit(convert):
     t = pt.tensor("t", dtype="float32", shape=top.shape)
     pooled = MaxPool2d((3, 3), stride=(2, 2), pad=(1, 1))(x)
     gz = rng(46).standard_normal(pooled.type.shape).astype("float32")
-    maxout = nnet.max_pool_forward(img, (3, 3), (2, 2), (1, 1), True)
+    maxout = pooling.max_pool_forward(img, (3, 3), (2, 2), (1, 1), True)
     cases = [(forward.owner, [img, kern]),
              (Conv2dGradWeights(**settings)(x, t, kern.shape[2:]).owner, [img, top, np.array(kern.shape[2:])]),
              (Conv2dGradInputs(**settings)(w, t, img.shape[2:]).owner, [kern, top, np.array(img.shape[2:])]),

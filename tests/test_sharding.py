@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from int8store.backend.sharding import Blocks
+from int8store.order.blocks import Blocks
 
 # Several devices or processes: PyTensor's float64 run leaves these out (its
 # float32 run and Aesara's JAX run have them; scripts/test.sh).
@@ -86,7 +86,7 @@ def test_an_order_returns_at_once_and_never_takes_padding():
 
 @pytest.mark.timeout(10)
 def test_a_shuffle_of_an_empty_domain_raises_instead_of_walking_forever():
-    from int8store.backend.shuffle import permuted
+    from int8store.order.shuffle import permuted
 
     with pytest.raises(ValueError, match=r"empty domain \(n = 0\) has no row for position 0"):
         permuted(np.arange(3), 0, 1, 0)
@@ -103,7 +103,8 @@ def test_the_device_shuffle_ends_for_positions_outside_their_domain():
     import jax
     import jax.numpy as jnp
 
-    from int8store.backend.shuffle import permuted, permuted_jax
+    from int8store.backend.jax.shuffle import permuted_jax
+    from int8store.order.shuffle import permuted
 
     with pytest.raises(ValueError, match=r"empty domain \(n = 0\)"):
         permuted_jax(jnp.arange(3), 0, 4, 1, 0)
@@ -387,7 +388,7 @@ def test_each_process_reads_only_its_own_devices_rows_of_a_store(tmp_path):
 # -- the seeded order: O(1) a position, the same on the host, the C backend and JAX ----
 
 def test_the_shuffle_is_a_bijection_a_new_one_each_epoch():
-    from int8store.backend.shuffle import permuted
+    from int8store.order.shuffle import permuted
 
     for n in (1, 2, 3, 10, 297, 1000, 4097):
         orders = [permuted(np.arange(n), n, 42, epoch) for epoch in range(3)]
@@ -524,7 +525,8 @@ xb, yb = single.minibatch(i, B)
 at3 = 3 * single.n_batches(B) + 2  # epoch 3, minibatch 2
 c_rows = lib.function([i], [xb, yb], mode=int8store.function_mode("c"))(at3)
 j_rows = lib.function([i], [xb, yb], mode=int8store.function_mode("jax"))(at3)
-order = int8store.backend.sharding.Blocks(len(codes), 1).order(B, seed=SEED, epoch=3)[2 * B:3 * B]
+from int8store.order.blocks import Blocks
+order = Blocks(len(codes), 1).order(B, seed=SEED, epoch=3)[2 * B:3 * B]
 print(json.dumps({"costs4": costs4, "costs1": costs1, "gather": hlo.count("all-gather"),
                   "c_equals_jax": bool(np.array_equal(np.asarray(c_rows[1]), np.asarray(j_rows[1]))
                                        and np.allclose(np.asarray(c_rows[0]), np.asarray(j_rows[0]))),

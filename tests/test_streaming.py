@@ -83,6 +83,40 @@ def test_the_order_comes_from_the_seed_and_changes_between_epochs():
     assert order(None, 0) == order(None, 5) == list(range(50))  # no seed: the split's order
 
 
+def test_a_jax_mode_stream_orders_its_shards_without_the_c_op():
+    """A shard's order is order.shuffle's arithmetic: the C backend's trainer
+    draws it with a C op, a JAX-mode stream in numpy, without importing (or
+    compiling) that op, and both give the same order."""
+    pytest.importorskip("jax")
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys\n"
+            "import numpy as np\n"
+            "from int8store import quantize\n"
+            "from int8store.streaming.sources import ArrayShards\n"
+            "from int8store.streaming.split import StreamingSplit\n"
+            "codes, encoding = quantize(np.arange(150, dtype=np.uint8).reshape(50, 3) % 251)\n"
+            "stream = StreamingSplit(ArrayShards(codes, np.arange(50)), 8, encoding, (3,), seed=7,"
+            " mode='jax')\n"
+            "order = []\n"
+            "for epoch in (0, 1):\n"
+            "    for shard in stream.epoch(epoch):\n"
+            "        order += np.asarray(stream.y.get_value())[:shard.count].tolist()\n"
+            "stream.close()\n"
+            "print(json.dumps([order, 'int8store.backend.ops.permutation' in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    jax_order, imported = json.loads(done.stdout.splitlines()[-1])
+    assert not imported
+    stream, _ = array_stream(seed=7)  # the C backend: the C op draws each shard's order
+    assert stream.layout.orders_in_c
+    c_order = [int(n) for epoch in (0, 1) for labels, _ in visit(stream, epoch) for n in labels]
+    stream.close()
+    assert c_order == jax_order
+
+
 @pytest.fixture
 def store(tmp_path):
     path = tmp_path / "s.h5"

@@ -1,16 +1,26 @@
 """The one door between int8store and its graph library: PyTensor or Aesara.
 
-Everything that touches PyTensor, Aesara or JAX lives in this subpackage: which
-library runs (:mod:`.selection`), its BLAS set-up (:mod:`.blas`), corrections of
-Aesara defects (:mod:`.fixes`), convolution and pooling for PyTensor, which has
-none (:mod:`.pytensor_nnet`), the modes (:mod:`.modes`), the static-size
-minibatch op (:mod:`.minibatch`), placing data on JAX's device
-(:mod:`.device`), int8store's JAX conversions (:mod:`.jax_ops`) and its ops
-in PyTensor's Numba mode (:mod:`.numba_ops`).
+Everything that touches PyTensor, Aesara or JAX lives in this subpackage, in
+three rooms, by what a reader comes for:
 
-``import int8store`` imports none of it. :func:`activate` is the one entry
-point: the first call that builds a graph makes it (or a user, explicitly),
-and it does its work once, whether or not the library was imported first:
+* :mod:`.setup`: which library runs, its BLAS, corrections of its defects,
+  and :func:`activate`, the one entry point, which returns the library's
+  names (:mod:`.setup.api`);
+* :mod:`.ops`: int8store's own graph ops and their numpy, C and Numba
+  implementations (the static-size minibatch, gathered rows, a shard's order
+  in C, conv2d and pool_2d for PyTensor, which has none);
+* :mod:`.jax`: JAX mode (int8store's conversions, its own dispatcher), data
+  placed on one device or several.
+
+A room imports from the rooms before it in that list, never after; this
+module, the door, from all of them. (:mod:`.aesara_startup`, the start-up
+hook ``scripts/setup.sh`` installs for the Aesara stack, stays beside the
+door: environments set up earlier name it at this path.)
+
+``import int8store`` imports none of the libraries. :func:`activate` is the
+one entry point: the first call that builds a graph makes it (or a user,
+explicitly), and it does its work once, whether or not the library was
+imported first:
 
 1. the library is chosen: ``$INT8STORE_BACKEND`` (``pytensor`` or ``aesara``)
    if set, else the one the program already imported, else the one installed
@@ -19,67 +29,30 @@ and it does its work once, whether or not the library was imported first:
 3. Aesara defects int8store depends on are corrected, on the versions that
    have them;
 
-and it returns :mod:`int8store.backend.api`, the names the rest of the
+and it returns :mod:`int8store.backend.setup.api`, the names the rest of the
 package builds graphs with. Nothing outside the package changes:
 ``os.environ`` is as it was after the call, and the library's plain modes
 are left as it ships them (int8store's JAX conversions apply in int8store's
 JAX mode only; PyTensor's Numba dispatch learns int8store's own op classes
 and nothing else).
 
+Here: :func:`activate`, :func:`tensor_library`, :func:`conv2d` and
+:func:`pool_2d` (Theano's, on either library) and :func:`function_mode`.
+
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`.
+:mod:`int8store.codes`, :mod:`int8store.order`.
 """
 
-import threading
-from importlib import import_module
-
-from .selection import BACKENDS, chosen_backend
+from ..codes.vocabulary import MODES, check_mode
+from .ops.nnet import conv2d, pool_2d
+from .setup.activation import activate, is_active
+from .setup.library import set_up
+from .setup.selection import BACKENDS, chosen_backend
 
 __all__ = ["activate", "is_active", "set_up", "tensor_library", "conv2d", "pool_2d",
-           "BACKENDS", "chosen_backend"]
+           "function_mode", "MODES", "BACKENDS", "chosen_backend"]
 
-_lock = threading.RLock()
-_library = None
-_api = None
-
-
-def set_up():
-    """Steps 1 to 3 above, once; returns the library's module."""
-    global _library
-    with _lock:
-        if _library is None:
-            from . import blas
-
-            name = chosen_backend()
-            library = blas.import_with_blas(name)
-            if name == "aesara":
-                from . import fixes
-                fixes.apply_all()
-            _library = library
-    return _library
-
-
-def activate():
-    """Set up the graph library for int8store (once) and return
-    :mod:`int8store.backend.api`.
-
-    Examples
-    --------
-    >>> api = activate()
-    >>> api.NAME in ("pytensor", "aesara") and api.lib.config.blas__ldflags != ""
-    True
-    """
-    global _api
-    if _api is None:
-        with _lock:
-            set_up()
-            _api = import_module(".api", __name__)
-    return _api
-
-
-def is_active():
-    """Whether :func:`activate` has run in this process."""
-    return _api is not None
+_C_MODE = None
 
 
 def tensor_library():
@@ -95,16 +68,29 @@ def tensor_library():
     return activate().lib
 
 
-def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid",
-           subsample=(1, 1), filter_flip=True):
-    """Theano's ``conv2d`` (NCHW images, flipped kernels) on either library:
-    Aesara's own, or int8store's ops on PyTensor (see :mod:`.pytensor_nnet`)."""
-    return activate().conv2d(input, filters, input_shape=input_shape,
-                             filter_shape=filter_shape, border_mode=border_mode,
-                             subsample=subsample, filter_flip=filter_flip)
+def function_mode(mode):
+    """The ``mode=`` argument of ``function`` (PyTensor's or Aesara's) for an
+    int8store mode (:data:`MODES`): ``"c"``, the library's C backend on the
+    CPU, or ``"jax"``, int8store's JAX mode (:mod:`.jax.mode`) on JAX's
+    default device (a GPU when JAX sees one).
 
+    ``"c"`` is Aesara's default mode; on PyTensor, whose default is now
+    Numba, it is PyTensor's C backend (``Mode("cvm", "fast_run")``): int8store's
+    convolution and pooling are numpy-and-BLAS ops, which Numba could run
+    only in its slow object mode.
 
-def pool_2d(input, ws, ignore_border=True, stride=None, pad=(0, 0), mode="max"):
-    """Theano's ``pool_2d`` on either library (see :func:`conv2d`)."""
-    return activate().pool_2d(input, ws, ignore_border=ignore_border, stride=stride, pad=pad,
-                              mode=mode)
+    Examples
+    --------
+    >>> function_mode("c") is None or function_mode("c").linker is not None
+    True
+    """
+    global _C_MODE
+    if check_mode(mode) == "jax":
+        from .jax.mode import jax_mode
+        return jax_mode()
+    api = activate()
+    if api.NAME == "aesara":
+        return None
+    if _C_MODE is None:
+        _C_MODE = api.module("compile.mode").Mode(linker="cvm", optimizer="fast_run")
+    return _C_MODE

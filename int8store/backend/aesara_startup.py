@@ -44,7 +44,7 @@ class _ImportWithBlas(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        from .blas import blas_in_aesara_flags
+        from .setup.blas import blas_in_aesara_flags
 
         module.__loader__ = module.__spec__.loader = self._loader
         with blas_in_aesara_flags():

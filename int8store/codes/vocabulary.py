@@ -2,7 +2,7 @@
 
 from ..errors import ArgumentError
 
-__all__ = ["SPLITS", "NORMALIZATIONS", "STORAGES", "check_choice"]
+__all__ = ["SPLITS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "check_mode"]
 
 #: The splits every dataset ends with, in order.
 SPLITS = ("train", "valid", "test")
@@ -13,9 +13,21 @@ NORMALIZATIONS = ("unit", "batch", "dataset", "none")
 #: How the images can be held: int8 codes (this library), or float copies (the classic way).
 STORAGES = ("int8", "float")
 
+#: Where graphs run: the library's C backend (on the CPU), or JAX (its default
+#: device: a GPU when JAX sees one). See :func:`int8store.function_mode`.
+MODES = ("c", "jax")
+
 
 def check_choice(name, value, choices):
     """``value`` if it is one of ``choices``, else an error naming the option."""
     if value not in choices:
         raise ArgumentError(f"{name}={value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def check_mode(mode):
+    """``mode`` lower-cased, if it is one of :data:`MODES`."""
+    chosen = str(mode).lower()
+    if chosen not in MODES:
+        raise ArgumentError(f"mode={mode!r} is not one of {', '.join(MODES)}")
+    return chosen

@@ -3,6 +3,6 @@ their symbolic float views, widened inside the graph (:mod:`.symbolic`), and
 ``load_data`` / ``load_splits`` (:mod:`.loading`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,
-``runtime``, ``codes``, ``backend``, ``store``, ``sources``, ``plan``,
+``runtime``, ``codes``, ``order``, ``backend``, ``store``, ``sources``, ``plan``,
 ``memory``).
 """

@@ -3,7 +3,7 @@
 import os
 
 from ..errors import ArgumentError, SourceFormatError
-from ..codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice
+from ..codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 
 __all__ = ["load_data", "load_splits"]
 
@@ -20,7 +20,6 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     dict
         ``{"train": SharedDataset, "valid": ..., "test": ...}``
     """
-    from ..backend.modes import check_mode
     from ..sources import read_source
     from ..sources.locate import caller_file
 
@@ -70,7 +69,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                                   dtype=dtype)
               for name, (codes, labels) in held.items()}
     if mode != "c":
-        from ..backend.device import place
+        from ..backend.jax.device import place
         place(list(splits.values()), mode, devices=devices)
     return splits
 

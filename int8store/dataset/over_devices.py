@@ -1,7 +1,7 @@
 """A store's splits placed over several devices, each process reading only
 the rows its own devices hold: no host ever holds a whole split's images.
 
-The layout is :class:`~int8store.backend.sharding.Blocks` (a pure function of
+The layout is :class:`~int8store.order.blocks.Blocks` (a pure function of
 the split's length and the device count); JAX asks each process for its own
 devices' blocks only (``jax.make_array_from_callback``), and those rows are
 read from the store, checked against their chunks' checksums, straight into
@@ -23,7 +23,8 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
     blocks over ``devices`` (a count, ``"all"`` or a list: see
     :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
     stop)`` row ranges this process read."""
-    from ..backend.sharding import Blocks, check_same_data, data_mesh, place_rows
+    from ..backend.jax.sharding import check_same_data, data_mesh, place_rows
+    from ..order.blocks import Blocks
     from ..store.reader import open_store
     from .shared import SharedDataset
 
@@ -63,25 +64,26 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
 
 
 def _dataset_mean(store, blocks, mesh):
-    """The training split's mean for ``normalize="dataset"``: each process
-    counts the codes of its own devices' rows, and the counts are summed
-    over the processes (exact, as one pass over the split would be)."""
+    """The training split's mean for ``normalize="dataset"``: from the
+    histogram of its codes the manifest records; in a store written before it
+    was recorded, each process counts the codes of its own devices' rows,
+    and the counts are summed over the processes (exact, as one pass over
+    the split would be)."""
     import jax
 
-    from .symbolic import code_counts, mean_of_code_counts
+    from ..codes.histogram import mean_of_code_counts
 
-    counts = np.zeros(256, dtype=np.int64)
-    mine = {device.id for device in jax.local_devices()}
-    for index, device in enumerate(mesh.devices.flat):
-        if device.id in mine:
-            start, stop = blocks.rows_of(index)
-            rows = np.empty((stop - start, int(np.prod(store.image_shape))), np.int8)
-            store.read_rows("train", start, stop, rows)
-            counts += code_counts(rows)
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
+    counts = store.recorded_code_counts("train")
+    if counts is None:
+        counts = np.zeros(256, dtype=np.int64)
+        mine = {device.id for device in jax.local_devices()}
+        for index, device in enumerate(mesh.devices.flat):
+            if device.id in mine:
+                counts += store.count_codes("train", *blocks.rows_of(index))
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
 
-        counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
+            counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
     if not counts.sum():
         raise ArgumentError(f"{store.path}: the training split is empty")
     return mean_of_code_counts(counts, store.encoding)

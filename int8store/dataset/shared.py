@@ -9,8 +9,8 @@ or device) is :func:`int8store.place`'s business, not this module's.
 import numpy as np
 
 from ..backend import activate
-from ..backend.gather import decode_recipe, gather_rows
-from ..backend.minibatch import minibatch
+from ..backend.ops.gather import decode_recipe, gather_rows
+from ..backend.ops.minibatch import minibatch
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..codes.labels import as_int32_labels
@@ -62,7 +62,7 @@ class SharedDataset:
     y : int32 shared variable
         The labels; ``y.get_value(borrow=True).shape[0]`` is the example count
         (over several devices too: ``get_value`` leaves the blocks' padding
-        out, see :class:`~int8store.backend.sharding.PaddedRows`).
+        out, see :class:`~int8store.backend.jax.sharding.PaddedRows`).
     data : shared variable
         The stored images: int8 codes, or floats for ``storage="float"``.
     order : int32 shared variable or None
@@ -192,7 +192,7 @@ class SharedDataset:
         """Take this split's minibatches in a seeded order, a new one each
         epoch: minibatch ``i`` of epoch ``e`` holds the rows at positions
         ``[i*B, (i+1)*B)`` of a bijection of the split computed position by
-        position from ``(seed, e)`` (:mod:`int8store.backend.shuffle`; over
+        position from ``(seed, e)`` (:mod:`int8store.order.shuffle`; over
         several devices each device shuffles its own block). Index such
         minibatches with what :meth:`minibatches` yields: ``e * batches + i``
         (so a data position is ``(seed, epoch, step)``). Applies to

@@ -30,8 +30,9 @@ stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
 import numpy as np
 
 from ..backend import activate
-from ..errors import ArgumentError
+from ..codes.histogram import code_counts, mean_of_code_counts
 from ..codes.vocabulary import NORMALIZATIONS, check_choice
+from ..errors import ArgumentError
 
 __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
 
@@ -120,25 +121,10 @@ def per_batch_stage(x, encoding, normalize, dtype=None):
 def normalization_mean(codes, encoding):
     """Mean of ``x`` (levels, or codebook values) over ``codes``, in float64.
 
-    Computed exactly from a 256-bin histogram of the codes.
+    Computed exactly from a 256-bin histogram of the codes
+    (:mod:`int8store.codes.histogram`).
     """
     return mean_of_code_counts(code_counts(codes), encoding)
-
-
-def code_counts(codes):
-    """How many of ``codes`` take each byte value (bin ``b`` for the code whose
-    byte is ``b``): histograms of parts of a split add up to the split's."""
-    return np.bincount(np.asarray(codes, dtype=np.int8).reshape(-1).view(np.uint8), minlength=256)
-
-
-def mean_of_code_counts(counts, encoding):
-    """:func:`normalization_mean` from :func:`code_counts`."""
-    counts = np.roll(counts, 128)  # bin of code c at c + 128
-    if counts.sum() == 0:
-        raise ArgumentError("cannot take the mean of an empty set of codes")
-    table = (np.asarray(encoding.codebook, dtype=np.float64) if encoding.is_codebook
-             else np.arange(256, dtype=np.float64) - 128 + encoding.offset)
-    return float(counts @ table / counts.sum())
 
 
 def _levels(codes, encoding, dtype):

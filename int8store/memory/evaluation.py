@@ -93,7 +93,7 @@ def _chunk_values(evaluate, start, chunk_size):
     """``evaluate(start)``'s per-example values, checked to be one per example."""
     values = evaluate(start)
     if not getattr(values, "is_fully_addressable", True):  # spread over several processes
-        from ..backend.sharding import host_values
+        from ..backend.jax.sharding import host_values
 
         values = host_values(values)
     values = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -132,7 +132,7 @@ def _evaluate_stream(evaluate, stream, chunk_size, classic_count, static):
 
 def _evaluate_blocks(evaluate, blocks, chunk_size, classic_count, static):
     """:func:`evaluate_in_chunks` over a split in blocks on several devices
-    (:mod:`int8store.backend.sharding`): windows of ``chunk_size / devices``
+    (:mod:`int8store.backend.jax.sharding`): windows of ``chunk_size / devices``
     local rows, the same on every device; each real example counts once,
     padding never."""
     if not static:

@@ -11,8 +11,11 @@ so that planning a large model allocates nothing.
 import math
 from dataclasses import dataclass
 
-from ..backend.api import at, conv2d, pool_2d, softmax
+from ..backend import activate, conv2d, pool_2d
 from .models import lenet5_geometry
+
+_api = activate()
+at, softmax = _api.at, _api.softmax
 
 __all__ = ["StepGraph", "build_step", "logistic", "lenet5"]
 

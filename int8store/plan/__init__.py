@@ -3,6 +3,7 @@ valid and test splits and their encoding (:mod:`.splits`), the one step
 shared by ``load_data`` and ``convert``.
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`, :mod:`int8store.backend`, :mod:`int8store.store`,
+:mod:`int8store.codes`, :mod:`int8store.order`, :mod:`int8store.backend`,
+:mod:`int8store.store`,
 :mod:`int8store.sources`.
 """

@@ -7,7 +7,8 @@ converter can stream an archive larger than memory while ``load_data`` simply
 reads everything. :func:`read_source` picks the reader for what it is given.
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
-:mod:`int8store.codes`, :mod:`int8store.backend`, :mod:`int8store.store`
+:mod:`int8store.codes`, :mod:`int8store.order`, :mod:`int8store.backend`,
+:mod:`int8store.store`
 (a store is a source too).
 """
 

@@ -41,6 +41,7 @@ field is checked for its type and range before it is used (malformed:
 
 import hashlib
 import json
+import math
 import os
 import reprlib
 
@@ -48,7 +49,7 @@ from ..errors import StoreChecksumError, StoreFormatError
 
 __all__ = ["MAGIC", "MAX_USERBLOCK_BYTES", "pack", "read_manifest", "manifest_digest",
            "userblock_size_for", "hash_outside", "data_ranges", "data_range", "field", "is_count",
-           "is_hex", "shown", "HDF5_SIGNATURE"]
+           "is_number", "is_hex", "shown", "HDF5_SIGNATURE"]
 
 MAGIC = b"int8store manifest\n"
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -238,6 +239,13 @@ def field(mapping, key, kind, path, where="the manifest"):
 def is_count(value):
     """Whether ``value`` is a non-negative int (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_number(value):
+    """Whether ``value`` is a finite float, or an int (not a bool) of at most 64 bits."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 64
 
 
 def is_hex(value, digits):

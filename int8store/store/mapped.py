@@ -29,7 +29,6 @@ import numpy as np
 
 from ..errors import StoreChecksumError, StoreFormatError
 from .checksums import chunk_hasher
-from .manifest import manifest_digest, read_manifest
 
 __all__ = ["MappedSplit"]
 
@@ -69,15 +68,11 @@ class MappedSplit:
     def _refuse_another_file(self, fd):
         """The file open as ``fd`` must be the store opened earlier (the same
         manifest): a store replaced since then would not match its labels."""
-        from .reader import changed_store_error
+        from .reader import check_same_store
 
         here = f"/proc/self/fd/{fd}"  # the open file itself, where Linux names it
-        try:
-            digest = manifest_digest(read_manifest(here if os.path.exists(here) else self.store.path))
-        except StoreFormatError as error:
-            raise changed_store_error(self.store.path) from error
-        if digest != self.store.manifest_digest:
-            raise changed_store_error(self.store.path)
+        check_same_store(self.store.path, self.store.manifest_digest,
+                         here if os.path.exists(here) else None)
 
     @staticmethod
     def possible(store, name):
@@ -104,7 +99,7 @@ class MappedSplit:
             self._checked.clear()
             self._seen = written
         layout = self.layout
-        for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+        for index in layout.chunks_over(start, stop):
             with self._locks[index]:  # a chunk two threads share is checked by one of them
                 if mark is not None and self._checked.get(index, self) == mark:
                     continue

@@ -19,6 +19,12 @@ Layout (format version 3; version 2 differs only in its chunk checksum)::
     /SPLIT/y               int32 labels (little-endian), shape (N,)
                            SPLIT attributes: count, code_mean
 
+Each split's entry in the manifest also records the histogram of its codes
+(``code_counts``: 256 counts, bin ``b`` for the code whose byte is ``b``;
+:mod:`int8store.codes.histogram`), an optional field of format 3 (stores
+written before it lack it): ``normalize="dataset"`` takes the training
+split's mean from it without reading an image (:meth:`Store.code_counts`).
+
 The reader takes the meaning from the manifest and checks the HDF5 metadata
 against it before any HDF5 parser reads the file, then reads the data
 ranges itself, checking each chunk as it goes. :func:`open_store` refuses a
@@ -32,14 +38,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher, digest_digits
+from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher
 from ..codes.encoding import Encoding
+from ..codes.histogram import code_counts
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
-from .manifest import (HDF5_SIGNATURE, MAGIC, data_range, field, is_count, is_hex, manifest_digest,
+from .manifest import (HDF5_SIGNATURE, MAGIC, field, is_count, is_number, manifest_digest,
                        read_manifest, shown)
+from .split_entries import SplitEntry
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
-           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error", "damaged_error"]
+           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error",
+           "check_same_store", "damaged_error"]
 
 FORMAT_NAME = "int8store"
 FORMAT_VERSION = 3
@@ -78,6 +87,20 @@ def changed_store_error(path):
                             "rewritten): its shards would not match the labels read before")
 
 
+def check_same_store(path, digest, file=None):
+    """Raise :func:`changed_store_error` for ``path`` unless the file there
+    (or ``file``: an open file's ``/proc/self/fd/N``) still holds the store
+    whose manifest digest is ``digest``: its manifest is read again and
+    compared. A manifest that cannot be read, or is damaged, is another
+    store's."""
+    try:
+        same = manifest_digest(read_manifest(file or path)) == digest
+    except (OSError, StoreFormatError) as error:
+        raise changed_store_error(path) from error
+    if not same:
+        raise changed_store_error(path)
+
+
 def refuse_unreadable_store(path, attrs):
     """Called on a plain HDF5 file's root attributes: raise if it is an
     int8store file this release cannot read (format 1, or a damaged manifest)."""
@@ -90,43 +113,6 @@ def refuse_unreadable_store(path, attrs):
             "do not cover its metadata; convert the source again with 'int8store convert'")
     raise StoreChecksumError(f"{path}: an int8store file whose manifest is missing or damaged: "
                              "the file is damaged")
-
-
-class _SplitLayout:
-    """Where a split's data lies: chunks of ``rows`` examples, and the labels,
-    each ``(offset, size, checksum)``; ``strong``: the split's BLAKE3, or None."""
-
-    def __init__(self, entry, name, count, row_bytes, checksum, path):
-        self.count, self.row_bytes = count, row_bytes
-        x = entry["x"]  # (lists of data ranges: checked by read_manifest)
-        self.rows = x.get("chunk_rows")
-        self.chunks = [data_range(c, path) for c in x["chunks"]]
-        self.labels = [data_range(r, path) for r in entry["y"]]
-        self.strong = entry.get(SPLIT_DIGEST)
-        if not is_count(self.rows) or not 1 <= self.rows <= max(count, 1):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
-                                   f"has {shown(self.rows)} rows a chunk")
-        chunk_bytes = self.rows * self.row_bytes
-        needed = -(-self.count // self.rows) if self.count else 0
-        if len(self.chunks) != needed or any(c[1] != chunk_bytes for c in self.chunks) \
-                or len(self.labels) != (1 if self.count else 0) \
-                or any(r[1] != 4 * self.count for r in self.labels):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
-                                   "does not match its count and image shape")
-        digits = digest_digits(checksum)
-        if not all(is_hex(r[2], digits) for r in self.chunks + self.labels):
-            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} holds a "
-                                   f"checksum that is not {digits} hex digits ({checksum})")
-        if self.strong is not None and not is_hex(self.strong, digest_digits(SPLIT_DIGEST)):
-            raise StoreFormatError(f"{path}: the manifest holds {shown(self.strong)} as the "
-                                   f"BLAKE3 of split {name!r}, not {digest_digits(SPLIT_DIGEST)} "
-                                   "hex digits")
-
-    def chunk_name(self, split, index):
-        """How messages name stored chunk ``index`` of ``split``."""
-        first = index * self.rows
-        return (f"split {split!r} chunk {index} "
-                f"(examples {first} to {min(first + self.rows, self.count) - 1})")
 
 
 class ChunkBuffer:
@@ -169,6 +155,7 @@ class Store:
         ``{split name: example count}``, in the order written.
     code_means : dict
         ``{split name: mean of its codes}`` (None for an empty split).
+        Each split's histogram of codes: :meth:`code_counts`.
     provenance : dict
         writer, command_line, source, created, format_version.
     manifest : dict
@@ -248,9 +235,9 @@ class Store:
                 raise StoreFormatError(f"{path}: split {name!r} listed twice")
             count = field(entry, "count", int, path, f"split {name!r}")
             self.splits[name] = count
-            self.code_means[name] = _code_mean(entry.get("code_mean"), count, name, path)
-            self._layout[name] = _SplitLayout(entry, name, count, math.prod(shape),
-                                              self.chunk_checksum, path)
+            self._layout[name] = SplitEntry(entry, name, count, math.prod(shape),
+                                            self.chunk_checksum, path)
+            self.code_means[name] = self._layout[name].code_mean
 
     # -- reading --------------------------------------------------------------
 
@@ -263,11 +250,9 @@ class Store:
             yield
         except StoreChecksumError as error:
             try:
-                same = manifest_digest(read_manifest(self.file)) == self.manifest_digest
-            except (OSError, StoreFormatError):
-                same = False
-            if not same:
-                raise changed_store_error(self.path) from error
+                check_same_store(self.path, self.manifest_digest, self.file)
+            except StoreFormatError as changed:
+                raise changed from error
             raise
 
     def read_labels(self, name, verify=True):
@@ -299,6 +284,37 @@ class Store:
                 self._read_rows(f, layout, name, start, start + len(codes), codes, verify, scratch)
                 yield start, codes
 
+    def code_counts(self, name):
+        """The histogram of split ``name``'s codes (int64, 256 bins:
+        :func:`int8store.codes.histogram.code_counts`): the manifest's, read
+        with it, where the store records it (written by this release), else
+        counted from the data (every chunk read and checked:
+        :meth:`count_codes`)."""
+        recorded = self.recorded_code_counts(name)
+        return recorded if recorded is not None else self.count_codes(name)
+
+    def recorded_code_counts(self, name):
+        """The histogram of split ``name``'s codes the manifest records, or
+        None for a store written before it recorded them."""
+        recorded = self._split(name).code_counts
+        return None if recorded is None else recorded.copy()
+
+    def count_codes(self, name, start=0, stop=None):
+        """The histogram of the codes of examples ``[start, stop)`` of split
+        ``name`` (default: all), counted from the data, read (and checked)
+        16 MiB at a time."""
+        layout = self._split(name)
+        stop = layout.count if stop is None else stop
+        counts = np.zeros(256, dtype=np.int64)
+        rows = max(1, (16 << 20) // layout.row_bytes)
+        buffer = np.empty((min(rows, max(stop - start, 0)), layout.row_bytes), dtype=np.int8)
+        scratch = ChunkBuffer(self.chunk_bytes(name))
+        for first in range(start, stop, rows):
+            last = min(first + rows, stop)
+            self.read_rows(name, first, last, buffer[:last - first], scratch=scratch)
+            counts += code_counts(buffer[:last - first])
+        return counts
+
     def chunk_bytes(self, name):
         """Bytes of one stored chunk of split ``name`` (the ``scratch`` of :meth:`read_rows`)."""
         layout = self._split(name)
@@ -329,7 +345,7 @@ class Store:
 
     def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
         flat = out.reshape(len(out), layout.row_bytes)
-        for index in range(start // layout.rows, (stop - 1) // layout.rows + 1 if stop > start else 0):
+        for index in layout.chunks_over(start, stop):
             offset, nbytes, digest = layout.chunks[index]
             first = index * layout.rows
             last = min(first + layout.rows, layout.count)
@@ -488,7 +504,7 @@ def _encoding(spec, path):
         except (TypeError, ValueError):
             dtype = None
         if dtype is None or dtype.kind not in "iuf" or dtype.itemsize > 8 or len(book) != 256 \
-                or not all(_is_number(v) for v in book) or not _is_number(error) or error < 0:
+                or not all(is_number(v) for v in book) or not is_number(error) or error < 0:
             raise StoreFormatError(f"{path}: the manifest's codebook is not 256 numbers of an "
                                    f"integer or float dtype (dtype {shown(text)}) with a "
                                    f"non-negative max_error ({shown(error)})")
@@ -509,26 +525,9 @@ def _encoding(spec, path):
     raise StoreFormatError(f"{path}: unknown encoding kind {shown(kind)}")
 
 
-def _code_mean(value, count, name, path):
-    """A split's ``code_mean``: the mean of int8 codes, or None for an empty split."""
-    if value is None and count == 0:
-        return None
-    if not _is_number(value) or not -128 <= value <= 127:
-        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code mean of "
-                               f"split {name!r}, where the mean of int8 codes belongs")
-    return value
-
-
 def _said(value):
     """A manifest's text as a message shows it (anything else: a short ``repr``)."""
     return value[:80] if isinstance(value, str) else shown(value)
-
-
-def _is_number(value):
-    """Whether ``value`` is a finite float, or an int (not a bool) of at most 64 bits."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 1 << 64
 
 
 def _text(value):

@@ -3,7 +3,9 @@
 The HDF5 part is written with a user block reserved for the manifest; each
 chunk of codes is written whole (``write_direct_chunk``) and hashed on the
 way: its XXH3-128, and into the BLAKE3 of its split (its chunks in order,
-then its labels: :mod:`int8store.store.checksums`). Once HDF5 has closed the
+then its labels: :mod:`int8store.store.checksums`); its codes are counted
+into the split's histogram (:mod:`int8store.codes.histogram`), which the
+manifest records with the codes' mean. Once HDF5 has closed the
 file, the data ranges are looked up, the rest of the file (HDF5's metadata)
 is hashed, and the manifest is written into the user block; then the file
 is published atomically
@@ -21,10 +23,12 @@ import numpy as np
 
 from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
+from ..codes.histogram import code_counts, code_sum
 from ..errors import Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
 from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+from .split_entries import CODE_COUNTS
 
 __all__ = ["StoreWriter", "CHUNK_BYTES"]
 
@@ -38,6 +42,8 @@ WRITEBACK_BYTES = 4 << 20
 CHUNK_CHECKSUM = CHUNK_CHECKSUMS[FORMAT_VERSION]
 # Manifest bytes per chunk entry, at most: [offset,size,"hex digest"], with margin.
 _ENTRY_BYTES = 2 * 21 + 64 + 8
+# Manifest bytes per split for its code histogram, at most: 256 counts.
+_COUNTS_BYTES = 256 * 21 + 32
 
 
 class StoreWriter:
@@ -87,7 +93,8 @@ class StoreWriter:
         try:
             self._temporary = self._output.__enter__()
             self.userblock_size = userblock_size_for(len(json.dumps(self._manifest(0, ""))) + 256
-                                                     + _ENTRY_BYTES * self._chunk_count())
+                                                     + _ENTRY_BYTES * self._chunk_count()
+                                                     + _COUNTS_BYTES * len(self.labels))
             if self.userblock_size > MAX_USERBLOCK_BYTES:
                 raise StoreFormatError(
                     f"{self.path}: a store of {self._chunk_count():,} chunks needs a manifest "
@@ -268,7 +275,7 @@ class _SplitWriter:
         self.filled = 0  # rows in the buffer
         self.written = 0  # rows in the file
         self.chunks = []
-        self.total = 0
+        self.counts = np.zeros(256, dtype=np.int64)  # the codes' histogram
 
     def append(self, codes):
         codes = np.asarray(codes)
@@ -277,7 +284,6 @@ class _SplitWriter:
                                    f"(N, {self.image_shape}), got {codes.dtype} {codes.shape}")
         if self.written + self.filled + len(codes) > self.count:
             raise StoreFormatError(f"{self.where}: more than its {self.count} images written")
-        self.total += _code_sum(codes)
         while len(codes):
             if not self.filled and len(codes) >= self.rows and codes.flags.c_contiguous:
                 self._write_chunk(codes[:self.rows], self.rows)  # a whole chunk, not copied
@@ -303,6 +309,7 @@ class _SplitWriter:
         self.x.id.write_direct_chunk((self.written,) + (0,) * len(self.image_shape), chunk)
         self.wrote(chunk.nbytes)
         self.chunks.append([0, chunk.nbytes, chunk_digest(CHUNK_CHECKSUM, chunk)])
+        self.counts += code_counts(chunk[:filled])
         self.strong.update(chunk)
         self.written += filled
 
@@ -314,11 +321,13 @@ class _SplitWriter:
             raise StoreFormatError(
                 f"{self.where}: {self.written} images written for {self.count} labels")
         self.buffer = None
-        code_mean = self.total / (self.count * int(np.prod(self.image_shape))) if self.count else None
+        pixels = self.count * int(np.prod(self.image_shape))
+        code_mean = code_sum(self.counts) / pixels if self.count else None
         self.group.attrs["count"] = self.count
         self.group.attrs["code_mean"] = np.nan if code_mean is None else code_mean
         self.strong.update(self.labels.view(np.uint8))
         return {"name": self.name, "count": self.count, "code_mean": code_mean,
+                CODE_COUNTS: self.counts.tolist(),
                 "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry,
                 SPLIT_DIGEST: self.strong.hexdigest()}
 
@@ -370,14 +379,6 @@ class _Writeback:
         if check and self._error is not None:
             error, self._error = self._error, None
             raise error
-
-
-def _code_sum(codes):
-    """The sum of int8 ``codes``, exact: in int32 (twice as fast as int64)
-    over slices too short to overflow it."""
-    flat = codes.reshape(-1)
-    step = 1 << 24  # 128 * 2**24 = 2**31: one less element cannot overflow
-    return sum(int(flat[i:i + step - 1].sum(dtype=np.int32)) for i in range(0, len(flat), step - 1))
 
 
 def _checked_labels(labels, name):

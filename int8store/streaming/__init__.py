@@ -8,6 +8,6 @@ each holds (:mod:`.layout`), the buffers they are copied into
 ``load_streams`` (:mod:`.loading`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,
-``runtime``, ``codes``, ``backend``, ``store``, ``sources``, ``plan``,
+``runtime``, ``codes``, ``order``, ``backend``, ``store``, ``sources``, ``plan``,
 ``memory``, ``dataset``).
 """

@@ -6,22 +6,32 @@ last one fewer). With no seed, an epoch visits the shards in that order and
 each shard's examples as they lie; with a seed, epoch ``e`` visits the
 shards in a permutation keyed by ``(seed, e)`` and takes shard ``k``'s
 examples in a permutation keyed by ``(seed, e, k)``
-(:func:`int8store.backend.shuffle.permutation`, computed in C between two
-steps by :mod:`int8store.backend.permutation_op`).
+(:func:`int8store.order.shuffle.permutation`).
+
+Where it is computed is not part of the order. The shards' order, once an
+epoch, is numpy's. A shard's own order is drawn in the training process
+between two steps, with its labels put in it: on the C backend by a small C
+op (:func:`int8store.backend.ops.permutation.shuffled`, some 6 us a shard of
+3,000, against 85-100 us in numpy), imported only then, by a stream whose
+shared variables have set the backend up already; a JAX-mode stream, which
+copies each shard to the device anyway, takes numpy's and compiles nothing.
 """
 
 from ..errors import StreamError
+from ..order.shuffle import permutation
 
 __all__ = ["ShardLayout"]
 
 
 class ShardLayout:
     """The shards of ``n_examples`` examples of split ``name``, ``shard_size``
-    each, shuffled by ``seed`` (None: in order)."""
+    each, shuffled by ``seed`` (None: in order); ``orders_in_c``: a shard's
+    order is drawn by the C op (a stream on the C backend)."""
 
-    def __init__(self, name, n_examples, shard_size, seed=None):
+    def __init__(self, name, n_examples, shard_size, seed=None, orders_in_c=False):
         self.name, self.n_examples, self.shard_size, self.seed = name, n_examples, shard_size, seed
         self.n_shards = -(-n_examples // shard_size)
+        self.orders_in_c = orders_in_c
 
     def bounds(self, index):
         """``(start, stop)``: the examples shard ``index`` holds."""
@@ -32,20 +42,21 @@ class ShardLayout:
         """The shard indices in the order epoch ``epoch`` visits them."""
         if self.seed is None:
             return list(range(self.n_shards))
-        from ..backend.permutation_op import permutation
-
         return permutation(self.n_shards, self.seed, epoch).tolist()
 
     def shuffled_labels(self, labels, epoch, index):
         """``(order, own labels in that order)`` of shard ``index`` in epoch
-        ``epoch`` (``labels``: the split's), or ``(None, None)`` with no
-        seed: row ``i`` of the shard holds its example ``order[i]``."""
+        ``epoch`` (``labels``: the split's), new arrays, or ``(None, None)``
+        with no seed: row ``i`` of the shard holds its example ``order[i]``."""
         if self.seed is None:
             return None, None
-        from ..backend.permutation_op import shuffled
-
         start, stop = self.bounds(index)
-        return shuffled(labels[start:stop], self.seed, epoch, index)
+        if self.orders_in_c:
+            from ..backend.ops.permutation import shuffled
+
+            return shuffled(labels[start:stop], self.seed, epoch, index)
+        order = permutation(stop - start, self.seed, epoch, index)
+        return order, labels[start:stop][order]
 
     def error(self, index, error):
         """The :class:`StreamError` for shard ``index`` that failed with ``error``."""

@@ -4,7 +4,10 @@ are not to be held whole, read shard by shard from a store on disk.
 From a store, nothing of the images is read at start: each split is a
 :class:`~int8store.StreamingSplit` over the file (:class:`StoreShards`), so
 host memory holds the labels (4 bytes an example) and the shards in flight,
-whatever the store's size, and every chunk is checked as it is read. A
+whatever the store's size, and every chunk is checked as it is read. The
+training split's mean for ``normalize="dataset"`` comes from the histogram
+of its codes that the manifest records; only a store written before it was
+recorded has its training split read through once at start, to count them. A
 split whose images and labels fit in a shard is read once and kept, as
 ``load_data`` would hold it. Any other source is read whole into host
 memory (as int8, a quarter of float32) and streamed to the device from
@@ -63,6 +66,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         ``givens``, ``minibatches(epoch, batch_size)`` for the training loop,
         and is scored by :func:`~int8store.evaluate_in_chunks`.
     """
+    from ..codes.histogram import mean_of_code_counts
     from ..runtime.limits import max_memory as ceiling, memory_ceiling, parse_size
     from .split import StreamingSplit, fitting_shard_size
 
@@ -74,7 +78,8 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory)
         row_bytes = int(np.prod(image_shape, dtype=np.int64))
         size = fitting_shard_size(budget, row_bytes, batch_size)
-        mean = _dataset_mean(sources["train"], encoding) if normalize == "dataset" else None
+        mean = (mean_of_code_counts(sources["train"].code_counts(), encoding)
+                if normalize == "dataset" else None)
         streams = []
         for name in SPLITS:
             training = name == "train"
@@ -143,17 +148,3 @@ def _sources(dataset, cache_dir, max_memory):
     train = splits["train"]
     return sources, train.encoding, train.image_shape
 
-
-def _dataset_mean(source, encoding):
-    """The training split's mean for ``normalize="dataset"``, from a histogram
-    of its codes taken 16 MiB at a time (as exact as the whole split's)."""
-    from ..dataset.symbolic import code_counts, mean_of_code_counts
-
-    counts = np.zeros(256, dtype=np.int64)
-    rows = max(1, (16 << 20) // max(1, int(np.prod(source.row_shape))))
-    buffer = np.empty((rows,) + tuple(source.row_shape), dtype=np.int8)
-    for start in range(0, source.n_examples, rows):
-        stop = min(start + rows, source.n_examples)
-        source.read(start, stop, buffer[:stop - start])
-        counts += code_counts(buffer[:stop - start])
-    return mean_of_code_counts(counts, encoding)

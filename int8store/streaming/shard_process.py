@@ -148,7 +148,7 @@ class ShardProcess:
 
 
 def _serve(argv):
-    from ..store.reader import changed_store_error
+    from ..store.reader import check_same_store
     from .sources import StoreShards, fill_shard
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -165,8 +165,7 @@ def _serve(argv):
         try:
             if source is None:
                 opened = StoreShards(path, split, delay=float(delay))
-                if opened.store.manifest_digest != digest:
-                    raise changed_store_error(path)
+                check_same_store(path, digest)  # (after opening: the store opened is the one checked)
                 source = opened  # only once it is the trainer's store
             codes, order = buffers[slot]
             fill_shard(source, start, stop, codes, order[:stop - start] if shuffled else None)

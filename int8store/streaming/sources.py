@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..codes.histogram import code_counts
 from ..codes.labels import as_int32_labels
 from ..errors import ArgumentError
 
@@ -56,6 +57,10 @@ class ArrayShards:
         if self.delay:
             time.sleep(self.delay)
         return self.codes[start:stop].reshape(stop - start, -1)
+
+    def code_counts(self):
+        """The histogram of the split's codes (:mod:`int8store.codes.histogram`)."""
+        return code_counts(self.codes)
 
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
@@ -94,6 +99,11 @@ class StoreShards:
         # the thread's last shard ended in takes those rows from it.
         self._scratch = threading.local()
         self._mapped, self._mapping = None, threading.Lock()
+
+    def code_counts(self):
+        """The histogram of the split's codes: the manifest's, or counted
+        from the file (:meth:`~int8store.store.reader.Store.code_counts`)."""
+        return self.store.code_counts(self.name)
 
     @property
     def can_lend(self):

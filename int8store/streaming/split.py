@@ -35,7 +35,7 @@ split stays mapped whole, each epoch when its pages are given back after
 use). A shuffled split's shard is lent in the split's order with the
 shard's shuffled order beside it (:attr:`SharedDataset.order`): the step
 gathers each minibatch's rows by it and decodes them in the same pass
-(:mod:`int8store.backend.gather`), and the labels are put in that order on
+(:mod:`int8store.backend.ops.gather`), and the labels are put in that order on
 the host (4 bytes an example). Otherwise (JAX mode, or ``reader`` asks)
 shards are copied into buffers (:mod:`.buffers`), shuffled if asked: a
 store's shards are read ahead by a process of its own
@@ -185,7 +185,8 @@ class StreamingSplit:
                     "use smaller shards or allow more memory")
             prefetch = min(prefetch, int(max_prefetch_bytes) // self.shard_bytes - 1)
         self.workers, self.prefetch, self.mode = workers, prefetch, mode
-        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, seed)
+        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, seed,
+                                  orders_in_c=mode == "c")
         self.reader = self._choose_reader(reader)
         # Shuffled shards lent in the split's order: the step gathers each
         # minibatch's rows by the shard's order (SharedDataset.order).
@@ -197,7 +198,7 @@ class StreamingSplit:
                                      ordered=ordered)
         self._identity = np.arange(self.shard_size, dtype=np.int32) if ordered else None
         if mode != "c":
-            from ..backend.device import place
+            from ..backend.jax.device import place
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
         self._pool, self._reader = self._make_reader(row)

@@ -1,5 +1,5 @@
 """Max pooling in JAX shared by the conversions of both libraries' pooling ops
-(:mod:`.jax_ops_aesara`, :mod:`.pytensor_nnet_jax`): it imports JAX only."""
+(:mod:`.aesara_conversions`, :mod:`.pytensor_conversions`): it imports JAX only."""
 
 import jax.numpy as jnp
 

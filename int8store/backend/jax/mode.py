@@ -1,32 +1,34 @@
-"""Where graphs run: ``"c"`` (the library's C backend, on the CPU) or ``"jax"``
-(JAX's default device: a GPU when JAX sees one).
+"""int8store's JAX mode: :func:`jax_mode`, what ``int8store.function_mode("jax")``
+gives (:func:`int8store.backend.function_mode`).
 
-:func:`function_mode` gives the mode to compile with. int8store's JAX mode is
-the library's JAX mode (PyTensor's or Aesara's) with three additions, all
-local to this mode (the library's own ``mode="JAX"`` is left as it ships):
+It is the library's JAX mode (PyTensor's or Aesara's) with three additions,
+all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 
 * the classic slice ``data[index * size:(index + 1) * size]`` becomes the
-  static-size :class:`~.minibatch.Minibatch` op (JAX refuses a slice with a
-  symbolic start), so the classic tutorials' ``givens`` run unchanged;
-* ops are converted with int8store's conversions first (:mod:`.jax_ops`:
-  conv2d, pooling, the softmax ops, corrections of Aesara's own), then
-  Aesara's;
+  static-size :class:`~int8store.backend.ops.minibatch.Minibatch` op (JAX
+  refuses a slice with a symbolic start), so the classic tutorials'
+  ``givens`` run unchanged;
+* ops are converted with int8store's conversions first (:mod:`.conversions`:
+  conv2d, pooling, the softmax ops, corrections of Aesara's own), then the
+  library's;
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
   past the end without a word. Over several devices a minibatch (stride ==
-  size) must take real rows on every device (:meth:`.sharding.Blocks.check_minibatch`:
+  size) must take real rows on every device
+  (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
   ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
   cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out.
 """
 
-from ..errors import ArgumentError, MissingDependencyError
+import threading
 
-__all__ = ["MODES", "function_mode", "check_mode", "require_jax"]
+from ...errors import ArgumentError, MissingDependencyError
+from ..setup.activation import activate
 
-MODES = ("c", "jax")
+__all__ = ["jax_mode", "require_jax"]
 
 _JAX_MODE = None
-_C_MODE = None
+_lock = threading.Lock()
 
 
 def require_jax():
@@ -41,48 +43,18 @@ def require_jax():
     return jax
 
 
-def check_mode(mode):
-    """``mode`` lower-cased, if it is one of :data:`MODES`."""
-    chosen = str(mode).lower()
-    if chosen not in MODES:
-        raise ArgumentError(f"mode={mode!r} is not one of {', '.join(MODES)}")
-    return chosen
-
-
-def function_mode(mode):
-    """The ``mode=`` argument of ``function`` (PyTensor's or Aesara's) for an
-    int8store mode.
-
-    ``"c"`` is Aesara's default mode; on PyTensor, whose default is now
-    Numba, it is PyTensor's C backend (``Mode("cvm", "fast_run")``): int8store's
-    convolution and pooling are numpy-and-BLAS ops, which Numba could run
-    only in its slow object mode.
-
-    Examples
-    --------
-    >>> function_mode("c") is None or function_mode("c").linker is not None
-    True
-    """
-    global _JAX_MODE, _C_MODE
-    if check_mode(mode) == "c":
-        from . import activate
-        api = activate()
-        if api.NAME == "aesara":
-            return None
-        if _C_MODE is None:
-            _C_MODE = api.module("compile.mode").Mode(linker="cvm", optimizer="fast_run")
-        return _C_MODE
+def jax_mode():
+    """int8store's JAX mode (made once), for ``function(..., mode=...)``."""
+    global _JAX_MODE
     if _JAX_MODE is None:
         require_jax()
-        from . import activate
-        activate()
-        _JAX_MODE = _make_jax_mode()
+        with _lock:
+            if _JAX_MODE is None:
+                _JAX_MODE = _make_jax_mode()
     return _JAX_MODE
 
 
 def _make_jax_mode():
-    from . import activate
-
     api = activate()
     compile_mode = api.module("compile.mode")
     JAX, Mode, optdb = compile_mode.JAX, compile_mode.Mode, compile_mode.optdb
@@ -95,8 +67,8 @@ def _make_jax_mode():
     fgraph_to_python = api.module("link.utils").fgraph_to_python
     Subtensor = api.module("tensor.subtensor").Subtensor
 
-    from .jax_ops import convert, sharded_steps
-    from .minibatch import Minibatch, check_index, minibatch_of_slice
+    from ..ops.minibatch import Minibatch, check_index, minibatch_of_slice
+    from .conversions import convert, sharded_steps
     from .sharding import placed_blocks, sharded_layout
 
     class CheckedJAXLinker(JAXLinker):

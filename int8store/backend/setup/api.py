@@ -1,19 +1,19 @@
 """The names int8store builds graphs with, on PyTensor or Aesara: get them with
-``int8store.backend.activate()``, which sets the library up first.
+``int8store.backend.activate()`` (importing this module sets the library up
+first, through :func:`~.library.set_up`).
 
 The two libraries share their graph model and most module paths
 (``graph.basic``, ``tensor.subtensor``, ``compile.mode``, ...): :func:`module`
 imports one of those from whichever runs. What differs is named here once:
-convolution and pooling (Aesara's own, or :mod:`.pytensor_nnet` on PyTensor)
-and the tensor variable class.
+the tensor variable class. (Convolution and pooling, Aesara's own or
+int8store's ops on PyTensor, are :mod:`int8store.backend.ops.nnet`'s.)
 """
 
-import warnings
 from importlib import import_module
 
 import numpy as np
 
-from . import set_up
+from .library import set_up
 
 lib = set_up()  # configured (and corrected) before anything else here imports it
 #: ``"pytensor"`` or ``"aesara"``.
@@ -25,35 +25,12 @@ function = lib.function
 softmax = import_module(f"{NAME}.tensor.special").softmax
 
 if NAME == "aesara":
-    with warnings.catch_warnings():
-        # conv2d and pooling live only there in Aesara 2.9.4, its last release.
-        for deprecated in ("The module `aesara.tensor.nnet` is deprecated",
-                           "The module `aesara.tensor.signal` is deprecated",
-                           "`aesara.tensor.nnet.basic.logsoftmax` has been moved"):
-            warnings.filterwarnings("ignore", message=deprecated, category=DeprecationWarning)
-        from aesara.tensor.nnet import conv2d
-        from aesara.tensor.signal.pool import pool_2d
-        from aesara.tensor.var import TensorVariable
+    from aesara.tensor.var import TensorVariable
 else:
     from pytensor.tensor.variable import TensorVariable
 
-    def conv2d(*args, **kwargs):
-        """Theano's conv2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
-        from .pytensor_nnet import conv2d
-        return conv2d(*args, **kwargs)
 
-    def pool_2d(*args, **kwargs):
-        """Theano's pool_2d, as int8store's ops (see :mod:`.pytensor_nnet`)."""
-        from .pytensor_nnet import pool_2d
-        return pool_2d(*args, **kwargs)
-
-    # int8store's ops in PyTensor's default (Numba) mode, registered when a
-    # Numba function is first compiled (numba is not imported before).
-    from .numba_ops import install
-    install()
-
-
-__all__ = ["lib", "NAME", "VERSION", "at", "function", "conv2d", "pool_2d", "softmax",
+__all__ = ["lib", "NAME", "VERSION", "at", "function", "softmax",
            "TensorVariable", "module", "float_dtype", "float_constant", "shared",
            "FLOAT_DTYPES", "describe"]
 
@@ -80,7 +57,7 @@ def describe():
 
 def float_dtype(dtype=None):
     """``dtype`` checked, or the library's ``floatX`` when it is None."""
-    from ..errors import ArgumentError
+    from ...errors import ArgumentError
 
     chosen = str(np.dtype(dtype)) if dtype is not None else lib.config.floatX
     if chosen not in FLOAT_DTYPES:

@@ -1,4 +1,5 @@
-"""JAX conversions of the ops of :mod:`.pytensor_nnet` (conv2d, max pooling and
+"""JAX conversions of the ops of :mod:`int8store.backend.ops.conv` and
+:mod:`int8store.backend.ops.pooling` (conv2d, max pooling and
 their gradients), for int8store's own dispatcher: ``register(convert)`` adds
 them to ``convert``, a ``functools.singledispatch`` whose conversions take
 ``(op, node=None, **kwargs)`` and return a function of the node's inputs, as
@@ -11,15 +12,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .jax_pooling import tiled_max_pool_grad
-from .pytensor_nnet import (Conv2d, Conv2dGradInputs, Conv2dGradWeights, MaxPool2d, MaxPool2dGrad,
-                            _lowest, _padding, pool_out_len)
+from ..ops.conv import Conv2d, Conv2dGradInputs, Conv2dGradWeights
+from ..ops.im2col import padding as conv_padding
+from ..ops.pooling import MaxPool2d, MaxPool2dGrad, lowest, pool_out_len
+from .pooling import tiled_max_pool_grad
 
 __all__ = ["register"]
 
 
 def register(convert):
-    """Register the JAX conversions of the five ops of :mod:`.pytensor_nnet` on ``convert``."""
+    """Register the JAX conversions of the five convolution and pooling ops on ``convert``."""
     convert.register(Conv2d)(jax_funcify_Conv2d)
     convert.register(Conv2dGradWeights)(jax_funcify_Conv2dGradWeights)
     convert.register(Conv2dGradInputs)(jax_funcify_Conv2dGradInputs)
@@ -44,7 +46,7 @@ def _conv_function(op, dtype):
         img, kern = jnp.asarray(img).astype(dtype), jnp.asarray(kern).astype(dtype)
         if op.filter_flip:
             kern = kern[:, :, ::-1, ::-1]  # a true convolution: lax correlates
-        padding = [(p, p) for p in _padding(op.border_mode, kern.shape[2:])]
+        padding = [(p, p) for p in conv_padding(op.border_mode, kern.shape[2:])]
         return jax.lax.conv_general_dilated(img, kern, window_strides=strides, padding=padding,
                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
 
@@ -119,7 +121,7 @@ def jax_funcify_MaxPool2d(op, node=None, **kwargs):
         if min(out) == 0:
             return jnp.zeros(x.shape[:-2] + out, x.dtype)
         dims = (1,) * (x.ndim - 2)
-        pooled = jax.lax.reduce_window(x, jnp.array(_lowest(x.dtype), x.dtype), jax.lax.max,
+        pooled = jax.lax.reduce_window(x, jnp.array(lowest(x.dtype), x.dtype), jax.lax.max,
                                        dims + op.ws, dims + op.stride,
                                        [(0, 0)] * (x.ndim - 2) + padding)
         return pooled[..., :out[0], :out[1]]
@@ -138,7 +140,7 @@ def jax_funcify_MaxPool2dGrad(op, node=None, **kwargs):
             return jnp.zeros_like(x)
         if op.ws == op.stride and not any(op.pad):
             return tiled_max_pool_grad(x, maxout, gz, op.ws)
-        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + padding, constant_values=_lowest(x.dtype))
+        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + padding, constant_values=lowest(x.dtype))
         grad = jnp.zeros_like(padded)
         for i in range(op.ws[0]):
             for j in range(op.ws[1]):

@@ -14,7 +14,8 @@ output (the gather costs about what the cast of a contiguous minibatch
 costs), asks the CPU for the next rows a few rows ahead (rows by index
 defeat the hardware's prefetcher), and reuses its output array. Elsewhere:
 ``perform`` in numpy (and in PyTensor's Numba mode, without its warning:
-:mod:`.numba_ops`), ``jnp.take`` in JAX mode (:mod:`.jax_ops`).
+:mod:`.numba`), ``jnp.take`` in JAX mode
+(:mod:`int8store.backend.jax.conversions`).
 
 The recipe gives exactly the values :func:`~int8store.dequantize` gives
 for the same codes when ``scale`` is a power of two (levels and their sum
@@ -28,8 +29,9 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError, MinibatchIndexError
-from . import activate
+from ...errors import ArgumentError, MinibatchIndexError
+from ..setup.activation import activate
+from . import numba
 
 _api = activate()
 at = _api.at
@@ -205,6 +207,10 @@ class GatherRows(_api.module("link.c.op").COp):
         if (owned) Py_DECREF(source);
         }}
         """
+
+
+# In PyTensor's default (Numba) mode: its perform, without the object-mode warning.
+numba.declare(GatherRows)
 
 
 def gather_rows(data, rows, recipe=None, dtype=None):

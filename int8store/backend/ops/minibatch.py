@@ -5,12 +5,12 @@ starts anywhere, as :func:`~int8store.evaluate_in_chunks` takes).
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
 to trace; this op's output has the static length ``size`` in every mode. On
 the C backend it is a view (no copy); in JAX mode it is
-``jax.lax.dynamic_slice_in_dim`` (see :mod:`.jax_ops`).
+``jax.lax.dynamic_slice_in_dim`` (see :mod:`int8store.backend.jax.conversions`).
 
 An index past the end is an error in every mode. JAX's dynamic slice would
 silently clamp the start and train on repeated examples, so int8store's JAX
 mode checks the index on the host before each call (see
-:mod:`.modes`), and the op refuses to be converted for JAX without that
+:mod:`int8store.backend.jax.mode`), and the op refuses to be converted for JAX without that
 check.
 
 :func:`minibatch_of_slice` recognises the classic tutorials' slice
@@ -20,8 +20,9 @@ this op, so the classic ``givens`` run on JAX unchanged.
 
 import numpy as np
 
-from ..errors import ArgumentError, MinibatchIndexError
-from . import activate
+from ...errors import ArgumentError, MinibatchIndexError
+from ..setup.activation import activate
+from . import numba
 
 _api = activate()
 at = _api.at
@@ -50,7 +51,7 @@ class Minibatch(_api.module("graph.op").Op):
     With a ``seed`` (a shuffled split, ``stride == size``), ``index`` counts
     minibatches from the first epoch's first, ``batches`` an epoch: the rows
     are those at positions ``[i * size, (i + 1) * size)`` of epoch ``e``'s
-    shuffle of the split's ``rows`` real rows (:mod:`.shuffle`), where
+    shuffle of the split's ``rows`` real rows (:mod:`int8store.order.shuffle`), where
     ``e, i = divmod(index, batches)``. The split's order otherwise."""
 
     __props__ = ("size", "stride", "seed", "rows", "batches")
@@ -96,7 +97,7 @@ class Minibatch(_api.module("graph.op").Op):
         if self.seed is None:
             outputs[0][0] = data[start:start + self.size]
             return
-        from .shuffle import permuted
+        from ...order.shuffle import permuted
 
         outputs[0][0] = data[permuted(start + np.arange(self.size), self.rows, self.seed, epoch)]
 
@@ -117,6 +118,38 @@ class Minibatch(_api.module("graph.op").Op):
         return [[True], [False]]
 
 
+# Changes whenever the compiled minibatch does, or moves (Numba's disk cache
+# names the module that defined it: 1 was int8store.backend.numba_ops).
+_NUMBA_CACHE_VERSION = 2
+
+
+def _in_numba(op, node, **kwargs):
+    """The plain minibatch compiled by Numba (PyTensor's Numba mode): a view,
+    its index checked as in the C backend (the message cannot name the rows:
+    Numba raises constant messages). A shuffled one runs its ``perform``
+    (the Feistel walk is numpy's)."""
+    if op.seed is not None:
+        return numba.object_mode(op, node, **kwargs)
+    from pytensor.link.numba.dispatch.basic import numba_njit
+
+    size, stride = op.size, op.stride
+    name = node.inputs[0].name or "data"
+    message = (f"{name}: minibatch index outside the data (a minibatch of {size} rows "
+               f"from row index * {stride})")
+
+    @numba_njit
+    def minibatch(data, index):
+        start = index.item() * stride
+        if start < 0 or start + size > data.shape[0]:
+            raise MinibatchIndexError(message)
+        return data[start:start + size]
+
+    return minibatch, f"int8store.Minibatch({size}, {stride}, {name!r}) v{_NUMBA_CACHE_VERSION}"
+
+
+numba.declare(Minibatch, _in_numba)
+
+
 def minibatch(data, index, size, stride=None):
     """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`): in
     a shuffled split's order when ``data`` belongs to one
@@ -126,7 +159,6 @@ def minibatch(data, index, size, stride=None):
         return Minibatch(size, size, dataset.seed, dataset.n_examples,
                          dataset.n_batches(size))(data, index)
     return Minibatch(size, stride)(data, index)
-
 
 
 def minibatch_of_slice(node):

@@ -3,21 +3,24 @@
 cross-entropy ops of the classic tutorials), and corrections of two of
 Aesara's own (sums returned their float64 accumulator; a partial
 ``specify_shape`` always failed), registered on int8store's dispatcher by
-:func:`register` (see :mod:`.jax_ops`). The corrections apply to the Aesara
+:func:`register` (see :mod:`.conversions`). The corrections apply to the Aesara
 versions they were checked on only.
 """
 
 import jax
 import jax.numpy as jnp
-from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
-                                              AbstractConv2d_gradWeights)
-from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
-                                      CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
 from aesara.tensor.shape import SpecifyShape
-from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
-from .fixes import in_versions
-from .jax_pooling import tiled_max_pool_grad
+from ..ops.nnet import aesara_nnet_quietly
+from ..setup.fixes import in_versions
+from .pooling import tiled_max_pool_grad
+
+with aesara_nnet_quietly():
+    from aesara.tensor.nnet.abstract_conv import (AbstractConv2d, AbstractConv2d_gradInputs,
+                                                  AbstractConv2d_gradWeights)
+    from aesara.tensor.nnet.basic import (CrossentropySoftmax1HotWithBiasDx,
+                                          CrossentropySoftmaxArgmax1HotWithBias, SoftmaxWithBias)
+    from aesara.tensor.signal.pool import MaxPoolGrad, Pool
 
 __all__ = ["register", "CORRECTED_VERSIONS"]
 

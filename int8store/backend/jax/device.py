@@ -14,7 +14,8 @@ contiguous blocks, one per device, and parameters are replicated; see
 
 import numpy as np
 
-from .modes import require_jax
+from ...codes.vocabulary import check_mode
+from .mode import require_jax
 
 __all__ = ["to_device", "to_host", "on_device", "keep_on_device", "place"]
 
@@ -56,8 +57,6 @@ def place(data, mode, devices=None):
     gives its real rows only (``y.get_value(borrow=True).shape[0]`` counts
     its examples). Returns ``data``.
     """
-    from .modes import check_mode
-
     if check_mode(mode) != "jax" or devices in (None, 1):
         for dataset in _datasets(data):
             if dataset.blocks is not None:
@@ -66,7 +65,8 @@ def place(data, mode, devices=None):
         for variable in _shared_variables(data):
             move(variable)
         return data
-    from .sharding import Blocks, check_same_data, data_mesh, place_rows, replicate
+    from ...order.blocks import Blocks
+    from .sharding import check_same_data, data_mesh, place_rows, replicate
 
     jax = require_jax()
     mesh = data_mesh(devices)

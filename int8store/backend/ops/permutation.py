@@ -7,46 +7,77 @@ besides its steps costs the steps: numpy's ``default_rng((seed, epoch,
 index)).permutation(3000)`` took 0.1 to 0.2 ms a shard (most of it seeding
 the generator), 4 % of training logistic regression on the shard, and
 putting the labels in that order with an int32 index another 13 us. The
-same order as :func:`int8store.backend.shuffle.permutation` (the numpy
-reference, which processes that do not build graphs use), and the labels
-taken in it, computed by a small C op in a function compiled once per
-process: some 35 us.
+same order as :func:`int8store.order.shuffle.permutation` (the numpy
+reference, which every process that builds no graph uses, and a JAX-mode
+stream: 85 us a shard of 3,000 here), and the labels taken in it, computed
+by a small C op in a function compiled once per process: some 12 us here
+(35 us when it was adopted).
 
 The op builds the Feistel network's table over its domain (at most ``4n``
-entries) and walks each position through it. Without a C compiler the
-function runs the op's ``perform``: the reference."""
+entries) and walks each position through it. Its C source is written from
+the network's definition in :mod:`int8store.order.shuffle` (the finaliser's
+steps, the golden-ratio increment, the salts, the rounds): nothing of it is
+copied by hand. Without a C compiler the function runs the op's
+``perform``: the reference."""
 
+import textwrap
 import threading
 
 import numpy as np
 
-from ..errors import ArgumentError
-from . import activate
-from .shuffle import permutation as reference
+from ...errors import ArgumentError
+from ...order.shuffle import (EPOCH_SALT, GOLDEN, INDEX_SALT, MIX_STEPS, ROUNDS, permutation,
+                              round_offset)
+from ..setup.activation import activate
 
 _api = activate()
 at = _api.at
 
-__all__ = ["Permutation", "shuffled", "permutation"]
+__all__ = ["Permutation", "shuffled"]
 
 _MASK = 0xFFFFFFFF
 
-# MurmurHash3's finaliser, as :func:`int8store.backend.shuffle._mix`.
-_SUPPORT = """
-static inline npy_uint32 int8store_mix(npy_uint32 x)
-{
-    x ^= x >> 16; x *= 0x85EBCA6Bu;
-    x ^= x >> 13; x *= 0xC2B2AE35u;
-    return x ^ (x >> 16);
-}
-"""
+
+def _c_mix():
+    """:func:`int8store.order.shuffle.mix` in C, from its steps."""
+    steps = []
+    for shift, multiplier in MIX_STEPS:
+        steps.append(f"x ^= x >> {shift};")
+        if multiplier is not None:
+            steps.append(f"x *= 0x{multiplier:08X}u;")
+    return ("static inline npy_uint32 int8store_mix(npy_uint32 x)\n{\n    "
+            + "\n    ".join(steps) + "\n    return x;\n}\n")
+
+
+def _c_keys():
+    """The rounds' keys ``k0..`` as :func:`int8store.order.shuffle.round_keys`
+    computes them, from ``seed``, ``epoch`` and ``index`` (none when < 0)."""
+    return "\n".join(
+        [f"npy_uint32 base = int8store_mix(seed ^ int8store_mix(epoch * 0x{GOLDEN:08X}u"
+         f" + {EPOCH_SALT}u));",
+         "if (index >= 0)",
+         f"    base = int8store_mix(base ^ int8store_mix((npy_uint32)index * 0x{GOLDEN:08X}u"
+         f" + {INDEX_SALT}u));"]
+        + [f"npy_uint32 k{r} = int8store_mix(base + 0x{round_offset(r):08X}u);"
+           for r in range(ROUNDS)])
+
+
+def _c_rounds():
+    """The network's rounds on ``l``, ``r`` (:func:`int8store.order.shuffle.feistel`)."""
+    return "\n".join(f"t = r; r = l ^ (int8store_mix(r ^ k{k}) & mask); l = t;"
+                      for k in range(ROUNDS))
+
+
+# What the C code is made of: a change of the network is a new version.
+_VERSION = (3, ROUNDS, GOLDEN, EPOCH_SALT, INDEX_SALT) + tuple(
+    value or 0 for step in MIX_STEPS for value in step)
 
 
 class Permutation(_api.module("link.c.op").COp):
     """``(order, values[order])`` for an int32 vector ``values`` of ``n``
     items: ``order`` is ``[0, n)`` shuffled by ``(seed, epoch)``, or by
     ``(seed, epoch, index)`` when ``index`` is 0 or more (int32, the values
-    of :func:`int8store.backend.shuffle.permutation`). ``seed``, ``epoch``
+    of :func:`int8store.order.shuffle.permutation`). ``seed``, ``epoch``
     and ``index`` are integer scalars, taken modulo 2**32."""
 
     __props__ = ()
@@ -64,17 +95,17 @@ class Permutation(_api.module("link.c.op").COp):
 
     def perform(self, node, inputs, outputs):
         values, seed, epoch, index = inputs
-        order = reference(len(values), int(seed), int(epoch), None if index < 0 else int(index))
+        order = permutation(len(values), int(seed), int(epoch), None if index < 0 else int(index))
         outputs[0][0], outputs[1][0] = order, values[order]
 
     def c_support_code(self, **kwargs):
-        return _SUPPORT
+        return _c_mix()
 
     def c_headers(self, **kwargs):
         return ["<stdlib.h>"]
 
     def c_code_cache_version(self):
-        return (2,)
+        return _VERSION
 
     def c_code(self, node, name, inputs, outputs, sub):
         values, seed, epoch, index = inputs
@@ -92,13 +123,9 @@ class Permutation(_api.module("link.c.op").COp):
                          (long)n);
             {fail}
         }}
-        /* keys, as shuffle._keys */
-        npy_uint32 base = int8store_mix(seed ^ int8store_mix(epoch * 0x9E3779B9u + 1u));
-        if (index >= 0)
-            base = int8store_mix(base ^ int8store_mix((npy_uint32)index * 0x9E3779B9u + 2u));
-        npy_uint32 k0 = int8store_mix(base + 0x9E3779B9u), k1 = int8store_mix(base + 0x3C6EF372u),
-                   k2 = int8store_mix(base + 0xDAA66D2Bu), k3 = int8store_mix(base + 0x78DDE6E4u);
-        /* half the bits of the domain, as shuffle._half_bits */
+        /* the rounds' keys, as order.shuffle.round_keys */
+        {textwrap.indent(_c_keys(), " " * 8).lstrip()}
+        /* half the bits of the domain, as order.shuffle.half_bits */
         int bits = 0;
         for (npy_intp m = n - 1; m > 0; m >>= 1) bits++;
         if (bits < 2) bits = 2;
@@ -109,10 +136,7 @@ class Permutation(_api.module("link.c.op").COp):
         if (!table) {{ PyErr_NoMemory(); {fail} }}
         for (npy_intp p = 0; p < domain; p++) {{
             npy_uint32 l = (npy_uint32)p >> half, r = (npy_uint32)p & mask, t;
-            t = r; r = l ^ (int8store_mix(r ^ k0) & mask); l = t;
-            t = r; r = l ^ (int8store_mix(r ^ k1) & mask); l = t;
-            t = r; r = l ^ (int8store_mix(r ^ k2) & mask); l = t;
-            t = r; r = l ^ (int8store_mix(r ^ k3) & mask); l = t;
+            {textwrap.indent(_c_rounds(), " " * 12).lstrip()}
             table[p] = (l << half) | r;
         }}
         Py_XDECREF({out});
@@ -141,16 +165,16 @@ _lock = threading.Lock()  # a compiled function is not re-entrant
 def shuffled(values, seed, epoch, index=None):
     """``(order, values[order])``: ``order`` is ``[0, len(values))``
     shuffled by ``(seed, epoch)`` or ``(seed, epoch, index)``
-    (:func:`int8store.backend.shuffle.permutation`'s values), ``values`` an
+    (:func:`int8store.order.shuffle.permutation`'s values), ``values`` an
     int32 vector (a shard's labels); new arrays, computed in C.
     Thread-safe; the first call compiles.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from int8store.backend.shuffle import permutation as reference
+    >>> from int8store.order.shuffle import permutation
     >>> order, labels = shuffled(np.arange(100, 110, dtype=np.int32), 42, 0, index=3)
-    >>> bool((order == reference(10, 42, 0, index=3)).all()), bool((labels == 100 + order).all())
+    >>> bool((order == permutation(10, 42, 0, index=3)).all()), bool((labels == 100 + order).all())
     (True, True)
     """
     global _compiled
@@ -167,8 +191,3 @@ def shuffled(values, seed, epoch, index=None):
             _compiled.trust_input = True  # (the arguments are made right here)
         order, taken = _compiled(*arguments)
     return order, taken
-
-
-def permutation(n, seed, epoch, index=None):
-    """``[0, n)`` shuffled as :func:`shuffled` shuffles ``n`` values."""
-    return shuffled(np.arange(n, dtype=np.int32), seed, epoch, index)[0]

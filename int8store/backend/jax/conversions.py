@@ -1,13 +1,13 @@
 """int8store's JAX conversions, in :func:`convert`: a dispatcher of int8store's
 own that falls back to the library's ``jax_funcify``. Only int8store's JAX
-mode uses it (see :mod:`.modes`), so the library's plain ``"JAX"`` mode stays
+mode uses it (see :mod:`.mode`), so the library's plain ``"JAX"`` mode stays
 as it ships.
 
 Here: the minibatch op, the gathered rows and Argmax, on both libraries. Then, by library, the
 ops int8store's graphs use that it cannot convert: on Aesara 2.9.4 conv2d,
-pooling, the classic softmax ops and two corrections (:mod:`.jax_ops_aesara`);
+pooling, the classic softmax ops and two corrections (:mod:`.aesara_conversions`);
 on PyTensor int8store's own convolution and pooling
-(:mod:`.pytensor_nnet_jax`).
+(:mod:`.pytensor_conversions`).
 """
 
 import functools
@@ -16,10 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ArgumentError
-from . import activate
-from .gather import GatherRows
-from .minibatch import Minibatch
+from ...errors import ArgumentError
+from ..ops.gather import GatherRows
+from ..ops.minibatch import Minibatch
+from ..setup.activation import activate
 from .sharding import AXIS, sharded_layout
 from .shuffle import permuted_jax
 
@@ -167,11 +167,11 @@ def jax_funcify_CAReduce(op, node=None, **kwargs):
 
 
 if _api.NAME == "aesara":
-    from .jax_ops_aesara import CORRECTED_VERSIONS, register
-    from .fixes import in_versions
+    from ..setup.fixes import in_versions
+    from .aesara_conversions import CORRECTED_VERSIONS, register
     if in_versions(CORRECTED_VERSIONS):
         convert.register(_api.module("tensor.elemwise").CAReduce)(jax_funcify_CAReduce)
 else:
-    from .pytensor_nnet_jax import register
+    from .pytensor_conversions import register
     convert.register(_api.module("tensor.elemwise").CAReduce)(jax_funcify_CAReduce)
 register(convert)

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 
-from ..errors import ArgumentError, MissingDependencyError
+from ...errors import ArgumentError, MissingDependencyError
 
 __all__ = ["BACKENDS", "ENVIRONMENT_VARIABLE", "chosen_backend"]
 

@@ -1,0 +1,90 @@
+"""Each split's entry of a store's manifest, checked before it is used
+(:class:`SplitEntry`): where its data lies (the byte range and checksum of
+every chunk of codes and of its labels), its BLAKE3, the mean of its codes
+and their histogram (``code_counts``, optional: :data:`CODE_COUNTS`).
+"""
+
+import numpy as np
+
+from ..codes.histogram import code_sum
+from ..errors import StoreFormatError
+from .checksums import SPLIT_DIGEST, digest_digits
+from .manifest import data_range, is_count, is_hex, is_number, shown
+
+__all__ = ["SplitEntry", "CODE_COUNTS"]
+
+#: A split entry's field holding the histogram of its codes (optional).
+CODE_COUNTS = "code_counts"
+
+
+class SplitEntry:
+    """Split ``name``'s entry of the manifest, checked: where its data lies
+    (chunks of ``rows`` examples, and the labels, each ``(offset, size,
+    checksum)``), ``strong`` (its BLAKE3, or None), ``code_mean`` (None for
+    an empty split) and ``code_counts`` (its codes' histogram, or None)."""
+
+    def __init__(self, entry, name, count, row_bytes, checksum, path):
+        self.count, self.row_bytes = count, row_bytes
+        self.code_mean = _code_mean(entry.get("code_mean"), count, name, path)
+        x = entry["x"]  # (lists of data ranges: checked by read_manifest)
+        self.rows = x.get("chunk_rows")
+        self.chunks = [data_range(c, path) for c in x["chunks"]]
+        self.labels = [data_range(r, path) for r in entry["y"]]
+        self.strong = entry.get(SPLIT_DIGEST)
+        if not is_count(self.rows) or not 1 <= self.rows <= max(count, 1):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
+                                   f"has {shown(self.rows)} rows a chunk")
+        chunk_bytes = self.rows * self.row_bytes
+        needed = -(-self.count // self.rows) if self.count else 0
+        if len(self.chunks) != needed or any(c[1] != chunk_bytes for c in self.chunks) \
+                or len(self.labels) != (1 if self.count else 0) \
+                or any(r[1] != 4 * self.count for r in self.labels):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
+                                   "does not match its count and image shape")
+        digits = digest_digits(checksum)
+        if not all(is_hex(r[2], digits) for r in self.chunks + self.labels):
+            raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} holds a "
+                                   f"checksum that is not {digits} hex digits ({checksum})")
+        if self.strong is not None and not is_hex(self.strong, digest_digits(SPLIT_DIGEST)):
+            raise StoreFormatError(f"{path}: the manifest holds {shown(self.strong)} as the "
+                                   f"BLAKE3 of split {name!r}, not {digest_digits(SPLIT_DIGEST)} "
+                                   "hex digits")
+        self.code_counts = _code_counts(entry.get(CODE_COUNTS), count * row_bytes, self.code_mean,
+                                        name, path)
+
+    def chunks_over(self, start, stop):
+        """The indices of the stored chunks that examples ``[start, stop)`` touch."""
+        return range(start // self.rows, (stop - 1) // self.rows + 1 if stop > start else 0)
+
+    def chunk_name(self, split, index):
+        """How messages name stored chunk ``index`` of ``split``."""
+        first = index * self.rows
+        return (f"split {split!r} chunk {index} "
+                f"(examples {first} to {min(first + self.rows, self.count) - 1})")
+
+
+def _code_mean(value, count, name, path):
+    """A split's ``code_mean``: the mean of int8 codes, or None for an empty split."""
+    if value is None and count == 0:
+        return None
+    if not is_number(value) or not -128 <= value <= 127:
+        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code mean of "
+                               f"split {name!r}, where the mean of int8 codes belongs")
+    return value
+
+
+def _code_counts(value, codes, code_mean, name, path):
+    """A split's ``code_counts``: 256 counts of its ``codes`` codes, which
+    give its ``code_mean`` exactly; None where the manifest has none."""
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 256 and all(is_count(n) for n in value)
+            and sum(value) == codes):
+        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the code counts of "
+                               f"split {name!r}, where 256 counts of its {codes} codes belong")
+    counts = np.array(value, dtype=np.int64)
+    if codes and code_sum(counts) / codes != code_mean:
+        raise StoreFormatError(f"{path}: the code counts of split {name!r} give a mean of "
+                               f"{code_sum(counts) / codes!r}, its code mean is {code_mean!r}: "
+                               "the manifest contradicts itself")
+    return counts
