@@ -4,7 +4,7 @@ The spine, from the bottom: errors and the runtime every part leans on; what
 codes mean; which example goes where (order: arithmetic, no graph library);
 the graph library (backend); the store; the readers (sources);
 the planning step; memory; the shared dataset and its symbolic views;
-streaming; then the commands at the top (converter, preview, cli) and the
+streaming; the training loop's tools; then the commands at the top (converter, preview, cli) and the
 public API (``int8store/__init__.py``). A module may import from its own
 part or from any part below it, never above: a test, so it stays so.
 
@@ -26,9 +26,9 @@ pytestmark = pytest.mark.graph_free
 
 PACKAGE = Path(__file__).resolve().parent.parent / "int8store"
 SPINE = ["errors", "runtime", "codes", "order", "backend", "store", "sources", "plan", "memory",
-         "dataset", "streaming", "converter", "preview", "cli", "__init__"]
+         "dataset", "streaming", "training", "converter", "preview", "cli", "__init__"]
 SUBPACKAGES = ["runtime", "codes", "order", "backend", "store", "sources", "plan", "memory", "dataset",
-               "streaming"]
+               "streaming", "training"]
 #: backend's rooms, in the order they may import each other.
 BACKEND_ROOMS = ["setup", "ops", "jax"]
 #: What lies beside them: the door, and the start-up hook that scripts/setup.sh

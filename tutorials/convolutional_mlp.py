@@ -41,8 +41,9 @@ T = theano.tensor
 from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
-                          add_progress_option, join_processes, load_data, load_for_training,
-                          run_from_command_line)
+                          add_progress_option, add_steps_option, join_processes, load_data,
+                          load_for_training, model_looked_at, run_from_command_line,
+                          trained_minibatches, training_steps)
 from mlp import HiddenLayer
 
 import int8store  # int8store's JAX mode only (--mode jax)
@@ -132,7 +133,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
                     classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-                    progress=False, devices=None):
+                    progress=False, devices=None, steps_per_call=None):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -148,8 +149,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                           splits only, as the classic did (else every example)
     :param max_device_bytes, seed, max_memory: streaming, as in
                              logistic_sgd.sgd_optimization_mnist
-    :param progress, devices: condense the per-epoch lines; JAX mode over
-                     several devices; as in logistic_sgd.sgd_optimization_mnist
+    :param progress, devices, steps_per_call: condense the per-epoch lines;
+                     JAX mode over several devices; several updates a call;
+                     as in logistic_sgd.sgd_optimization_mnist
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -250,20 +252,24 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         for param_i, grad_i in zip(params, grads)
     ]
 
+    train_givens = {
+        x: train_set_x[index * batch_size: (index + 1) * batch_size],
+        y: train_set_y[index * batch_size: (index + 1) * batch_size]
+    }
     train_model = theano.function(
         [index],
         cost,
         updates=updates,
-        givens={
-            x: train_set_x[index * batch_size: (index + 1) * batch_size],
-            y: train_set_y[index * batch_size: (index + 1) * batch_size]
-        },
+        givens=train_givens,
         mode=compile_mode
     )
+    # -- int8store: several of those steps a call (logistic_sgd.training_steps)
+    train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        int8store.keep_on_device(params, [train_model, validate_model, test_model],
+        int8store.keep_on_device(params, [train_model, validate_model, test_model]
+                                 + ([train_steps.function] if train_steps else []),
                                  devices=devices)
 
     ###############
@@ -287,16 +293,18 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
-                                                                              batch_size)
-        for minibatch_index, index_on_device in batches:
+        # each minibatch number of the epoch, once its update is made
+        # (logistic_sgd.trained_minibatches)
+        batches = trained_minibatches(
+            streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
+            train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
+                                         lambda: patience))
+        for minibatch_index in batches:
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if iter % 100 == 0:
                 epoch_lines(epoch, 'training @ iter =  %i' % iter)
-            cost_ij = train_model(index_on_device)
 
             if (iter + 1) % validation_frequency == 0:
 
@@ -383,11 +391,12 @@ def main(argv=None):
                         help="where the best model's parameters go (.npz), replaced at each "
                              "improvement (default: not saved)")
     add_device_options(parser)
+    add_steps_option(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
     result, status = run_from_command_line(
-        evaluate_lenet5, learning_rate=args.learning_rate, n_epochs=args.epochs,
+        evaluate_lenet5, steps_per_call=args.steps_per_call, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,

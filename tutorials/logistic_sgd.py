@@ -204,6 +204,69 @@ def add_progress_option(parser):
                              'classic tutorial printed)')
 
 
+def add_steps_option(parser):
+    """--steps-per-call: several minibatch updates in one call of the
+    compiled step (int8store.steps_function)."""
+    parser.add_argument('--steps-per-call', type=int, metavar='K',
+                        help='make up to K minibatch updates in one call of the compiled step '
+                             '(the same results; it pays in JAX mode on a GPU, where a call '
+                             'costs more than a small model\'s step; default: %i there, 1 on '
+                             'the C backend and JAX on the CPU)' % int8store.ACCELERATOR_STEPS)
+
+
+def training_steps(index, cost, updates, givens, steps_per_call, mode):
+    """
+    int8store: the compiled function that makes up to steps_per_call
+    updates a call (int8store.steps_function: the same cost, updates and
+    givens as train_model), or None for one update a call. steps_per_call
+    None: int8store's default for the mode (int8store.default_steps).
+    """
+    if steps_per_call is None:
+        steps_per_call = int8store.default_steps(mode)
+    if steps_per_call < 1:
+        raise int8store.ArgumentError('--steps-per-call %i: expected 1 or more' % steps_per_call)
+    if steps_per_call == 1:
+        return None
+    print('... up to %i minibatch updates a call' % steps_per_call)
+    return int8store.steps_function([index], cost, updates, givens=givens,
+                                    steps=steps_per_call, mode=mode)
+
+
+def model_looked_at(epoch, n_train_batches, validation_frequency, patience):
+    """
+    int8store: ends(minibatch_index) for trained_minibatches: true after the
+    minibatches where the classic loop validates, or may stop (patience()
+    gives the patience as it is then, when each call is formed).
+    """
+    def ends(minibatch_index):
+        iter = (epoch - 1) * n_train_batches + minibatch_index
+        return (iter + 1) % validation_frequency == 0 or patience() <= iter
+    return ends
+
+
+def trained_minibatches(split, epoch, batch_size, train_model, train_steps=None, ends=None):
+    """
+    int8store: the numbers of epoch's minibatches of split (a dataset, or a
+    stream), each yielded once its update is made: by train_model, one a
+    call, or by train_steps, up to its steps a call, a call ending after any
+    minibatch for which ends(number) is true (where the loop looks at the
+    model: so it sees what one update a call gives). Close it to leave the
+    epoch early (a stream then stops reading).
+    """
+    calls = int8store.minibatch_calls(split, epoch, batch_size,
+                                      1 if train_steps is None else train_steps.steps, ends)
+    try:
+        for first, index_on_device, count in calls:
+            if train_steps is None:
+                train_model(index_on_device)
+            else:
+                train_steps(index_on_device, count)
+            for minibatch_index in range(first, first + count):
+                yield minibatch_index
+    finally:
+        calls.close()
+
+
 def add_device_options(parser):
     """--devices, and --coordinator, --num-processes, --process-id: several
     devices, and several processes (hosts), in one run."""
@@ -252,7 +315,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
                            classic_count=False, max_device_bytes=None, seed=None,
-                           max_memory=None, progress=False, devices=None):
+                           max_memory=None, progress=False, devices=None, steps_per_call=None):
     """
     Train the logistic regression by minibatch SGD with early stopping.
 
@@ -280,6 +343,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :param devices: JAX mode over several devices (a count or 'all'): each
                     split's rows in blocks, one per device, the parameters
                     replicated, the gradients reduced by XLA
+    :param steps_per_call: minibatch updates made in one call of the
+                           compiled step (int8store.steps_function; the same
+                           results); None: int8store.default_steps(mode), 100
+                           in JAX mode on a GPU, else 1
 
     Returns a dict with the best validation error, the test error of the
     best model and how many examples it is over, the epochs run and the
@@ -341,21 +408,25 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                (classifier.b, classifier.b - learning_rate * g_b)]
 
     # one SGD step on minibatch `index` of train; returns its cost
+    train_givens = {
+        x: train_set_x[index * batch_size: (index + 1) * batch_size],
+        y: train_set_y[index * batch_size: (index + 1) * batch_size]
+    }
     train_model = theano.function(
         inputs=[index],
         outputs=cost,
         updates=updates,
-        givens={
-            x: train_set_x[index * batch_size: (index + 1) * batch_size],
-            y: train_set_y[index * batch_size: (index + 1) * batch_size]
-        },
+        givens=train_givens,
         mode=compile_mode
     )
+    # -- int8store: several of those steps a call (training_steps, above)
+    train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode)
 
     # -- int8store's JAX mode: keep the parameters' updates on the device,
     # rather than copying them to host memory after every step.
     if mode == 'jax':
-        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model],
+        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model]
+                                 + ([train_steps.function] if train_steps else []),
                                  devices=devices)
 
     ###############
@@ -378,12 +449,15 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     epoch = 0
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
-                                                                              batch_size)
-        for minibatch_index, index_on_device in batches:
+        # each minibatch number of the epoch, once train_model (or
+        # train_steps, a call ending where the loop below looks at the
+        # model) has made its update (trained_minibatches, above)
+        batches = trained_minibatches(
+            streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
+            train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
+                                         lambda: patience))
+        for minibatch_index in batches:
 
-            minibatch_avg_cost = train_model(index_on_device)
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
@@ -441,7 +515,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     return {'best_validation_loss': float(best_validation_loss),
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
             'seconds': end_time - start_time, 'datasets': streams or datasets,
-            'train_model': train_model, 'interrupted': bool(interrupted)}
+            'train_model': train_model, 'interrupted': bool(interrupted),
+            'params': [numpy.array(p.get_value()) for p in classifier.params]}
 
 
 def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
@@ -486,6 +561,7 @@ def main(argv=None):
                         help="where the best model's parameters go, replaced at each "
                              "improvement (default: %(default)s)")
     add_device_options(parser)
+    add_steps_option(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
@@ -494,7 +570,7 @@ def main(argv=None):
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
         mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress, devices=args.devices)
+        progress=args.progress, devices=args.devices, steps_per_call=args.steps_per_call)
     if result is None:
         return status
     print()

@@ -26,8 +26,9 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option, load_data,
-                          load_for_training, run_from_command_line)
+from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option,
+                          add_steps_option, load_data, load_for_training, run_from_command_line,
+                          model_looked_at, trained_minibatches, training_steps)
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -91,13 +92,14 @@ class MLP(object):
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
              dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
              classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-             progress=False):
+             progress=False, steps_per_call=None):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
     the best validation error, the test error of the best model (over every
     example, or whole minibatches only with ``classic_count``, as the classic
     did) and the epochs run. ``max_device_bytes``, ``seed`` and ``max_memory``
-    stream the splits, and ``progress`` condenses the per-epoch lines, as in
+    stream the splits, ``progress`` condenses the per-epoch lines, and
+    ``steps_per_call`` makes several updates a call, as in
     logistic_sgd.sgd_optimization_mnist.
     """
     # -- int8store: the splits, in memory or streamed, and the batch counts
@@ -142,10 +144,14 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                for param, gparam in zip(classifier.params, gparams)]
     train_model = theano.function([index], cost, updates=updates,
                                   givens=givens(train_set_x, train_set_y), mode=compile_mode)
+    # -- int8store: several of those steps a call (logistic_sgd.training_steps)
+    train_steps = training_steps(index, cost, updates, givens(train_set_x, train_set_y),
+                                 steps_per_call, mode)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model])
+        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model]
+                                 + ([train_steps.function] if train_steps else []))
 
     print('... training')
     patience = 10000
@@ -164,11 +170,13 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     done_looping = False
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        # (minibatch number in the epoch, index in the data on the device)
-        batches = (streams[0] if streams else train_set_x.dataset).minibatches(epoch,
-                                                                              batch_size)
-        for minibatch_index, index_on_device in batches:
-            minibatch_avg_cost = train_model(index_on_device)
+        # each minibatch number of the epoch, once its update is made
+        # (logistic_sgd.trained_minibatches)
+        batches = trained_minibatches(
+            streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
+            train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
+                                         lambda: patience))
+        for minibatch_index in batches:
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
@@ -214,7 +222,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
           ' ran for %.2fm' % ((end_time - start_time) / 60.), file=sys.stderr)
     return {'best_validation_loss': float(best_validation_loss), 'best_iter': best_iter + 1,
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
-            'interrupted': bool(interrupted)}
+            'interrupted': bool(interrupted),
+            'params': [numpy.array(p.get_value()) for p in classifier.params]}
 
 
 def main(argv=None):
@@ -225,13 +234,14 @@ def main(argv=None):
     parser.add_argument('--batch-size', type=int, default=20)
     parser.add_argument('--hidden', type=int, default=500)
     add_data_options(parser)
+    add_steps_option(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     _, status = run_from_command_line(
         test_mlp, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
         n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress)
+        progress=args.progress, steps_per_call=args.steps_per_call)
     return status  # 0, 2 after an error, 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 

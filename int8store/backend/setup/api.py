@@ -5,7 +5,9 @@ first, through :func:`~.library.set_up`).
 The two libraries share their graph model and most module paths
 (``graph.basic``, ``tensor.subtensor``, ``compile.mode``, ...): :func:`module`
 imports one of those from whichever runs. What differs is named here once:
-the tensor variable class. (Convolution and pooling, Aesara's own or
+the tensor variable class, and where ``clone_replace``, ``graph_inputs`` and
+``Supervisor`` (the feature that keeps a graph's inputs from being
+overwritten) live. (Convolution and pooling, Aesara's own or
 int8store's ops on PyTensor, are :mod:`int8store.backend.ops.nnet`'s.)
 """
 
@@ -25,12 +27,24 @@ function = lib.function
 softmax = import_module(f"{NAME}.tensor.special").softmax
 
 if NAME == "aesara":
+    from aesara.compile.function.types import Supervisor
+    from aesara.graph.basic import clone_replace, graph_inputs
     from aesara.tensor.var import TensorVariable
 else:
+    from pytensor.graph.replace import clone_replace
     from pytensor.tensor.variable import TensorVariable
+    try:  # (moved there from graph.basic in PyTensor 3.x)
+        from pytensor.graph.traversal import graph_inputs
+    except ImportError:
+        from pytensor.graph.basic import graph_inputs
+    try:  # (from compile.function.types in PyTensor 3.x)
+        from pytensor.compile.aliasing import Supervisor
+    except ImportError:
+        from pytensor.compile.function.types import Supervisor
 
 
-__all__ = ["lib", "NAME", "VERSION", "at", "function", "softmax",
+__all__ = ["lib", "NAME", "VERSION", "at", "function", "softmax", "clone_replace", "graph_inputs",
+           "Supervisor",
            "TensorVariable", "module", "float_dtype", "float_constant", "shared",
            "FLOAT_DTYPES", "describe"]
 

@@ -1,0 +1,205 @@
+"""Many minibatch updates in one call: take the host out of the training loop.
+
+With the images resident on the device, what is left for the host to do in a
+training loop is to call the compiled step once a minibatch, and in JAX mode
+that call costs more than the step itself for the tutorials' models (the
+library's JAX linker: its thunks, the conversion of outputs, the write-back
+of updates). :func:`steps_function` compiles, from the cost, updates and
+``givens`` a classic tutorial gives ``function([index], ...)``, one function
+that makes up to ``steps`` consecutive updates a call: the minibatch index is
+the only input, the data stays where it was placed, and the model is not
+written again. In JAX mode the steps run in one XLA loop
+(:class:`~int8store.backend.ops.multistep.MultiStep`: ``lax.fori_loop``,
+each minibatch sliced and widened inside it); the C backend's calls cost
+little, and there the steps are made one by one, the same arithmetic as a
+call each (``bench/steps_per_call.py`` measures both).
+
+:func:`minibatch_calls` groups an epoch's minibatches into such calls: runs
+of consecutive minibatches, within one shard of a streamed split, each
+ending where the loop must look at the model (a validation, the end of its
+patience), so that what it sees there is what one call a minibatch would
+have given: the same error lines, whatever the number of steps a call.
+"""
+
+from ..backend import activate, function_mode
+from ..codes.vocabulary import check_mode
+from ..errors import ArgumentError
+
+__all__ = ["steps_function", "TrainingSteps", "minibatch_calls", "default_steps",
+           "ACCELERATOR_STEPS"]
+
+#: Updates a call by default in JAX mode on a GPU (or another accelerator):
+#: on an H200, K = 100 took 0.16 to 0.19 of K = 1's time a step for the
+#: logistic regression (batch 10 to 600) and 0.41 to 0.63 for LeNet5 (batch
+#: 100, 500), and K = 10 less (``bench/steps_per_call.py``, docs/benchmarks.md).
+ACCELERATOR_STEPS = 100
+
+
+def default_steps(mode):
+    """The updates a call int8store's tutorials make by default in ``mode``:
+    :data:`ACCELERATOR_STEPS` in JAX mode on a GPU (or another
+    accelerator); 1 on the C backend, whose calls cost little (K = 10 took
+    1.03 to 1.35 the time of K = 1 a step for the logistic regression here),
+    and in JAX mode on the CPU, where XLA runs a convolution inside a loop
+    many times slower than alone (LeNet5 at batch 100: 16 times K = 1's time
+    a step with K = 10; the logistic regression gains there)."""
+    if check_mode(mode) == "c":
+        return 1
+    import jax
+
+    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_STEPS
+
+
+class TrainingSteps:
+    """What :func:`steps_function` returns: ``train_steps(first, count)``
+    updates on minibatches ``first`` to ``first + count - 1`` (``count``
+    from 1 to :attr:`steps`, by default all) and returns their costs;
+    :attr:`function` is the compiled function (for
+    :func:`~int8store.keep_on_device`)."""
+
+    def __init__(self, function, steps):
+        self.function, self.steps = function, steps
+
+    def __call__(self, first, count=None):
+        count = self.steps if count is None else int(count)
+        return self.function(first, count)[:count]
+
+    def __repr__(self):
+        return f"TrainingSteps(up to {self.steps} minibatch updates a call)"
+
+
+def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
+    """A compiled function that makes up to ``steps`` minibatch updates in
+    one call, built from what a classic tutorial gives ``function``.
+
+    Parameters
+    ----------
+    inputs : list of one integer scalar
+        ``[index]``: the minibatch index that ``cost``, ``updates`` and
+        ``givens`` use.
+    cost : scalar variable
+        The step's cost, its output.
+    updates : list of (shared variable, new value), or a dict
+        The step's updates: the parameters it trains.
+    givens : dict, optional
+        As for ``function``: the classic slices of the stored splits.
+    steps : int
+        The most updates a call makes.
+    mode : {"c", "jax"}
+        As for :func:`~int8store.function_mode`.
+
+    Returns
+    -------
+    TrainingSteps
+        ``train_steps(first, count)`` updates the parameters on minibatches
+        ``first, ..., first + count - 1`` in turn, as ``count`` calls of
+        the one-step function would, and returns the ``count`` costs. In JAX
+        mode the minibatches of the first and the last step are checked on
+        the host before the call, as each minibatch index is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from int8store import SharedDataset, tensor_library
+    >>> T = tensor_library().tensor
+    >>> data = SharedDataset.from_arrays(np.arange(40, dtype=np.uint8).reshape(8, 5),
+    ...                                  np.arange(8) % 2, name="train", dtype="float64")
+    >>> w = tensor_library().shared(np.zeros(5), name="w", shape=(5,))
+    >>> index, x = T.lscalar(), T.matrix("x", dtype="float64")
+    >>> cost = T.sum((x @ w - 1) ** 2)
+    >>> train_steps = steps_function([index], cost, [(w, w - 0.01 * T.grad(cost, w))],
+    ...                              givens={x: data.x[index * 2:(index + 1) * 2]}, steps=4)
+    >>> train_steps(0).shape, train_steps(1, 3).shape
+    ((4,), (3,))
+    """
+    from ..backend.ops.multistep import MultiStep
+
+    mode = check_mode(mode)
+    if int(steps) != steps or steps < 1:
+        raise ArgumentError(f"steps={steps!r}: expected a positive number of updates a call")
+    if len(inputs) != 1:
+        raise ArgumentError(f"inputs={inputs!r}: many steps a call take one input, the "
+                            "minibatch index")
+    api = activate()
+    (index,) = inputs
+    if getattr(index, "ndim", None) != 0 or not str(index.dtype).startswith(("int", "uint")):
+        raise ArgumentError(f"inputs={inputs!r}: the one input must be an integer scalar, the "
+                            "minibatch index")
+    updates = list(updates.items() if hasattr(updates, "items") else updates)
+    params = [variable for variable, _ in updates]
+    SharedVariable = api.module("compile.sharedvalue").SharedVariable
+    # The step on its own: the index and the parameters' values as inputs, the
+    # givens applied, the shared variables it reads as they are.
+    given = api.clone_replace([cost] + [value for _, value in updates], replace=dict(givens or {}))
+    index_in_step = index.type()
+    values = [variable.type() for variable in params]
+    outputs = api.clone_replace(given, replace={index: index_in_step, **dict(zip(params, values))})
+    read = [v for v in api.graph_inputs(outputs) if isinstance(v, SharedVariable)]
+    step = api.module("graph.fg").FunctionGraph([index_in_step, *values, *read], outputs,
+                                                 clone=False)
+    if mode == "jax":  # rewritten as int8store's JAX mode rewrites the graph around it
+        # (its inputs never overwritten, as those of a compiled function)
+        step.attach_feature(api.Supervisor(step.inputs))
+        function_mode("jax").optimizer.rewrite(step)
+    op = MultiStep(step, steps, len(params), mode=function_mode("c"))
+    first, count = index.type(), index.type()
+    results = op(first, count, *params, *read)
+    compiled = api.function([first, count], results[0], updates=list(zip(params, results[1:])),
+                            mode=function_mode(mode))
+    return TrainingSteps(compiled, int(steps))
+
+
+def minibatch_calls(split, epoch, batch_size, steps, ends=None):
+    """The minibatches of epoch ``epoch`` of ``split`` grouped into calls of
+    at most ``steps`` updates: ``(first number, first index, count)``, where
+    the call trains on minibatches ``first number`` to ``first number +
+    count - 1`` of the epoch, at indices ``first index`` onwards on the
+    device (``train_steps(first_index, count)``).
+
+    A call ends after ``steps`` minibatches, at the end of a shard of a
+    streamed split (each shard is loaded before its calls), and after any
+    minibatch ``number`` for which ``ends(number)`` is true: where the
+    training loop looks at the model (a validation, the end of its
+    patience). ``ends`` is asked as each call is formed, after the calls
+    before it were made.
+
+    ``split`` is a :class:`~int8store.SharedDataset` or a
+    :class:`~int8store.StreamingSplit`; with ``steps`` 1, each call is one
+    minibatch, as ``split.minibatches(epoch, batch_size)`` gives them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from int8store import SharedDataset
+    >>> data = SharedDataset.from_arrays(np.zeros((50, 4), np.uint8), np.zeros(50), name="train")
+    >>> list(minibatch_calls(data, 0, 5, steps=4, ends=lambda number: number == 5))
+    [(0, 0, 4), (4, 4, 2), (6, 6, 4)]
+    """
+    if int(steps) != steps or steps < 1:
+        raise ArgumentError(f"steps={steps!r}: expected a positive number of updates a call")
+    if not hasattr(split, "epoch"):  # held whole: its minibatches lie in a row
+        yield from _calls(split.minibatches(epoch, batch_size), steps, ends)
+        return
+    number, shards = 0, split.epoch(epoch)
+    try:
+        for shard in shards:
+            count = shard.count // batch_size
+            yield from _calls(((number + i, i) for i in range(count)), steps, ends)
+            number += count
+    finally:
+        shards.close()
+
+
+def _calls(minibatches, steps, ends):
+    """Consecutive ``(number, index)`` pairs in runs of at most ``steps``,
+    each run ending where ``ends(number)`` says so."""
+    first, count = None, 0
+    for number, index in minibatches:
+        if first is None:
+            first = (number, index)
+        count += 1
+        if count == steps or (ends is not None and ends(number)):
+            yield first + (count,)
+            first, count = None, 0
+    if first is not None:
+        yield first + (count,)
