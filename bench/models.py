@@ -28,7 +28,7 @@ from mlp import HiddenLayer  # noqa: E402
 
 from int8store import function_mode  # noqa: E402
 
-__all__ = ["MODELS", "build"]
+__all__ = ["MODELS", "build", "build_step"]
 
 #: name -> (batch size, learning rate) of the classic tutorials
 MODELS = {"logistic regression": (600, 0.13), "LeNet5": (500, 0.1)}
@@ -38,12 +38,22 @@ def build(name, splits, batch_size, learning_rate, mode="c", n_out=None):
     """``(params, train)``: the model's parameters and its compiled SGD step
     on minibatch ``index`` of ``splits["train"]`` (SharedDataset objects);
     classes counted from the splits' labels unless ``n_out`` is given."""
-    train = splits["train"]
+    if n_out is None:
+        n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
+    params, index, cost, updates, givens = build_step(name, splits["train"], batch_size,
+                                                      learning_rate, n_out)
+    step = theano.function([index], cost, updates=updates, givens=givens,
+                           mode=function_mode(mode))
+    return params, step
+
+
+def build_step(name, train, batch_size, learning_rate, n_out=10):
+    """``(params, index, cost, updates, givens)``: what a tutorial passes to
+    ``function([index], cost, updates=updates, givens=givens)`` for one SGD
+    step on minibatch ``index`` of ``train`` (a SharedDataset)."""
     index = T.lscalar()
     x = T.TensorType(theano.config.floatX, shape=(batch_size, train.n_features))("x")
     y = T.TensorType("int32", shape=(batch_size,))("y")
-    if n_out is None:
-        n_out = 1 + int(max(numpy.asarray(s.y.get_value(borrow=True)).max() for s in splits.values()))
     if name == "logistic regression":
         top = LogisticRegression(input=x, n_in=train.n_features, n_out=n_out)
         params = top.params
@@ -52,9 +62,7 @@ def build(name, splits, batch_size, learning_rate, mode="c", n_out=None):
     cost = top.negative_log_likelihood(y)
     updates = [(p, p - learning_rate * g) for p, g in zip(params, T.grad(cost, params))]
     batch_x, batch_y = train.minibatch(index, batch_size)
-    step = theano.function([index], cost, updates=updates, givens={x: batch_x, y: batch_y},
-                           mode=function_mode(mode))
-    return params, step
+    return params, index, cost, updates, {x: batch_x, y: batch_y}
 
 
 def _lenet5(x, image_shape, batch_size, n_out, nkerns=(20, 50)):
