@@ -4,7 +4,6 @@ start said to be that, not a damaged file."""
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -126,12 +125,12 @@ def test_the_shard_reader_does_not_import_the_working_folders_modules(tmp_path, 
 # -- limits inherited, and a helper that cannot start ---------------------------------------
 
 def run_limited(argv, cwd, address_space):
-    """``argv`` in a process whose address space is limited as by ``ulimit -v``."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    """``argv`` in a process whose address space is limited by ``ulimit -v``
+    (a shell's, rather than a preexec_fn: this process may have JAX's threads)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=limit, capture_output=True,
+    shell = ["bash", "-c", f'ulimit -v {address_space // 1024} && exec "$@"', "limited"]
+    return subprocess.run(shell + list(argv), cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=240)
 
 
