@@ -8,14 +8,18 @@ shards in a permutation keyed by ``(seed, e)`` and takes shard ``k``'s
 examples in a permutation keyed by ``(seed, e, k)``
 (:func:`int8store.order.shuffle.permutation`).
 
-Where it is computed is not part of the order. The shards' order, once an
-epoch, is numpy's. A shard's own order is drawn in the training process
-between two steps, with its labels put in it: on the C backend by a small C
-op (:func:`int8store.backend.ops.permutation.shuffled`, some 6 us a shard of
-3,000, against 85-100 us in numpy), imported only then, by a stream whose
-shared variables have set the backend up already; a JAX-mode stream, which
-copies each shard to the device anyway, takes numpy's and compiles nothing.
+Where it is computed is not part of the order. The orders are drawn in the
+training process between two steps (a shard's with its labels put in it):
+on the C backend by a small C op (:func:`int8store.backend.ops.permutation.shuffled`,
+some 6 us a shard of 3,000, against 85-100 us in numpy; the shards' order
+of an epoch some 55 us in numpy, drawn for each epoch and the next one's
+read-ahead), imported only then, by a stream whose shared variables have set
+the backend up already; a JAX-mode stream, which copies each shard to the
+device anyway, takes numpy's and compiles nothing. The last epochs' shard
+orders are kept (each pass asks for its own and the next epoch's).
 """
+
+import numpy as np
 
 from ..errors import StreamError
 from ..order.shuffle import permutation
@@ -32,6 +36,7 @@ class ShardLayout:
         self.name, self.n_examples, self.shard_size, self.seed = name, n_examples, shard_size, seed
         self.n_shards = -(-n_examples // shard_size)
         self.orders_in_c = orders_in_c
+        self._visits = {}  # epoch -> its shard order, for the last few epochs
 
     def bounds(self, index):
         """``(start, stop)``: the examples shard ``index`` holds."""
@@ -42,7 +47,18 @@ class ShardLayout:
         """The shard indices in the order epoch ``epoch`` visits them."""
         if self.seed is None:
             return list(range(self.n_shards))
-        return permutation(self.n_shards, self.seed, epoch).tolist()
+        if epoch not in self._visits:
+            if len(self._visits) >= 4:
+                self._visits.pop(next(iter(self._visits)))
+            self._visits[epoch] = self._permutation(self.n_shards, epoch).tolist()
+        return list(self._visits[epoch])
+
+    def _permutation(self, n, epoch, index=None):
+        if self.orders_in_c:
+            from ..backend.ops.permutation import shuffled
+
+            return shuffled(np.arange(n, dtype=np.int32), self.seed, epoch, index)[0]
+        return permutation(n, self.seed, epoch, index)
 
     def shuffled_labels(self, labels, epoch, index):
         """``(order, own labels in that order)`` of shard ``index`` in epoch

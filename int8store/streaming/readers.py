@@ -329,25 +329,35 @@ class ProcessReader(Reader):
         return ticket
 
     def wait(self, ticket):
-        from .shard_process import ShardReadError
-
+        # The replies of the tickets before it are read (with interrupts
+        # deferred: a reply read and its ticket done, or neither); its own is
+        # waited for here (interrupted, nothing is lost) and read by collect,
+        # in the deferred block that loads the shard.
         while not ticket.done:
             first = self._waiting[0]
             try:
-                self._process.wait_reply()  # (interrupted here: the reply is still to come)
+                self._process.wait_reply()
             except StreamError as error:
                 self._ended(error)
                 continue
-            with interrupts_deferred():  # the reply read and its ticket done, or neither
-                try:
-                    self._process.take(first.buffer.slot, first.index)
-                except ShardReadError as error:
-                    first.error = error
-                except StreamError as error:
-                    self._ended(error)
-                    continue
-                self._waiting.popleft()
-                first.done = True
+            if first is ticket:
+                return
+            with interrupts_deferred():
+                self._take(first)
+
+    def _take(self, first):
+        """Read the reply about the oldest ticket asked for (interrupts deferred)."""
+        from .shard_process import ShardReadError
+
+        try:
+            self._process.take(first.buffer.slot, first.index)
+        except ShardReadError as error:
+            first.error = error
+        except StreamError as error:
+            self._ended(error)
+            return
+        self._waiting.popleft()
+        first.done = True
 
     def _ended(self, error):
         """The process ended (or was stopped): no reply will come, and
@@ -360,6 +370,8 @@ class ProcessReader(Reader):
             self._waiting.clear()
 
     def collect(self, ticket):
+        if not ticket.done:  # (waited for: its reply has begun to come)
+            self._take(ticket)
         self._forget(ticket)
         if ticket.error is not None:
             self.pool.give_back(ticket.buffer)
@@ -369,11 +381,11 @@ class ProcessReader(Reader):
                         ticket.buffer.labels, None, ticket.buffer)
 
     def release(self, ticket):
-        if ticket in self._waiting:
-            try:
-                self.wait(ticket)  # the process writes into its buffer until it replies
-            except StreamError:
-                pass  # the process ended: nothing writes into the buffer any more
+        if not ticket.done:  # the process writes into its buffer until it replies
+            self.wait(ticket)
+            if not ticket.done:
+                with interrupts_deferred():
+                    self._take(ticket)
         super().release(ticket)
 
     def close(self):

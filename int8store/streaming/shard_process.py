@@ -61,10 +61,11 @@ class ShardProcess:
     """The reading process of one streamed split (see the module docstring).
 
     :meth:`submit` asks for a shard; :meth:`wait_reply` returns once the
-    reply about the oldest shard asked for has come (:class:`StreamError`
-    if the process ended or did not answer in time), :meth:`take` reads it
-    (raising :class:`ShardReadError` with the reader's message if it could
-    not read the shard, :class:`StreamError` if it answered out of turn);
+    reply about the oldest shard asked for has begun to come
+    (:class:`StreamError` if the process did not answer in time), and
+    :meth:`take` reads it, with interrupts deferred by the caller (raising
+    :class:`ShardReadError` with the reader's message if it could not read
+    the shard, :class:`StreamError` if it answered out of turn or ended);
     :meth:`end` lets it finish what it was asked and ends it (also done when
     this object is collected, or at exit)."""
 
@@ -95,12 +96,24 @@ class ShardProcess:
             pass  # the reader has ended: take() says so, for this shard
 
     def wait_reply(self):
-        """Return once the whole reply about the oldest shard asked for has
-        come (interrupted here, nothing is lost); :class:`StreamError` if
-        the process ended, or did not answer within :attr:`reply_timeout`
-        seconds (it is then stopped)."""
-        from ..runtime.interrupts import interrupts_deferred
+        """Return once the reply about the oldest shard asked for has begun
+        to come (nothing is read: interrupted here, nothing is lost);
+        :class:`StreamError` if the process did not answer within
+        :attr:`reply_timeout` seconds (it is then stopped)."""
+        if b"\n" in self._received:
+            return
+        if not select.select([self._replies], [], [], self.reply_timeout)[0]:
+            self._kill()
+            raise StreamError("the process reading the shards did not answer "
+                              f"within {self.reply_timeout:g} s; it was stopped")
 
+    def take(self, slot, index):
+        """Read the reply :meth:`wait_reply` waited for, about shard ``index``
+        in buffer ``slot`` (the oldest one asked for), waiting for the rest
+        of its line if need be: return if the shard was read, raise
+        :class:`ShardReadError` with the reader's message if not,
+        :class:`StreamError` if the reply is about another shard or the
+        process ended."""
         deadline = time.monotonic() + self.reply_timeout
         while b"\n" not in self._received:
             if len(self._received) > _MAX_REPLY:
@@ -110,11 +123,9 @@ class ShardProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([self._replies], [], [], remaining)[0]:
                 self._kill()
-                raise StreamError("the process reading the shards did not answer "
+                raise StreamError("the process reading the shards did not finish its reply "
                                   f"within {self.reply_timeout:g} s; it was stopped")
-            with interrupts_deferred():  # bytes read are kept
-                data = os.read(self._replies, 1 << 16)
-                self._received += data
+            data = os.read(self._replies, 1 << 16)
             if not data:
                 try:
                     code = self._process.wait(timeout=END_TIMEOUT)
@@ -123,12 +134,7 @@ class ShardProcess:
                     code = self._process.returncode
                 raise StreamError("the process reading the shards ended "
                                   f"(exit status {code})")
-
-    def take(self, slot, index):
-        """Read the reply :meth:`wait_reply` waited for, about shard ``index``
-        in buffer ``slot`` (the oldest one asked for): return if the shard
-        was read, raise :class:`ShardReadError` with the reader's message if
-        not, :class:`StreamError` if the reply is about another shard."""
+            self._received += data
         line, _, rest = bytes(self._received).partition(b"\n")
         self._received = bytearray(rest)
         words = line.split(b" ", 3)
