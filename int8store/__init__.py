@@ -64,6 +64,7 @@ _LAZY = {
     "save_checkpoint": "store.checkpoint",
     "fits_in_memory": "streaming.loading",
     "steps_function": "training.steps",
+    "Augmentation": "augment.spec",
     "minibatch_calls": "training.steps",
     "default_steps": "training.steps",
     "ACCELERATOR_STEPS": "training.steps",

@@ -25,9 +25,9 @@ import pytest
 pytestmark = pytest.mark.graph_free
 
 PACKAGE = Path(__file__).resolve().parent.parent / "int8store"
-SPINE = ["errors", "runtime", "codes", "order", "backend", "store", "sources", "plan", "memory",
+SPINE = ["errors", "runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory",
          "dataset", "streaming", "training", "converter", "preview", "cli", "__init__"]
-SUBPACKAGES = ["runtime", "codes", "order", "backend", "store", "sources", "plan", "memory", "dataset",
+SUBPACKAGES = ["runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory", "dataset",
                "streaming", "training"]
 #: backend's rooms, in the order they may import each other.
 BACKEND_ROOMS = ["setup", "ops", "jax"]

@@ -41,7 +41,8 @@ T = theano.tensor
 from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
-                          add_progress_option, add_steps_option, join_processes, load_data,
+                          add_augment_options, add_progress_option, add_steps_option,
+                          augmented_training_set, join_processes, load_data,
                           load_for_training, model_looked_at, run_from_command_line,
                           trained_minibatches, training_steps)
 from mlp import HiddenLayer
@@ -133,7 +134,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
                     classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-                    progress=False, devices=None, steps_per_call=None):
+                    progress=False, devices=None, steps_per_call=None, augment=None,
+                    augment_seed=1):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -152,6 +154,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param progress, devices, steps_per_call: condense the per-epoch lines;
                      JAX mode over several devices; several updates a call;
                      as in logistic_sgd.sgd_optimization_mnist
+    :param augment, augment_seed: the training minibatches augmented inside
+                     the step ('translate=2,cutout=8'; see
+                     logistic_sgd.augmented_training_set), draws keyed by the seed
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -168,6 +173,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
     compile_mode = int8store.function_mode(mode)
+    # -- int8store: training minibatches augmented from their int8 codes
+    # (evaluation reads the splits as they are)
+    train_view = augmented_training_set(train_set_x, augment, augment_seed, dataset, streams)
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -253,7 +261,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     ]
 
     train_givens = {
-        x: train_set_x[index * batch_size: (index + 1) * batch_size],
+        x: train_view[index * batch_size: (index + 1) * batch_size],
         y: train_set_y[index * batch_size: (index + 1) * batch_size]
     }
     train_model = theano.function(
@@ -392,6 +400,7 @@ def main(argv=None):
                              "improvement (default: not saved)")
     add_device_options(parser)
     add_steps_option(parser)
+    add_augment_options(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
@@ -400,7 +409,8 @@ def main(argv=None):
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress, devices=args.devices)
+        progress=args.progress, devices=args.devices, augment=args.augment,
+        augment_seed=args.augment_seed)
     if result is None:
         return status
     print()

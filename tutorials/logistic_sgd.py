@@ -214,6 +214,42 @@ def add_steps_option(parser):
                              'the C backend and JAX on the CPU)' % int8store.ACCELERATOR_STEPS)
 
 
+def add_augment_options(parser):
+    """--augment and --augment-seed: the training minibatches augmented from
+    their int8 codes, inside the compiled step (SharedDataset.augment)."""
+    parser.add_argument('--augment', metavar='LIST',
+                        help='augment each training minibatch inside the step, from its int8 '
+                             'codes: comma-separated translate=R (up to R pixels each way), '
+                             'fill=zero|edge|reflect, flip or flip=alternate (not for digits), '
+                             'cutout=S (an SxS square set to black); e.g. translate=2,cutout=8 '
+                             '(default: none)')
+    parser.add_argument('--augment-seed', type=int, default=1, metavar='N',
+                        help="the augmentation's draws, from (N, epoch, minibatch, example) "
+                             '(default: %(default)s)')
+
+
+def augmented_training_set(train_set_x, augment, seed, dataset, streams):
+    """
+    int8store: the view of the training split whose minibatches are
+    augmented (SharedDataset.augment), to slice in the training givens in
+    place of train_set_x; train_set_x as it is without augment. Flips are
+    refused for digits, which a mirror turns into other shapes.
+    """
+    if not augment:
+        return train_set_x
+    if streams:
+        raise int8store.ArgumentError('--augment on a streamed split is not supported yet: '
+                                      'hold the split whole (no --max-device-bytes)')
+    augmentation = int8store.Augmentation.parse(augment)
+    name = os.path.basename(str(dataset)).lower()
+    if augmentation.flip != 'none' and ('mnist' in name or 'digit' in name):
+        raise int8store.ArgumentError(
+            "--augment flip on %s: a mirrored digit is another shape (a mirrored 2 is no "
+            "digit, and some 3s read as Es): leave flip out for digits" % dataset)
+    print('... augmenting the training minibatches: %s' % augmentation.describe())
+    return train_set_x.dataset.augment(augmentation, seed)
+
+
 def training_steps(index, cost, updates, givens, steps_per_call, mode):
     """
     int8store: the compiled function that makes up to steps_per_call

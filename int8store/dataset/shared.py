@@ -8,9 +8,11 @@ or device) is :func:`int8store.place`'s business, not this module's.
 
 import numpy as np
 
+from ..augment.spec import Augmentation, fill_code
 from ..backend import activate
+from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
-from ..backend.ops.minibatch import minibatch
+from ..backend.ops.minibatch import minibatch, minibatch_of_slice
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..codes.labels import as_int32_labels
@@ -125,6 +127,9 @@ class SharedDataset:
         #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.
         self.blocks = None
         self.seed = None  # see shuffle()
+        #: What augment() set: (Augmentation, seed), else None.
+        self.augmentation = None
+        self._epoch = None  # the epoch augmented minibatches are drawn for (augment())
         self.order = shared(np.arange(len(flat), dtype=np.int32), name=f"{name}_order") \
             if ordered else None
         # Through a full slice, so that the view is a variable of its own even
@@ -203,10 +208,58 @@ class SharedDataset:
             variable.tag.int8store_shuffled = self
         return self
 
+    def augment(self, augmentation, seed):
+        """A float view of this split whose minibatches are augmented
+        (``view[i * B:(i + 1) * B]``, the classic slice, or
+        :meth:`minibatch` with ``augment=True``): each example translated,
+        flipped and cut out as ``augmentation`` says (an
+        :class:`~int8store.augment.spec.Augmentation` or its text, such as
+        ``"translate=2,flip,cutout=8"``), on the int8 codes of the minibatch
+        alone before they are widened, the draws keyed by ``(seed, epoch,
+        step, example)`` (:mod:`int8store.augment.draws`): nothing of the
+        set is copied and no random state is kept. :attr:`x` stays as it
+        was, for evaluation, which is never augmented.
+
+        The epoch is the shuffle's (the index counts epochs) on a shuffled
+        split; otherwise the one :meth:`minibatches` was last asked for (or
+        :meth:`set_epoch`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ds = SharedDataset.from_arrays(np.zeros((4, 3, 3), np.uint8), [0, 1, 0, 1])
+        >>> view = ds.augment("translate=1", seed=7)
+        >>> ds.augmentation
+        (Augmentation(translate=1, fill='zero', flip='none', cutout=0), 7)
+        """
+        if not isinstance(augmentation, Augmentation):
+            augmentation = Augmentation.parse(augmentation)
+        augmentation.grid(self.image_shape, self.name)  # checked here, not at the first step
+        if self.storage != "int8":
+            raise ArgumentError(f"{self.name}: augmentation moves int8 codes; this split holds "
+                                "a float copy (storage='float')")
+        self.augmentation = (augmentation, int(seed))
+        if self._epoch is None:
+            self._epoch = shared(np.array(0, dtype=np.int64), name=f"{self.name}_augmented_epoch")
+        view = self._float_view(self.data[:]) if self.order is None \
+            else self._rows_view(self.order)
+        view = _View.wrap(view, self)
+        view.name = f"{self.name}_x_augmented_view"
+        view.tag.int8store_augmented = True
+        return view
+
+    def set_epoch(self, epoch):
+        """Draw the augmentation of an unshuffled split for ``epoch``
+        (what :meth:`minibatches` does)."""
+        if self._epoch is not None:
+            self._epoch.set_value(np.array(epoch, dtype=np.int64))
+
     def minibatches(self, epoch, batch_size):
         """``(minibatch in the epoch, index to pass the compiled step)`` for
         each whole minibatch of ``epoch`` (0 or more): the two are the same
-        unless the split is shuffled (then the index also says the epoch)."""
+        unless the split is shuffled (then the index also says the epoch).
+        An augmented split (:meth:`augment`) is drawn for ``epoch``."""
+        self.set_epoch(epoch)
         count = self.n_batches(batch_size)
         offset = int(epoch) * count if self.seed is not None else 0
         return ((i, offset + i) for i in range(count))
@@ -237,18 +290,36 @@ class SharedDataset:
             return self.blocks.n_batches(int(batch_size))
         return self.n_examples // int(batch_size)
 
-    def minibatch(self, index, batch_size):
+    def minibatch(self, index, batch_size, augment=False):
         """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int).
 
         The minibatch has the static length ``batch_size`` (see
         :func:`int8store.minibatch`): a view of the stored rows, converted to
-        floats after the slice; an index past the end is an error.
+        floats after the slice; an index past the end is an error. With
+        ``augment``, augmented as :meth:`augment` set.
         """
-        if self.order is not None:
-            return (self._rows_view(minibatch(self.order, index, batch_size)),
-                    minibatch(self.y, index, batch_size))
-        return (self._float_view(minibatch(self.data, index, batch_size)),
-                minibatch(self.y, index, batch_size))
+        labels = minibatch(self.y, index, batch_size)
+        if augment and self.augmentation is None:
+            raise ArgumentError(f"{self.name}: augment=True needs an augmentation: "
+                                "call augment(...) first")
+        if not augment:
+            if self.order is not None:
+                return self._rows_view(minibatch(self.order, index, batch_size)), labels
+            return self._float_view(minibatch(self.data, index, batch_size)), labels
+        codes = (gather_rows(self.data, minibatch(self.order, index, batch_size))
+                 if self.order is not None else minibatch(self.data, index, batch_size))
+        return self._float_view(self._augmented(codes, index, batch_size)), labels
+
+    def _augmented(self, codes, index, batch_size):
+        """The int8 minibatch ``codes`` of ``index`` augmented."""
+        augmentation, seed = self.augmentation
+        if self.seed is not None:  # the index counts the shuffle's epochs
+            batches = self.n_batches(batch_size)
+            step, epoch = index % batches, index // batches
+        else:
+            step, epoch = index, self._epoch
+        return augmented(codes, step, epoch, augmentation, self.image_shape, seed,
+                         fill_code(self.encoding), self.name)
 
     @property
     def nbytes(self):
@@ -344,6 +415,8 @@ class _View(_api.TensorVariable):
 
     def __getitem__(self, key):
         dataset = self.dataset
+        if getattr(self.tag, "int8store_augmented", False):
+            return _augmented_minibatch(dataset, key)
         if dataset.order is None:
             return dataset._float_view(dataset.data[key])
         # The first index picks rows (through the order), the rest the pixels.
@@ -360,6 +433,18 @@ class _View(_api.TensorVariable):
         no float array to lend). Decoding takes a moment and the memory of the
         floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
         return self.dataset.decoded()
+
+
+def _augmented_minibatch(dataset, key):
+    """The augmented view's ``view[key]``: a whole minibatch, the classic
+    ``view[i * B:(i + 1) * B]``."""
+    sliced = dataset.data[key] if isinstance(key, slice) else None
+    found = minibatch_of_slice(sliced.owner) if sliced is not None and sliced.owner else None
+    if found is None or found.owner.op.stride != found.owner.op.size:
+        raise ArgumentError(
+            f"{dataset.name}: an augmented view gives whole minibatches, view[i * B:(i + 1) * B] "
+            f"(got view[{key!r}]); evaluate on the split's own x, which is never augmented")
+    return dataset.minibatch(found.owner.inputs[1], found.owner.op.size, augment=True)[0]
 
 
 def _evaluate(codes, encoding, normalize, dataset_mean, dtype):

@@ -3,7 +3,7 @@ own that falls back to the library's ``jax_funcify``. Only int8store's JAX
 mode uses it (see :mod:`.mode`), so the library's plain ``"JAX"`` mode stays
 as it ships.
 
-Here: the minibatch op, the gathered rows and Argmax, on both libraries. Then, by library, the
+Here: the minibatch op, the gathered rows, augmentation and Argmax, on both libraries. Then, by library, the
 ops int8store's graphs use that it cannot convert: on Aesara 2.9.4 conv2d,
 pooling, the classic softmax ops and two corrections (:mod:`.aesara_conversions`);
 on PyTensor int8store's own convolution and pooling
@@ -16,7 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...augment.draws import augment
 from ...errors import ArgumentError
+from ..ops.augment import Augment
 from ..ops.gather import GatherRows
 from ..ops.minibatch import Minibatch
 from ..ops.multistep import MultiStep
@@ -86,6 +88,15 @@ def jax_funcify_MultiStep(op, node=None, **kwargs):
         return (costs, *state)
 
     return multistep
+
+
+@convert.register(Augment)
+def jax_funcify_Augment(op, node=None, **kwargs):
+    # The numpy definition's arithmetic in jax.numpy: the same bytes.
+    def augmented(codes, step, epoch):
+        return augment(codes, op.spec, op.grid, op.seed, epoch, step, op.fill, jnp)
+
+    return augmented
 
 
 @convert.register(GatherRows)

@@ -33,12 +33,12 @@ from ..setup.activation import activate
 _api = activate()
 at = _api.at
 
-__all__ = ["Permutation", "shuffled"]
+__all__ = ["Permutation", "shuffled", "c_mix"]
 
 _MASK = 0xFFFFFFFF
 
 
-def _c_mix():
+def c_mix():
     """:func:`int8store.order.shuffle.mix` in C, from its steps."""
     steps = []
     for shift, multiplier in MIX_STEPS:
@@ -99,7 +99,7 @@ class Permutation(_api.module("link.c.op").COp):
         outputs[0][0], outputs[1][0] = order, values[order]
 
     def c_support_code(self, **kwargs):
-        return _c_mix()
+        return c_mix()
 
     def c_headers(self, **kwargs):
         return ["<stdlib.h>"]

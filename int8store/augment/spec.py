@@ -1,0 +1,126 @@
+"""What an augmentation is: :class:`Augmentation`, parsed from the text a
+command line takes (``"translate=2,flip,cutout=8"``) and checked against
+the images it is for."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ArgumentError
+
+__all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code"]
+
+#: What a translation brings in at the border: the code of a black pixel,
+#: the nearest edge pixel, or the pixels mirrored about the edge (not
+#: repeating it, as numpy's and PyTorch's "reflect").
+FILLS = ("zero", "edge", "reflect")
+#: ``"random"``: each example flipped left-right with probability 1/2, drawn
+#: anew each epoch; ``"alternate"``: airbench's flip, each position flipped
+#: in every other epoch (a random half in even epochs, the other half in odd
+#: ones).
+FLIPS = ("none", "random", "alternate")
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """Random translation by up to ``translate`` pixels each way (rows and
+    columns drawn apart, ``fill`` at the border), a left-right ``flip``, and
+    a ``cutout`` square of that side set to black, in that order, on each
+    example of a training minibatch (see :mod:`int8store.augment.draws`).
+
+    Examples
+    --------
+    >>> Augmentation.parse("translate=2,flip,cutout=8")
+    Augmentation(translate=2, fill='zero', flip='random', cutout=8)
+    >>> Augmentation.parse("translate=4,fill=reflect,flip=alternate").describe()
+    'translate by up to 4 pixels (reflect fill), alternating flip'
+    """
+
+    translate: int = 0
+    fill: str = "zero"
+    flip: str = "none"
+    cutout: int = 0
+
+    def __post_init__(self):
+        for name in ("translate", "cutout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < 0:
+                raise ArgumentError(f"augmentation {name} must be a whole number of pixels (0 or "
+                                    f"more), got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if self.fill not in FILLS:
+            raise ArgumentError(f"augmentation fill must be one of {', '.join(FILLS)}, got "
+                                f"{self.fill!r}")
+        if self.flip not in FLIPS:
+            raise ArgumentError(f"augmentation flip must be one of {', '.join(FLIPS)}, got "
+                                f"{self.flip!r}")
+
+    @classmethod
+    def parse(cls, text):
+        """From comma-separated items: ``translate=R``, ``fill=zero|edge|reflect``,
+        ``flip`` (random) or ``flip=random|alternate``, ``cutout=S``."""
+        fields = {}
+        for item in (part.strip() for part in str(text).split(",")):
+            if not item:
+                continue
+            name, _, value = item.partition("=")
+            name = name.strip()
+            if name == "flip" and not value:
+                value = "random"
+            if name not in ("translate", "fill", "flip", "cutout") or not value:
+                raise ArgumentError(
+                    f"augmentation {item!r} not understood: give comma-separated "
+                    "translate=R, fill=zero|edge|reflect, flip[=random|alternate], cutout=S "
+                    "(for example translate=2,flip,cutout=8)")
+            if name in fields:
+                raise ArgumentError(f"augmentation {name} given twice in {text!r}")
+            if name in ("translate", "cutout"):
+                try:
+                    value = int(value)
+                except ValueError:
+                    raise ArgumentError(f"augmentation {item!r}: {name} takes a whole number "
+                                        "of pixels") from None
+            fields[name] = value
+        return cls(**fields)
+
+    def __bool__(self):
+        """False when it changes nothing."""
+        return bool(self.translate or self.flip != "none" or self.cutout)
+
+    def describe(self):
+        parts = []
+        if self.translate:
+            parts.append(f"translate by up to {self.translate} pixels ({self.fill} fill)")
+        if self.flip != "none":
+            parts.append(f"{'random' if self.flip == 'random' else 'alternating'} flip")
+        if self.cutout:
+            parts.append(f"cut-out of {self.cutout}x{self.cutout}")
+        return ", ".join(parts) or "none"
+
+    def grid(self, image_shape, name="data"):
+        """``(rows, columns, channels)`` of images of ``image_shape``
+        (``(rows, cols)`` or channels-last ``(rows, cols, channels)``),
+        once this augmentation is checked to fit them."""
+        shape = tuple(int(n) for n in image_shape)
+        if len(shape) not in (2, 3) or min(shape) < 1:
+            raise ArgumentError(f"{name}: augmentation needs images of shape (rows, cols) or "
+                                f"(rows, cols, channels), got {shape}")
+        rows, columns = shape[:2]
+        channels = shape[2] if len(shape) == 3 else 1
+        if self.translate >= min(rows, columns):
+            raise ArgumentError(f"{name}: a translation by up to {self.translate} pixels leaves "
+                                f"nothing of {rows}x{columns} images: use less than "
+                                f"{min(rows, columns)}")
+        if self.cutout > min(rows, columns):
+            raise ArgumentError(f"{name}: a cut-out of {self.cutout}x{self.cutout} is larger "
+                                f"than the {rows}x{columns} images")
+        return rows, columns, channels
+
+
+def fill_code(encoding):
+    """The code of a black pixel (value 0) under ``encoding``: what the
+    zero fill and the cut-out write (for a codebook, the code of the value
+    nearest 0)."""
+    if encoding.is_codebook:
+        return int(np.argmin(np.abs(np.asarray(encoding.codebook, dtype=np.float64)))) - 128
+    return int(np.clip(-encoding.offset, -128, 127))

@@ -1,0 +1,288 @@
+"""Augmentation from the int8 codes, inside the step (SharedDataset.augment):
+the definition (int8store.augment.draws) in numpy, JAX and C gives the same
+bytes; an augmented minibatch is its plain minibatch augmented, keyed by
+(seed, epoch, step, example), resident, shuffled, over several devices and
+in many steps a call; what each augmentation does, pixel for pixel;
+evaluation untouched; the tutorial's --augment the same in C and JAX modes."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import convolutional_mlp
+import logistic_sgd
+from conftest import ROOT
+from int8store import (ArgumentError, Augmentation, SharedDataset, function_mode, keep_on_device,
+                       place, steps_function, tensor_library)
+from int8store.augment.draws import augment, example_parameters
+
+has_jax = importlib.util.find_spec("jax") is not None
+needs_jax = pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+MODES = ["c", pytest.param("jax", marks=needs_jax)]
+theano = tensor_library()
+T = theano.tensor
+SPECS = ["translate=2", "translate=2,fill=edge,flip", "translate=3,fill=reflect,flip=alternate",
+         "cutout=4", "translate=2,flip,cutout=3"]
+
+
+def reference(codes, text, grid, seed, epoch, step, fill=-128):
+    with np.errstate(over="ignore"):
+        return augment(np.asarray(codes), Augmentation.parse(text), grid, seed,
+                       np.uint32(epoch & 0xFFFFFFFF), np.uint32(step & 0xFFFFFFFF), fill, np)
+
+
+def random_codes(batch, grid, seed=0):
+    return np.random.default_rng(seed).integers(-128, 128, (batch, int(np.prod(grid))),
+                                                dtype=np.int8)
+
+
+# -- what an augmentation is ------------------------------------------------
+
+def test_the_text_a_command_line_takes():
+    assert Augmentation.parse("translate=2,flip,cutout=8") == Augmentation(2, "zero", "random", 8)
+    assert not Augmentation.parse("")
+    for text, message in [("rotate=3", "not understood"), ("translate=two", "whole number"),
+                          ("flip=sometimes", "one of none, random, alternate"),
+                          ("translate=1,translate=2", "given twice"), ("cutout=-1", "0 or more")]:
+        with pytest.raises(ArgumentError, match=message):
+            Augmentation.parse(text)
+    with pytest.raises(ArgumentError, match="leaves nothing of 8x8 images"):
+        Augmentation(translate=8).grid((8, 8))
+    with pytest.raises(ArgumentError, match="larger than the 8x8 images"):
+        Augmentation(cutout=9).grid((8, 8, 3))
+
+
+# -- the definition, pixel for pixel ------------------------------------------
+
+def test_a_translation_moves_the_pixels_and_fills_the_border():
+    grid, codes = (6, 7, 1), random_codes(40, (6, 7, 1))
+    dy, dx, *_ = example_parameters(Augmentation(2), grid, 5, 3, 9, 40, np)
+    assert set(dy.tolist()) | set(dx.tolist()) <= set(range(-2, 3)) and len(set(dy.tolist())) > 1
+    for fill, pad in [("zero", "constant"), ("edge", "edge"), ("reflect", "reflect")]:
+        out = reference(codes, f"translate=2,fill={fill}", grid, 5, 3, 9).reshape(40, 6, 7)
+        for b in range(40):
+            padded = np.pad(codes[b].reshape(6, 7), 2, mode=pad,
+                            **({"constant_values": -128} if pad == "constant" else {}))
+            top, left = 2 - dy[b], 2 - dx[b]
+            assert (out[b] == padded[top:top + 6, left:left + 7]).all()
+
+
+def test_a_flip_mirrors_the_columns_of_every_channel():
+    grid, codes = (4, 5, 3), random_codes(30, (4, 5, 3))
+    _, _, flipped, _, _ = example_parameters(Augmentation(flip="random"), grid, 1, 0, 0, 30, np)
+    out = reference(codes, "flip", grid, 1, 0, 0).reshape(30, 4, 5, 3)
+    images = codes.reshape(30, 4, 5, 3)
+    assert 5 < flipped.sum() < 25
+    for b in range(30):
+        assert (out[b] == (images[b, :, ::-1] if flipped[b] else images[b])).all()
+
+
+def test_the_alternating_flip_flips_each_position_every_other_epoch():
+    spec, grid = Augmentation(flip="alternate"), (4, 4, 1)
+    draws = [example_parameters(spec, grid, 3, epoch, 2, 50, np)[2] for epoch in range(4)]
+    assert (draws[0] == draws[2]).all() and (draws[1] == draws[3]).all()
+    assert (draws[0] ^ draws[1]).all() and 10 < draws[0].sum() < 40
+
+
+def test_a_cutout_blackens_one_square_and_nothing_else():
+    grid, codes = (10, 10, 1), random_codes(20, (10, 10, 1))
+    codes[codes == -128] = 0  # black only where the cut-out is
+    out = reference(codes, "cutout=4", grid, 2, 0, 0).reshape(20, 10, 10)
+    _, _, _, cy, cx = example_parameters(Augmentation(cutout=4), grid, 2, 0, 0, 20, np)
+    for b in range(20):
+        black = np.argwhere(out[b] == -128)
+        rows = range(max(cy[b] - 2, 0), min(cy[b] + 2, 10))
+        columns = range(max(cx[b] - 2, 0), min(cx[b] + 2, 10))
+        assert len(black) == len(rows) * len(columns)
+        assert set(map(tuple, black.tolist())) == {(r, c) for r in rows for c in columns}
+        keep = out[b] != -128
+        assert (out[b][keep] == codes[b].reshape(10, 10)[keep]).all()
+
+
+def test_draws_depend_on_the_seed_the_epoch_and_the_step_and_on_nothing_else():
+    grid, codes = (8, 8, 1), random_codes(16, (8, 8, 1))
+    first = reference(codes, "translate=2,cutout=3", grid, 1, 0, 0)
+    assert (reference(codes, "translate=2,cutout=3", grid, 1, 0, 0) == first).all()
+    for other in [(2, 0, 0), (1, 1, 0), (1, 0, 1)]:
+        assert (reference(codes, "translate=2,cutout=3", grid, *other) != first).any()
+
+
+@needs_jax
+@given(spec=st.sampled_from(SPECS), seed=st.integers(0, 2**32 - 1), epoch=st.integers(0, 2**40),
+       step=st.integers(0, 2**40), channels=st.sampled_from([1, 3]))
+def test_jax_gives_the_same_bytes_as_numpy(spec, seed, epoch, step, channels):
+    import jax.numpy as jnp
+
+    grid = (7, 9, channels)
+    codes = random_codes(12, grid, seed % 1000)
+    got = augment(jnp.asarray(codes), Augmentation.parse(spec), grid, seed,
+                  jnp.asarray(epoch & 0xFFFFFFFF, dtype=jnp.uint32),
+                  jnp.asarray(step & 0xFFFFFFFF, dtype=jnp.uint32), -128, jnp)
+    assert (np.asarray(got) == reference(codes, spec, grid, seed, epoch, step)).all()
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("grid", [(7, 9, 1), (6, 6, 3)])
+def test_the_c_op_gives_the_same_bytes_as_numpy(spec, grid):
+    from int8store.backend.ops.augment import Augment
+
+    codes, step, epoch = T.matrix(dtype="int8"), T.lscalar(), T.lscalar()
+    compiled = theano.function([codes, step, epoch],
+                               Augment(Augmentation.parse(spec), grid, 77, -128)(codes, step, epoch),
+                               mode=function_mode("c"))
+    data = random_codes(25, grid, 4)
+    for e, k in [(0, 0), (3, 11), (2**32 + 5, 2**33 + 9)]:
+        assert (compiled(data, k, e) == reference(data, spec, grid, 77, e, k)).all()
+
+
+# -- in the graph: an augmented minibatch is its plain minibatch, augmented ---
+
+def digits_split(normalize="none", n=200):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return SharedDataset.from_arrays((digits.images[:n] * 16).astype(np.uint8), digits.target[:n],
+                                     name="train", dtype="float32", normalize=normalize)
+
+
+def minibatch_pairs(split, view, mode, batch, epochs):
+    """[(epoch, step, plain codes, augmented codes)]: the split's minibatch
+    and the augmented view's classic slice."""
+    index = T.lscalar()
+    both = theano.function([index], [split.minibatch(index, batch)[0],
+                                     view[index * batch:(index + 1) * batch]],
+                           mode=function_mode(mode))
+    found = []
+    for epoch in epochs:
+        for step, at in split.minibatches(epoch, batch):
+            plain, augmented = both(at)
+            found.append((epoch, step, np.asarray(plain).astype(np.int8),
+                          np.asarray(augmented).astype(np.int8)))
+    return found
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_augmented_minibatches_are_the_plain_ones_augmented(mode, shuffled):
+    split = digits_split()
+    if mode == "jax":
+        place([split], "jax")
+    if shuffled:
+        split.shuffle(9)
+    view = split.augment("translate=2,cutout=3", seed=21)
+    pairs = minibatch_pairs(split, view, mode, 20, [0, 1, 5])
+    assert len(pairs) == 30
+    for epoch, step, plain, augmented in pairs:
+        assert (augmented == reference(plain, "translate=2,cutout=3", (8, 8, 1), 21, epoch,
+                                       step)).all()
+    assert not (pairs[0][3] == pairs[10][3]).all()  # epoch 1's draws are new
+
+
+@needs_jax
+def test_c_and_jax_modes_give_the_same_augmented_minibatches():
+    found = {}
+    for mode in ("c", "jax"):
+        split = digits_split()
+        if mode == "jax":
+            place([split], "jax")
+        view = split.augment("translate=3,fill=reflect,cutout=4", seed=2)
+        found[mode] = [a for *_, a in minibatch_pairs(split, view, mode, 25, [0, 3])]
+    assert all((c == j).all() for c, j in zip(found["c"], found["jax"]))
+
+
+def test_evaluation_reads_the_split_as_it_is():
+    split = digits_split()
+    view = split.augment("translate=2", seed=1)
+    index = T.lscalar()
+    plain = theano.function([index], split.x[index:index + 10])(0)
+    assert (np.asarray(plain) == split.rows()[:10]).all()
+    with pytest.raises(ArgumentError, match="gives whole minibatches"):
+        view[index:index + 10]
+    with pytest.raises(ArgumentError, match="float copy"):
+        SharedDataset.from_arrays(np.zeros((4, 8, 8), np.uint8), [0] * 4,
+                                  storage="float").augment("translate=1", 1)
+    with pytest.raises(ArgumentError, match="augment=True needs an augmentation"):
+        digits_split().minibatch(index, 10, augment=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_many_steps_a_call_train_on_the_same_augmented_minibatches(mode):
+    results = []
+    for k in (1, 5):
+        split = digits_split(normalize="unit")
+        if mode == "jax":
+            place([split], "jax")
+        view = split.augment("translate=2,cutout=3", seed=4)
+        index, x, y = T.lscalar(), T.matrix("x", dtype="float32"), T.ivector("y")
+        model = logistic_sgd.LogisticRegression(input=x, n_in=64, n_out=10)
+        cost = model.negative_log_likelihood(y)
+        w = model.W
+        updates = [(p, p - np.float32(0.1) * g) for p, g in zip(model.params,
+                                                                 T.grad(cost, model.params))]
+        givens = {x: view[index * 20:(index + 1) * 20], y: split.y[index * 20:(index + 1) * 20]}
+        train = steps_function([index], cost, updates, givens, steps=k, mode=mode)
+        if mode == "jax":
+            keep_on_device(model.params, [train.function])
+        for epoch in range(2):
+            calls = list(split.minibatches(epoch, 20))
+            for first in range(0, len(calls), k):
+                train(calls[first][1], min(k, len(calls) - first))
+        results.append(np.array(w.get_value()))
+    tolerance = 0 if mode == "c" else 1e-6
+    assert np.allclose(results[0], results[1], rtol=0, atol=tolerance)
+
+
+@pytest.mark.devices
+@needs_jax
+def test_over_four_devices_minibatches_are_augmented_as_on_one(tmp_path):
+    script = tmp_path / "four.py"
+    script.write_text(f"""
+import json, sys
+import numpy as np
+sys.path[:0] = [{str(ROOT / 'tests')!r}, {str(ROOT / 'tutorials')!r}]
+from test_augment import digits_split, minibatch_pairs, reference
+from int8store import place
+split = digits_split()
+place([split], "jax", devices=4)
+view = split.augment("translate=2,flip,cutout=3", seed=8)
+ok = [bool((a == reference(p, "translate=2,flip,cutout=3", (8, 8, 1), 8, e, s)).all())
+      for e, s, p, a in minibatch_pairs(split, view, "jax", 20, [0, 2])]
+print(json.dumps(ok))
+""")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                         cwd=ROOT / "tests", timeout=600)
+    assert run.returncode == 0, run.stderr
+    ok = json.loads(run.stdout.splitlines()[-1])
+    assert len(ok) == 20 and all(ok)
+
+
+# -- the tutorial -----------------------------------------------------------
+
+def lenet_lines(mode, augment, capsys):
+    result = convolutional_mlp.evaluate_lenet5(
+        dataset="digits", n_epochs=2, batch_size=50, nkerns=[4, 6], mode=mode,
+        augment=augment)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "error" in line]
+    return lines, result
+
+
+@needs_jax
+def test_the_tutorial_augments_alike_in_c_and_jax_modes(capsys):
+    c_lines, c_result = lenet_lines("c", "translate=1,cutout=2", capsys)
+    jax_lines, jax_result = lenet_lines("jax", "translate=1,cutout=2", capsys)
+    plain_lines, _ = lenet_lines("c", None, capsys)
+    assert len(c_lines) >= 3 and c_lines == jax_lines and c_lines != plain_lines
+    for c, j in zip(c_result["params"], jax_result["params"]):
+        assert np.allclose(c, j, rtol=1e-4, atol=1e-5)
+
+
+def test_the_tutorial_refuses_to_flip_digits():
+    with pytest.raises(ArgumentError, match="a mirrored digit is another shape"):
+        convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=1, augment="translate=1,flip")
