@@ -47,10 +47,11 @@ def build(name, splits, batch_size, learning_rate, mode="c", n_out=None):
     return params, step
 
 
-def build_step(name, train, batch_size, learning_rate, n_out=10):
+def build_step(name, train, batch_size, learning_rate, n_out=10, augment=False):
     """``(params, index, cost, updates, givens)``: what a tutorial passes to
     ``function([index], cost, updates=updates, givens=givens)`` for one SGD
-    step on minibatch ``index`` of ``train`` (a SharedDataset)."""
+    step on minibatch ``index`` of ``train`` (a SharedDataset; with
+    ``augment``, its minibatch augmented as ``train.augment`` set)."""
     index = T.lscalar()
     x = T.TensorType(theano.config.floatX, shape=(batch_size, train.n_features))("x")
     y = T.TensorType("int32", shape=(batch_size,))("y")
@@ -61,7 +62,7 @@ def build_step(name, train, batch_size, learning_rate, n_out=10):
         params, top = _lenet5(x, train.image_shape, batch_size, n_out)
     cost = top.negative_log_likelihood(y)
     updates = [(p, p - learning_rate * g) for p, g in zip(params, T.grad(cost, params))]
-    batch_x, batch_y = train.minibatch(index, batch_size)
+    batch_x, batch_y = train.minibatch(index, batch_size, augment=augment)
     return params, index, cost, updates, {x: batch_x, y: batch_y}
 
 

@@ -184,6 +184,38 @@ def test_augmented_minibatches_are_the_plain_ones_augmented(mode, shuffled):
     assert not (pairs[0][3] == pairs[10][3]).all()  # epoch 1's draws are new
 
 
+def digits_stream(mode, seed=None, shard_size=70):
+    from sklearn.datasets import load_digits
+
+    from int8store import StreamingSplit, quantize
+    from int8store.streaming.sources import ArrayShards
+
+    digits = load_digits()
+    codes, encoding = quantize((digits.images[:200] * 16).astype(np.uint8))
+    return StreamingSplit(ArrayShards(codes, digits.target[:200]), shard_size, encoding, (8, 8),
+                          normalize="none", dtype="float32", mode=mode, seed=seed)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed", [None, 3])
+def test_streamed_minibatches_are_augmented_by_their_number_in_the_epoch(mode, seed):
+    found = {}
+    for how in ("plain", "augmented"):
+        stream = digits_stream(mode, seed)
+        view = stream.augment("translate=2,flip,cutout=3", seed=6) if how == "augmented" \
+            else stream.x
+        index = T.lscalar()
+        f = theano.function([index], view[index * 20:(index + 1) * 20], mode=function_mode(mode))
+        found[how] = [(epoch, number, np.asarray(f(i)).astype(np.int8))
+                      for epoch in (0, 1) for number, i in stream.minibatches(epoch, 20)]
+        stream.close()
+    # shards of 70, 70 and 60: 3 + 3 + 3 minibatches an epoch
+    assert [n for _, n, _ in found["plain"]] == list(range(9)) * 2
+    for (epoch, number, plain), (_, _, augmented) in zip(found["plain"], found["augmented"]):
+        assert (augmented == reference(plain, "translate=2,flip,cutout=3", (8, 8, 1), 6, epoch,
+                                       number)).all()
+
+
 @needs_jax
 def test_c_and_jax_modes_give_the_same_augmented_minibatches():
     found = {}
@@ -265,19 +297,21 @@ print(json.dumps(ok))
 
 # -- the tutorial -----------------------------------------------------------
 
-def lenet_lines(mode, augment, capsys):
+def lenet_lines(mode, augment, capsys, **streaming):
     result = convolutional_mlp.evaluate_lenet5(
         dataset="digits", n_epochs=2, batch_size=50, nkerns=[4, 6], mode=mode,
-        augment=augment)
+        augment=augment, **streaming)
     lines = [line for line in capsys.readouterr().out.splitlines() if "error" in line]
     return lines, result
 
 
 @needs_jax
-def test_the_tutorial_augments_alike_in_c_and_jax_modes(capsys):
-    c_lines, c_result = lenet_lines("c", "translate=1,cutout=2", capsys)
-    jax_lines, jax_result = lenet_lines("jax", "translate=1,cutout=2", capsys)
-    plain_lines, _ = lenet_lines("c", None, capsys)
+@pytest.mark.parametrize("streaming", [{}, {"max_device_bytes": 40000, "seed": 2}],
+                         ids=["resident", "streamed"])
+def test_the_tutorial_augments_alike_in_c_and_jax_modes(capsys, streaming):
+    c_lines, c_result = lenet_lines("c", "translate=1,cutout=2", capsys, **streaming)
+    jax_lines, jax_result = lenet_lines("jax", "translate=1,cutout=2", capsys, **streaming)
+    plain_lines, _ = lenet_lines("c", None, capsys, **streaming)
     assert len(c_lines) >= 3 and c_lines == jax_lines and c_lines != plain_lines
     for c, j in zip(c_result["params"], jax_result["params"]):
         assert np.allclose(c, j, rtol=1e-4, atol=1e-5)

@@ -175,7 +175,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     compile_mode = int8store.function_mode(mode)
     # -- int8store: training minibatches augmented from their int8 codes
     # (evaluation reads the splits as they are)
-    train_view = augmented_training_set(train_set_x, augment, augment_seed, dataset, streams)
+    train_view = augmented_training_set(train_set_x, augment, augment_seed, dataset)
 
     ######################
     # BUILD ACTUAL MODEL #

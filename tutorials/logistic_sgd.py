@@ -228,18 +228,16 @@ def add_augment_options(parser):
                              '(default: %(default)s)')
 
 
-def augmented_training_set(train_set_x, augment, seed, dataset, streams):
+def augmented_training_set(train_set_x, augment, seed, dataset):
     """
     int8store: the view of the training split whose minibatches are
     augmented (SharedDataset.augment), to slice in the training givens in
-    place of train_set_x; train_set_x as it is without augment. Flips are
-    refused for digits, which a mirror turns into other shapes.
+    place of train_set_x (held whole or streamed); train_set_x as it is
+    without augment. Flips are refused for digits, which a mirror turns into
+    other shapes.
     """
     if not augment:
         return train_set_x
-    if streams:
-        raise int8store.ArgumentError('--augment on a streamed split is not supported yet: '
-                                      'hold the split whole (no --max-device-bytes)')
     augmentation = int8store.Augmentation.parse(augment)
     name = os.path.basename(str(dataset)).lower()
     if augmentation.flip != 'none' and ('mnist' in name or 'digit' in name):

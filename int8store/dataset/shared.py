@@ -129,7 +129,9 @@ class SharedDataset:
         self.seed = None  # see shuffle()
         #: What augment() set: (Augmentation, seed), else None.
         self.augmentation = None
-        self._epoch = None  # the epoch augmented minibatches are drawn for (augment())
+        # The epoch augmented minibatches are drawn for, and the number in the
+        # epoch of index 0's minibatch (a streamed shard's first): augment().
+        self._epoch = self._first_step = None
         self.order = shared(np.arange(len(flat), dtype=np.int32), name=f"{name}_order") \
             if ordered else None
         # Through a full slice, so that the view is a variable of its own even
@@ -240,7 +242,9 @@ class SharedDataset:
                                 "a float copy (storage='float')")
         self.augmentation = (augmentation, int(seed))
         if self._epoch is None:
-            self._epoch = shared(np.array(0, dtype=np.int64), name=f"{self.name}_augmented_epoch")
+            self._epoch, self._first_step = (
+                shared(np.array(0, dtype=np.int64), name=f"{self.name}_augmented_{what}")
+                for what in ("epoch", "first_step"))
         view = self._float_view(self.data[:]) if self.order is None \
             else self._rows_view(self.order)
         view = _View.wrap(view, self)
@@ -248,11 +252,13 @@ class SharedDataset:
         view.tag.int8store_augmented = True
         return view
 
-    def set_epoch(self, epoch):
-        """Draw the augmentation of an unshuffled split for ``epoch``
-        (what :meth:`minibatches` does)."""
+    def set_epoch(self, epoch, first_step=0):
+        """Draw the augmentation of an unshuffled split for ``epoch`` (what
+        :meth:`minibatches` does), index 0 being minibatch ``first_step`` of
+        the epoch (a streamed shard's first)."""
         if self._epoch is not None:
             self._epoch.set_value(np.array(epoch, dtype=np.int64))
+            self._first_step.set_value(np.array(first_step, dtype=np.int64))
 
     def minibatches(self, epoch, batch_size):
         """``(minibatch in the epoch, index to pass the compiled step)`` for
@@ -317,7 +323,7 @@ class SharedDataset:
             batches = self.n_batches(batch_size)
             step, epoch = index % batches, index // batches
         else:
-            step, epoch = index, self._epoch
+            step, epoch = self._first_step + index, self._epoch
         return augmented(codes, step, epoch, augmentation, self.image_shape, seed,
                          fill_code(self.encoding), self.name)
 

@@ -321,11 +321,18 @@ class StreamingSplit:
         shards = self.epoch(epoch, progress)
         try:
             for shard in shards:
+                self.dataset.set_epoch(epoch, number)  # an augmented view's draws
                 for index in range(shard.count // batch_size):
                     yield number, index
                     number += 1
         finally:
             shards.close()
+
+    def augment(self, augmentation, seed):
+        """The float view of each shard whose minibatches are augmented, keyed
+        by the epoch and the minibatch's number in it (see
+        :meth:`~int8store.SharedDataset.augment`); :attr:`x` stays as it was."""
+        return self.dataset.augment(augmentation, seed)
 
     def close(self):
         """End the pass in progress, if any, stop the reader's workers

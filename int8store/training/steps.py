@@ -184,6 +184,7 @@ def minibatch_calls(split, epoch, batch_size, steps, ends=None):
     try:
         for shard in shards:
             count = shard.count // batch_size
+            split.dataset.set_epoch(epoch, number)  # an augmented view's draws
             yield from _calls(((number + i, i) for i in range(count)), steps, ends)
             number += count
     finally:
