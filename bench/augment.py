@@ -7,7 +7,10 @@ with each of ``translate=2``, ``flip``, ``cutout=8`` and
 ``translate=2,cutout=8`` (:meth:`int8store.SharedDataset.augment`): the
 median time a step over ``--rounds`` rounds of ``--steps`` steps, every way
 alternated round by round in one process, and its ratio to the same mode
-without augmentation. Run it again with ``OPENBLAS_NUM_THREADS=1`` for the
+without augmentation. A step's time varies by more than the augmentation
+costs, so the augmentation is also timed alone (rows "... alone": the op
+compiled by itself on a minibatch of the same images, in the same rounds):
+its ratio is to the step without augmentation. Run it again with ``OPENBLAS_NUM_THREADS=1`` for the
 one-thread rows.
 
 **Bytes on the device** (``--memory``, JAX mode): what the set and its
@@ -70,9 +73,49 @@ def _step(images, labels, mode, augmentation):
     return run, step, train
 
 
+def _augmentation_only(images, mode, augmentation):
+    """``run(n)``: the augmentation of n minibatches of ``images`` alone (the
+    op compiled by itself, on the same int8 minibatch as the step's)."""
+    from int8store import Augmentation
+    from int8store.backend.ops.augment import Augment
+
+    T = tensor_library().tensor
+    spec = Augmentation.parse(augmentation)
+    codes = (images[:BATCH].reshape(BATCH, -1).astype(np.int16) - 128).astype(np.int8)
+    if mode == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        from int8store.augment.draws import augment
+
+        on_device = jax.device_put(codes)
+        compiled = jax.jit(lambda c, k: augment(c, spec, spec.grid(images.shape[1:]), 1,
+                                                jnp.uint32(0), k, -128, jnp))
+
+        def run(n):
+            for i in range(n):
+                out = compiled(on_device, jnp.uint32(i))
+            return out
+
+        return run
+    symbolic, step = T.matrix(dtype="int8"), T.lscalar()
+    op = Augment(spec, spec.grid(images.shape[1:]), 1, -128)
+    compiled = tensor_library().function([symbolic, step], op(symbolic, step, 0),
+                                         mode=function_mode("c"))
+
+    def run(n):
+        for i in range(n):
+            out = compiled(codes, i)
+        return out
+
+    return run
+
+
 def step_times(modes, rounds, steps):
     images, labels = digit_like_images(EXAMPLES, seed=0)
     ways = {(mode, a): _step(images, labels, mode, a)[0] for mode in modes for a in AUGMENTATIONS}
+    ways.update({(mode, a + " alone"): _augmentation_only(images, mode, a)
+                 for mode in modes for a in AUGMENTATIONS[1:]})
     for run in ways.values():
         _wait(run(1))  # compile and warm up
     times = {way: [] for way in ways}
@@ -175,7 +218,7 @@ def main(argv=None):
     print("| mode | augmentation | ms/step | vs none |")
     print("|---|---|---:|---:|")
     for mode, augmentation, seconds, ratio in step_times(args.modes, args.rounds, args.steps):
-        print(f"| {mode} | {augmentation} | {seconds * 1e3:.2f} | {ratio:.3f} |")
+        print(f"| {mode} | {augmentation} | {seconds * 1e3:.2f} | {ratio:.4f} |")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The spine, from the bottom: errors and the runtime every part leans on; what
 codes mean; which example goes where (order: arithmetic, no graph library);
-the graph library (backend); the store; the readers (sources);
+what augmentation does to a minibatch (augment: arithmetic too); the graph
+library (backend); the store; the readers (sources);
 the planning step; memory; the shared dataset and its symbolic views;
 streaming; the training loop's tools; then the commands at the top (converter, preview, cli) and the
 public API (``int8store/__init__.py``). A module may import from its own

@@ -41,7 +41,8 @@ T = theano.tensor
 from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
-                          add_augment_options, add_progress_option, add_steps_option,
+                          add_augment_options, add_normalize_option, add_progress_option,
+                          add_steps_option,
                           augmented_training_set, join_processes, load_data,
                           load_for_training, model_looked_at, run_from_command_line,
                           trained_minibatches, training_steps)
@@ -135,7 +136,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
                     classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
                     progress=False, devices=None, steps_per_call=None, augment=None,
-                    augment_seed=1):
+                    augment_seed=1, normalize='unit'):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -157,6 +158,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param augment, augment_seed: the training minibatches augmented inside
                      the step ('translate=2,cutout=8'; see
                      logistic_sgd.augmented_training_set), draws keyed by the seed
+    :param normalize: how the float view is normalized ('standard': each
+                      channel centred and divided by its standard deviation)
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -168,7 +171,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     # (logistic_sgd.load_for_training)
     datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
         load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
-                          devices)
+                          devices, normalize)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
@@ -401,6 +404,7 @@ def main(argv=None):
     add_device_options(parser)
     add_steps_option(parser)
     add_augment_options(parser)
+    add_normalize_option(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
@@ -410,7 +414,7 @@ def main(argv=None):
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
         progress=args.progress, devices=args.devices, augment=args.augment,
-        augment_seed=args.augment_seed)
+        augment_seed=args.augment_seed, normalize=args.normalize)
     if result is None:
         return status
     print()

@@ -81,7 +81,7 @@ class LogisticRegression(object):
 
 
 def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed=None,
-                      max_memory=None, devices=None):
+                      max_memory=None, devices=None, normalize='unit'):
     """
     int8store's additions to the classic loading, shared by the tutorials.
 
@@ -97,6 +97,8 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     the batch size (cut to the smallest split or shard) and the counts
     (training minibatches, validation and test examples or their streams,
     which int8store.evaluate_in_chunks scores alike, and classes).
+    normalize: the float view's normalization (int8store.load_data's; the
+    classic 'unit' unless asked).
     """
     streams = None
     if devices not in (None, 1) and mode != 'jax':
@@ -107,16 +109,18 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
                                       'splits whole over several')
     if max_device_bytes or not int8store.fits_in_memory(dataset, max_memory):
         streams = int8store.load_streams(dataset, max_device_bytes, batch_size, seed=seed,
-                                         mode=mode, max_memory=max_memory, report=print)
+                                         mode=mode, max_memory=max_memory, report=print,
+                                         normalize=normalize)
         datasets = [(s.x, s.y) for s in streams]
         labels = [s.labels for s in streams]
     elif devices not in (None, 1):
         # -- int8store over several devices: each split in blocks, one per
         # device (a store is read by each process for its own devices' rows)
-        datasets = load_data(dataset, max_memory=max_memory, mode='jax', devices=devices)
+        datasets = load_data(dataset, max_memory=max_memory, mode='jax', devices=devices,
+                             normalize=normalize)
         labels = [x.dataset.labels for x, _ in datasets]
     else:
-        datasets = load_data(dataset, max_memory=max_memory)
+        datasets = load_data(dataset, max_memory=max_memory, normalize=normalize)
         # -- int8store's JAX mode: the data goes to JAX's device once, and
         # the functions compile for JAX (the classic slices in their givens
         # become static-size minibatches there).
@@ -212,6 +216,17 @@ def add_steps_option(parser):
                              '(the same results; it pays in JAX mode on a GPU, where a call '
                              'costs more than a small model\'s step; default: %i there, 1 on '
                              'the C backend and JAX on the CPU)' % int8store.ACCELERATOR_STEPS)
+
+
+def add_normalize_option(parser):
+    """--normalize: how the float view of the images is normalized."""
+    parser.add_argument('--normalize', choices=int8store.NORMALIZATIONS, default='unit',
+                        help="the images as the model sees them: 'unit' the source's own "
+                             "scale (the classic [0, 1)), 'batch' or 'dataset' centred on the "
+                             "minibatch's or the training split's mean, 'channel' on each "
+                             "channel's, 'standard' each channel centred and divided by its "
+                             "standard deviation (colour sets), 'none' the raw codes "
+                             "(default: %(default)s)")
 
 
 def add_augment_options(parser):

@@ -8,7 +8,7 @@ __all__ = ["SPLITS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "che
 SPLITS = ("train", "valid", "test")
 
 #: How the float view of the images is normalized (see :func:`int8store.dequantize`).
-NORMALIZATIONS = ("unit", "batch", "dataset", "none")
+NORMALIZATIONS = ("unit", "batch", "dataset", "channel", "standard", "none")
 
 #: How the images can be held: int8 codes (this library), or float copies (the classic way).
 STORAGES = ("int8", "float")

@@ -59,14 +59,17 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     del plan
     give_back_freed_memory()
     # Only now the graphs (and Aesara's set-up): after the peak of reading.
+    from ..codes.channels import PER_CHANNEL, ChannelStatistics, channels_of
     from .shared import SharedDataset
     from .symbolic import normalization_mean
 
-    # "dataset" normalization uses the training split's statistics everywhere.
+    # "dataset", "channel" and "standard" use the training split's statistics everywhere.
     mean = normalization_mean(held["train"][0], encoding) if normalize == "dataset" else None
+    per_channel = (ChannelStatistics.of(held["train"][0], encoding, channels_of(image_shape))
+                   if normalize in PER_CHANNEL else None)
     splits = {name: SharedDataset(codes, labels, encoding, normalize=normalize, storage=storage,
                                   dataset_mean=mean, image_shape=image_shape, name=name,
-                                  dtype=dtype)
+                                  dtype=dtype, channel_statistics=per_channel)
               for name, (codes, labels) in held.items()}
     if mode != "c":
         from ..backend.jax.device import place

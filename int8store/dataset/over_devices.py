@@ -24,6 +24,7 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
     :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
     stop)`` row ranges this process read."""
     from ..backend.jax.sharding import check_same_data, data_mesh, place_rows
+    from ..codes.channels import PER_CHANNEL, ChannelStatistics
     from ..order.blocks import Blocks
     from ..store.reader import open_store
     from .shared import SharedDataset
@@ -37,6 +38,9 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
     check_same_data(bytes.fromhex(store.manifest_digest), str(path))
     blocks = {name: Blocks(store.splits[name], mesh.size, name=name) for name in SPLITS}
     mean = _dataset_mean(store, blocks["train"], mesh) if normalize == "dataset" else None
+    # (the manifest's per-channel histograms; a store without them is counted whole)
+    per_channel = (ChannelStatistics.from_counts(store.channel_code_counts("train"), store.encoding)
+                   if normalize in PER_CHANNEL else None)
     features = int(np.prod(store.image_shape))
     datasets = {}
     for name in SPLITS:
@@ -44,7 +48,8 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
         # Built over one placeholder row; the rows go straight to the devices.
         dataset = SharedDataset(np.zeros((1, features), np.int8), labels[:1], store.encoding,
                                 normalize=normalize, dataset_mean=mean,
-                                image_shape=store.image_shape, name=name, dtype=dtype)
+                                image_shape=store.image_shape, name=name, dtype=dtype,
+                                channel_statistics=per_channel)
         dataset.rows_read = []
 
         def read(start, stop, name=name, dataset=dataset):

@@ -9,10 +9,11 @@ or device) is :func:`int8store.place`'s business, not this module's.
 import numpy as np
 
 from ..augment.spec import Augmentation, fill_code
-from ..backend import activate
+from ..backend import activate, function_mode
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
 from ..backend.ops.minibatch import minibatch, minibatch_of_slice
+from ..codes.channels import PER_CHANNEL, ChannelStatistics, channels_of
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..codes.labels import as_int32_labels
@@ -45,6 +46,10 @@ class SharedDataset:
     dataset_mean : float, optional
         For ``normalize="dataset"``: the training split's mean (default: this
         split's own).
+    channel_statistics : ChannelStatistics, optional
+        For ``normalize="channel"`` and ``"standard"``: the training split's
+        per-channel mean and standard deviation (default: this split's own;
+        images channels-last, the channels the last axis of ``image_shape``).
     image_shape : tuple, optional
         Shape of one image (default: ``codes.shape[1:]``).
     name : str
@@ -87,7 +92,8 @@ class SharedDataset:
     """
 
     def __init__(self, codes, labels, encoding, normalize="unit", storage="int8",
-                 dataset_mean=None, image_shape=None, name="data", dtype=None, ordered=False):
+                 dataset_mean=None, image_shape=None, name="data", dtype=None, ordered=False,
+                 channel_statistics=None):
         codes = np.asarray(codes)
         if codes.dtype != np.int8 or codes.ndim < 2:
             raise ArgumentError(
@@ -116,10 +122,14 @@ class SharedDataset:
         if normalize == "dataset" and dataset_mean is None:
             dataset_mean = normalization_mean(flat, encoding)
         self.dataset_mean = dataset_mean
+        if normalize in PER_CHANNEL and channel_statistics is None:
+            channel_statistics = ChannelStatistics.of(flat, encoding, channels_of(self.image_shape))
+        self.channel_statistics = channel_statistics
         if storage == "int8":
             stored = flat
         else:
-            stored = _evaluate(flat, encoding, normalize, dataset_mean, self.dtype)
+            stored = _evaluate(flat, encoding, normalize, dataset_mean, self.dtype,
+                               channel_statistics)
         self.data = shared(stored, name=f"{name}_x")
         self.y = shared(labels, name=f"{name}_y")
         self._count = int(labels.shape[0])
@@ -156,7 +166,11 @@ class SharedDataset:
     def _float_view(self, stored):
         """Float expression for a part (slice) of the stored images."""
         if self.storage == "int8":
-            return dequantize(stored, self.encoding, self.normalize, self.dataset_mean, self.dtype)
+            if self.normalize in PER_CHANNEL and stored.type.shape[-1] is None:
+                # (Aesara's slices forget the width the statistics repeat over)
+                stored = at.specify_shape(stored, (None,) * (stored.ndim - 1) + (self.n_features,))
+            return dequantize(stored, self.encoding, self.normalize, self.dataset_mean, self.dtype,
+                              self.channel_statistics)
         return per_batch_stage(stored, self.encoding, self.normalize, self.dtype)
 
     def _rows_view(self, rows):
@@ -185,8 +199,11 @@ class SharedDataset:
         codes = self.rows()
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
-        symbolic = at.matrix(dtype=codes.dtype)
-        return _api.function([symbolic], self._float_view(symbolic))(codes)
+        symbolic = at.TensorType(codes.dtype, shape=(None, codes.shape[1]))()
+        # The C backend: PyTensor's default, Numba, compiles with fast-math,
+        # which may round (x - mean_c) / std_c otherwise than the step does.
+        return _api.function([symbolic], self._float_view(symbolic),
+                             mode=function_mode("c"))(codes)
 
     # -- sizes ----------------------------------------------------------
 
@@ -453,9 +470,10 @@ def _augmented_minibatch(dataset, key):
     return dataset.minibatch(found.owner.inputs[1], found.owner.op.size, augment=True)[0]
 
 
-def _evaluate(codes, encoding, normalize, dataset_mean, dtype):
+def _evaluate(codes, encoding, normalize, dataset_mean, dtype, channel_statistics=None):
     """Run the per-pixel stage once over ``codes``: the float copy of the classic way."""
-    symbolic = at.matrix(dtype="int8")
+    symbolic = at.TensorType("int8", shape=(None, codes.shape[1]))()
     convert = _api.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
-                                                          dataset_mean, dtype))
+                                                          dataset_mean, dtype, channel_statistics),
+                            mode=function_mode("c"))  # (exact: see decoded())
     return np.asarray(convert(codes), dtype=dtype)

@@ -11,6 +11,12 @@ with one of four normalizations:
     codes are sliced first, as :class:`~int8store.SharedDataset` does.
 ``"dataset"``
     ``(x - dataset_mean) / 128`` with a mean computed once (the training split's).
+``"channel"``
+    ``(x - mean_c) / 128`` with each channel's mean (images stored
+    channels-last; the training split's, :class:`~int8store.codes.channels.ChannelStatistics`).
+``"standard"``
+    ``(x - mean_c) / std_c``: each channel centred and scaled by its
+    standard deviation (the usual normalization of colour sets such as CIFAR-10).
 ``"none"``
     The raw codes as floats.
 
@@ -30,6 +36,7 @@ stage once: :func:`per_pixel_stage` and :func:`per_batch_stage`.
 import numpy as np
 
 from ..backend import activate
+from ..codes.channels import PER_CHANNEL
 from ..codes.histogram import code_counts, mean_of_code_counts
 from ..codes.vocabulary import NORMALIZATIONS, check_choice
 from ..errors import ArgumentError
@@ -40,7 +47,8 @@ __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_sta
 _HALF_RANGE = 128.0
 
 
-def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None):
+def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
+               channel_statistics=None):
     """Float expression for int8 ``codes`` under ``encoding``.
 
     Parameters
@@ -57,6 +65,9 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None)
         (see :func:`normalization_mean`).
     dtype : {"float32", "float64"}, optional
         The result's dtype; default the library's ``floatX``.
+    channel_statistics : ChannelStatistics, optional
+        Each channel's mean and standard deviation of ``x`` over the training
+        data; required for ``"channel"`` and ``"standard"``.
 
     Returns
     -------
@@ -76,11 +87,13 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None)
     """
     dtype = activate().float_dtype(dtype)
     return per_batch_stage(
-        per_pixel_stage(codes, encoding, normalize, dataset_mean, dtype), encoding, normalize, dtype
+        per_pixel_stage(codes, encoding, normalize, dataset_mean, dtype, channel_statistics),
+        encoding, normalize, dtype
     )
 
 
-def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None):
+def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
+                    channel_statistics=None):
     """Everything of the conversion that is done pixel by pixel."""
     api = activate()
     dtype = api.float_dtype(dtype)
@@ -99,6 +112,8 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None):
             else _levels(codes, encoding, dtype))
     if normalize == "batch":
         return base
+    if normalize in PER_CHANNEL:
+        return _per_channel(base, codes, encoding, normalize, channel_statistics, dtype)
     if dataset_mean is None:
         raise ArgumentError(
             'normalize="dataset" needs dataset_mean: the mean of the training '
@@ -125,6 +140,36 @@ def normalization_mean(codes, encoding):
     (:mod:`int8store.codes.histogram`).
     """
     return mean_of_code_counts(code_counts(codes), encoding)
+
+
+def _per_channel(base, codes, encoding, normalize, statistics, dtype):
+    """``(base - mean_c) / 128`` (``"channel"``) or ``/ std_c``
+    (``"standard"``): the statistics repeated along each row of
+    channels-last pixels."""
+    api = activate()
+    if statistics is None:
+        raise ArgumentError(
+            f'normalize="{normalize}" needs channel_statistics: each channel\'s mean and '
+            "standard deviation over the training split, from "
+            "int8store.codes.channels.ChannelStatistics.of(codes, encoding, channels)")
+    width = codes.type.shape[-1]
+    if width is None or width % statistics.channels:
+        raise ArgumentError(f"per-channel normalization needs rows of a static width, a "
+                            f"multiple of {statistics.channels} channels; got {width}")
+    repeat = width // statistics.channels
+    centred = base - api.float_constant(np.tile(np.asarray(statistics.mean, dtype=dtype), repeat),
+                                        dtype)
+    if normalize == "channel":
+        return centred / api.float_constant(_spread(encoding), dtype)
+    # Divided as _divide_exactly divides: by a shared vector in float64, the
+    # quotient rounded once (a constant would become a product, off by an ulp).
+    std = np.asarray(statistics.std, dtype=dtype)
+    wide = "float64" if dtype == "float32" else dtype
+    key = (std.tobytes(), repeat, wide)
+    if key not in _DIVISORS:
+        _DIVISORS[key] = api.shared(np.tile(std, repeat).astype(wide), name="channel_std")
+    quotient = api.at.cast(centred, wide) / _DIVISORS[key]
+    return quotient if wide == dtype else api.at.cast(quotient, dtype)
 
 
 def _levels(codes, encoding, dtype):

@@ -66,6 +66,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         ``givens``, ``minibatches(epoch, batch_size)`` for the training loop,
         and is scored by :func:`~int8store.evaluate_in_chunks`.
     """
+    from ..codes.channels import PER_CHANNEL, ChannelStatistics
     from ..codes.histogram import mean_of_code_counts
     from ..runtime.limits import max_memory as ceiling, memory_ceiling, parse_size
     from .split import StreamingSplit, fitting_shard_size
@@ -80,6 +81,9 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         size = fitting_shard_size(budget, row_bytes, batch_size)
         mean = (mean_of_code_counts(sources["train"].code_counts(), encoding)
                 if normalize == "dataset" else None)
+        per_channel = (ChannelStatistics.from_counts(sources["train"].channel_code_counts(),
+                                                     encoding)
+                       if normalize in PER_CHANNEL else None)
         streams = []
         for name in SPLITS:
             training = name == "train"
@@ -87,6 +91,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
                 sources[name], size, encoding, image_shape=image_shape, normalize=normalize, dtype=dtype,
                 seed=seed if training else None, workers=workers, mode=mode, name=name,
                 prefetch=prefetch if training else 0, dataset_mean=mean,
+                channel_statistics=per_channel,
                 max_prefetch_bytes=limit // 2 if training else None))
     if report is not None:
         for stream in streams:

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..codes.channels import channel_counts, channels_of
 from ..codes.histogram import code_counts
 from ..codes.labels import as_int32_labels
 from ..errors import ArgumentError
@@ -61,6 +62,11 @@ class ArrayShards:
     def code_counts(self):
         """The histogram of the split's codes (:mod:`int8store.codes.histogram`)."""
         return code_counts(self.codes)
+
+    def channel_code_counts(self):
+        """Each channel's histogram of the split's codes, ``(channels, 256)``
+        (:func:`int8store.codes.channels.channel_counts`)."""
+        return channel_counts(self.codes, channels_of(self.row_shape))
 
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
@@ -104,6 +110,11 @@ class StoreShards:
         """The histogram of the split's codes: the manifest's, or counted
         from the file (:meth:`~int8store.store.reader.Store.code_counts`)."""
         return self.store.code_counts(self.name)
+
+    def channel_code_counts(self):
+        """Each channel's histogram of the split's codes: the manifest's, or
+        counted from the file (:meth:`~int8store.store.reader.Store.channel_code_counts`)."""
+        return self.store.channel_code_counts(self.name)
 
     @property
     def can_lend(self):

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..errors import ArgumentError, StreamError
 from ..runtime.interrupts import interrupts_deferred
 from .buffers import BufferPool, shared_memory_available
@@ -111,9 +112,10 @@ class StreamingSplit:
     source : ArrayShards or StoreShards
     shard_size : int
         Examples per shard (a multiple of the batch size, for training).
-    encoding, image_shape, normalize, dtype, dataset_mean
+    encoding, image_shape, normalize, dtype, dataset_mean, channel_statistics
         As for :class:`~int8store.SharedDataset`: the view of each shard
-        (``normalize="dataset"`` needs the whole split's ``dataset_mean``).
+        (``normalize="dataset"`` needs the whole split's ``dataset_mean``;
+        the per-channel statistics are the source's when not given).
     seed : int, optional
         Shuffle shards and examples within shards, differently each epoch.
     workers, prefetch : int
@@ -164,7 +166,8 @@ class StreamingSplit:
 
     def __init__(self, source, shard_size, encoding, image_shape=None, normalize="unit",
                  dtype=None, seed=None, workers=2, prefetch=2, mode="c", name=None,
-                 dataset_mean=None, max_prefetch_bytes=None, reader="auto"):
+                 dataset_mean=None, max_prefetch_bytes=None, reader="auto",
+                 channel_statistics=None):
         from ..dataset.shared import SharedDataset
 
         if int(shard_size) != shard_size or shard_size < 1:
@@ -191,10 +194,14 @@ class StreamingSplit:
         # Shuffled shards lent in the split's order: the step gathers each
         # minibatch's rows by the shard's order (SharedDataset.order).
         ordered = self.reader == "views" and seed is not None
+        if normalize in PER_CHANNEL and channel_statistics is None:  # the whole split's
+            channel_statistics = ChannelStatistics.from_counts(source.channel_code_counts(),
+                                                               encoding)
         self.dataset = SharedDataset(np.zeros((self.shard_size,) + tuple(source.row_shape), np.int8),
                                      np.zeros(self.shard_size, np.int32), encoding,
                                      normalize=normalize, image_shape=image_shape,
                                      name=self.name, dtype=dtype, dataset_mean=dataset_mean,
+                                     channel_statistics=channel_statistics,
                                      ordered=ordered)
         self._identity = np.arange(self.shard_size, dtype=np.int32) if ordered else None
         if mode != "c":
@@ -556,7 +563,8 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     split = StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
                            image_shape=dataset.image_shape, normalize=dataset.normalize,
                            dtype=dataset.dtype, seed=seed, mode=mode,
-                           dataset_mean=dataset.dataset_mean, **kwargs)
+                           dataset_mean=dataset.dataset_mean,
+                           channel_statistics=dataset.channel_statistics, **kwargs)
     if report is not None:
         if split.shard_size < batch_size:
             report(f"... batch size {batch_size} does not fit in {max_device_bytes} device "

@@ -48,8 +48,8 @@ def decode_recipe(encoding, normalize, dataset_mean, dtype):
     when no such recipe is known to be exact: codebooks, divisors that are
     not powers of two, and ``"batch"`` (its minibatch mean is the graph's
     whole business: the rows stay codes until then, as in a resident split)."""
-    if encoding.is_codebook or normalize == "batch":
-        return None
+    if encoding.is_codebook or normalize in ("batch", "channel", "standard"):
+        return None  # (per-channel statistics: a vector, which the recipe has no room for)
     if normalize == "none":
         return 0.0, 0.0, 1.0
     offset = float(encoding.offset)
