@@ -113,7 +113,7 @@ def test_float64_views_of_float32_sources_hold_the_same_values(levels):
 
 def test_bad_normalization_and_missing_mean():
     codes, enc = quantize(np.array([[1, 2]], np.uint8))
-    with pytest.raises(ArgumentError, match="'z-score' is not one of unit, batch, dataset, none"):
+    with pytest.raises(ArgumentError, match="'z-score' is not one of unit, batch, dataset, channel, standard, none"):
         dequantize(at.matrix(dtype="int8"), enc, "z-score")
     with pytest.raises(ArgumentError, match="dataset_mean"):
         dequantize(at.matrix(dtype="int8"), enc, "dataset")

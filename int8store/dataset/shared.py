@@ -200,10 +200,8 @@ class SharedDataset:
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
         symbolic = at.TensorType(codes.dtype, shape=(None, codes.shape[1]))()
-        # The C backend: PyTensor's default, Numba, compiles with fast-math,
-        # which may round (x - mean_c) / std_c otherwise than the step does.
         return _api.function([symbolic], self._float_view(symbolic),
-                             mode=function_mode("c"))(codes)
+                             mode=_exact_mode(self.normalize))(codes)
 
     # -- sizes ----------------------------------------------------------
 
@@ -470,10 +468,18 @@ def _augmented_minibatch(dataset, key):
     return dataset.minibatch(found.owner.inputs[1], found.owner.op.size, augment=True)[0]
 
 
+def _exact_mode(normalize):
+    """The mode host-side conversions compile in: per-channel normalizations
+    on the C backend (PyTensor's default, Numba, compiles with fast-math,
+    which rounds ``(x - mean_c) / std_c`` otherwise by an ulp), the others
+    in the library's default, as the classic shared variable's values were."""
+    return function_mode("c") if normalize in PER_CHANNEL else None
+
+
 def _evaluate(codes, encoding, normalize, dataset_mean, dtype, channel_statistics=None):
     """Run the per-pixel stage once over ``codes``: the float copy of the classic way."""
     symbolic = at.TensorType("int8", shape=(None, codes.shape[1]))()
     convert = _api.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
                                                           dataset_mean, dtype, channel_statistics),
-                            mode=function_mode("c"))  # (exact: see decoded())
+                            mode=_exact_mode(normalize))
     return np.asarray(convert(codes), dtype=dtype)

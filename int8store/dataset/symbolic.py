@@ -16,7 +16,9 @@ with one of four normalizations:
     channels-last; the training split's, :class:`~int8store.codes.channels.ChannelStatistics`).
 ``"standard"``
     ``(x - mean_c) / std_c``: each channel centred and scaled by its
-    standard deviation (the usual normalization of colour sets such as CIFAR-10).
+    standard deviation (the usual normalization of colour sets such as
+    CIFAR-10), as ``(x - mean_c) * r_c`` with ``r_c = 1 / std_c`` rounded to
+    the view's dtype: each value rounded the same way in every mode.
 ``"none"``
     The raw codes as floats.
 
@@ -161,15 +163,11 @@ def _per_channel(base, codes, encoding, normalize, statistics, dtype):
                                         dtype)
     if normalize == "channel":
         return centred / api.float_constant(_spread(encoding), dtype)
-    # Divided as _divide_exactly divides: by a shared vector in float64, the
-    # quotient rounded once (a constant would become a product, off by an ulp).
-    std = np.asarray(statistics.std, dtype=dtype)
-    wide = "float64" if dtype == "float32" else dtype
-    key = (std.tobytes(), repeat, wide)
-    if key not in _DIVISORS:
-        _DIVISORS[key] = api.shared(np.tile(std, repeat).astype(wide), name="channel_std")
-    quotient = api.at.cast(centred, wide) / _DIVISORS[key]
-    return quotient if wide == dtype else api.at.cast(quotient, dtype)
+    # Times each channel's reciprocal, rounded to the view's dtype: products
+    # are rounded once everywhere, where a float32 quotient is not (XLA's
+    # CPU division was an ulp off numpy's in a quarter of the values).
+    reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
+    return centred * api.float_constant(np.tile(reciprocal, repeat), dtype)
 
 
 def _levels(codes, encoding, dtype):
