@@ -7,6 +7,7 @@ is most of the time of loading mnist.pkl.gz or the IDX files.
 """
 
 import gzip
+import os
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from ..errors import SourceFormatError
 from ..runtime.limits import check_in_file, check_memory
 
 __all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member", "check_tar_member",
-           "check_member_name", "is_compressed_tar"]
+           "check_member_name", "is_compressed_tar", "checked_tar_members"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -57,6 +58,23 @@ def check_zip_member(info, where, archive_size):
     check_memory(info.file_size, "the member", where)
     check_in_file(info.file_size, info.compress_size, "the member", where,
                   compressed=info.compress_type != zipfile.ZIP_STORED)
+
+
+def checked_tar_members(archive, path, layout):
+    """``(member, where)`` for each member of the tar stream ``archive``
+    (opened ``"r|*"`` on ``path``), ``where`` naming it in messages, once its
+    header is checked (:func:`check_tar_member`) and the regular files' sizes
+    so far are within what the archive can hold: before the stream is read
+    past it (or its bytes unpacked)."""
+    stored, compressed = os.path.getsize(path), is_compressed_tar(path)
+    total = 0
+    for member in archive:
+        where = f"{path}:{member.name}"
+        check_tar_member(member, where, layout)
+        if member.isfile():
+            total += member.size
+            check_in_file(total, stored, "its members", path, compressed=compressed)
+        yield member, where
 
 
 def check_tar_member(member, where, layout):

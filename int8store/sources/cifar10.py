@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..runtime.limits import check_in_file, check_memory, describe_bytes
+from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
-from ._files import check_tar_member, is_compressed_tar
+from ._files import checked_tar_members
 from .download import DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder, fetch_into
 from .pickled import PROTOCOL_2_DATA, BoundedReader, restricted_load
 
@@ -108,20 +108,15 @@ def read_cifar10_archive(path):
     """The splits of ``cifar-10-python.tar.gz`` (see the module docstring),
     read in one pass over the tar stream."""
     path = Path(path)
-    stored, compressed = path.stat().st_size, is_compressed_tar(path)
-    found, total = {}, 0
+    found = {}
     try:
         with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                where = f"{path}:{member.name}"
-                check_tar_member(member, where, _LAYOUT)
+            for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isdir():
                     continue
                 if not member.isfile():
                     raise SourceFormatError(f"{where}: is not a regular file (a device or a "
                                             "pipe); int8store reads regular files only")
-                total += member.size
-                check_in_file(total, stored, "its members", str(path), compressed=compressed)
                 name = _batch_name(member.name)
                 # (any member: skipping one in a compressed stream unpacks it)
                 _check_size(name, member.size, where)

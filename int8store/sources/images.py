@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..runtime.limits import check_in_file, check_memory, describe_bytes
+from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
-from ._files import check_member_name, check_tar_member, check_zip_member, is_compressed_tar
+from ._files import check_member_name, check_zip_member, checked_tar_members
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]
@@ -248,20 +248,15 @@ def _zip_tree(path):
 
 
 def _tar_tree(path):
-    stored, compressed = Path(path).stat().st_size, is_compressed_tar(path)
-    names, total = [], 0
+    names = []
     try:
         # One pass in stream mode: each member is checked from its header
         # before the archive is read past it (or its bytes unpacked).
         with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                where = f"{path}:{member.name}"
-                check_tar_member(member, where, _LAYOUT)
+            for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isfile():
                     if _is_decoded(member.name):
                         _check_image_file_size(member.size, where)
-                    total += member.size
-                    check_in_file(total, stored, "its members", path, compressed=compressed)
                     names.append(member.name)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
