@@ -67,6 +67,30 @@ def test_the_python2_batches_are_the_real_archives_opcodes(data):
     assert ops[0][1] == 2  # PROTO 2
 
 
+def cpickle_batch(rows, labels):
+    """A batch as cPickle began data_batch_1 of the real archive, byte for
+    byte but for the sizes: memo from 1, sizes as BININT2, the dtype's
+    arguments as BININT1, the data one BINSTRING; then the labels in APPENDS."""
+    n = len(rows)
+    return (b"\x80\x02}q\x01(U\x04dataq\x02cnumpy.core.multiarray\n_reconstruct\nq\x03"
+            b"cnumpy\nndarray\nq\x04K\x00\x85U\x01b\x87Rq\x05(K\x01M" + struct.pack("<H", n)
+            + b"M\x00\x0c\x86cnumpy\ndtype\nq\x06U\x02u1K\x00K\x01\x87Rq\x07(K\x03U\x01|NNNJ"
+            b"\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb\x89T" + struct.pack("<i", rows.nbytes)
+            + rows.tobytes() + b"tbU\x06labelsq\x08]q\t("
+            + b"".join(b"K" + bytes([v]) for v in labels) + b"eu.")
+
+
+@pytest.mark.graph_free
+def test_a_batch_as_cpickle_began_the_real_one_reads(tmp_path):
+    rows = np.random.default_rng(3).integers(0, 256, (300, 3072), dtype=np.uint8)
+    labels = [i % 10 for i in range(300)]
+    members = cifar10_members(fake_cifar10())
+    members["test_batch"] = cpickle_batch(rows, labels)
+    test = read_source(write_cifar10_archive(tmp_path / "c.tar.gz", members)).splits["test"]
+    np.testing.assert_array_equal(test.images(), channels_last_by_planes(rows))
+    np.testing.assert_array_equal(test.labels, labels)
+
+
 @pytest.mark.graph_free
 @pytest.mark.parametrize("style", STYLES)
 def test_the_archive_gives_train_and_test_channels_last(tmp_path, data, style):
