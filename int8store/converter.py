@@ -30,8 +30,9 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
     ----------
     sources : path or list of paths
         Anything :func:`~int8store.sources.read_source` reads: IDX files or a
-        folder of them, ``.npz``, ``mnist.pkl.gz``, a folder / ``.zip`` /
-        ``.tar(.gz)`` of class folders of images, an HDF5 file.
+        folder of them, ``.npz``, ``mnist.pkl.gz``, ``cifar-10-python.tar.gz``
+        or its folder, a folder / ``.zip`` / ``.tar(.gz)`` of class folders of
+        images, an HDF5 file.
     output : path
         The ``.h5`` file to write; an existing one is replaced only with ``force``.
     valid_size, valid_seed

@@ -13,6 +13,10 @@ source's own full scale, ``level * 255 / min(divisor, 255)``: 8-bit images
 show their exact bytes, and the digits' 0..16 fill the range. Other data
 (float values, a lossy codebook, signed levels) is stretched linearly from
 the smallest to the largest value shown, and :func:`preview` says so.
+
+Images with a channel axis (channels last) are drawn in colour (an RGB PNG)
+when they have three channels (red, green, blue: CIFAR-10, colour image
+files) and in grey when they have one; other channel counts are refused.
 """
 
 import math
@@ -89,20 +93,33 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         raise ArgumentError(f"scale={scale!r}: expected a positive integer")
     with memory_ceiling(max_memory):
         codes, labels, encoding, shape, names = _samples(dataset, split, count, keys, resize)
-    if len(shape) == 1:
-        raise SourceFormatError(
-            f"{dataset}: its images are flat vectors of {shape[0]} values with no known "
-            "rows and columns; a preview needs images")
+    drawn = _drawn_shape(dataset, shape)
     classes = list(range(int(labels.max()) + 1 if labels.size else 0))
     if names:
         classes = list(names)
     shown, how = display_bytes(codes, encoding)
     scale = scale or max(1, math.ceil(_MIN_CELL / max(shape[:2])))
-    image, margin = _named_rows(_grid(shown, labels, len(classes), count, shape, scale),
+    image, margin = _named_rows(_grid(shown, labels, len(classes), count, drawn, scale),
                                 classes, shape, scale)
     with atomic_output(output, force=force) as temporary:
         image.save(temporary, format="PNG")
     return Preview(str(output), split, classes, count, tuple(shape), scale, how, margin)
+
+
+def _drawn_shape(dataset, shape):
+    """How images of ``shape`` are drawn: ``(rows, cols)`` in grey, or
+    ``(rows, cols, 3)`` in colour."""
+    if len(shape) == 1:
+        raise SourceFormatError(
+            f"{dataset}: its images are flat vectors of {shape[0]} values with no known "
+            "rows and columns; a preview needs images")
+    if len(shape) == 3 and shape[2] == 1:
+        return tuple(shape[:2])
+    if len(shape) == 2 or (len(shape) == 3 and shape[2] == 3):
+        return tuple(shape)
+    raise SourceFormatError(
+        f"{dataset}: its images are {'x'.join(map(str, shape))}; a preview draws grey images "
+        "(rows x cols, or one channel) or colour ones (three channels, last: red, green, blue)")
 
 
 def cell_origin(row, column, shape, scale):

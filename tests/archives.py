@@ -228,3 +228,120 @@ def tar_gz_with_zeros(archive_path, files, name, nbytes):
         out.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + body
                   + struct.pack("<II", 0, (nbytes + len(head) + 1536) & 0xFFFFFFFF))
     return archive_path
+
+
+# -- CIFAR-10 (python version) ------------------------------------------------
+
+CIFAR10_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
+CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                   "ship", "truck"]
+
+
+def fake_cifar10(sizes=(3, 2, 4, 1, 2, 3), seed=0):
+    """``{batch name: (rows, labels)}``: uint8 rows of 3072 (R, G, B planes of
+    32x32) and a list of ints 0..9, ``sizes`` images for data_batch_1..5, test_batch."""
+    rng = np.random.default_rng(seed)
+    return {name: (rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                   [int(v) for v in rng.integers(0, 10, n)])
+            for name, n in zip(CIFAR10_BATCHES, sizes)}
+
+
+def python2_pickle_of(value):
+    """``value`` (dicts, lists, str, small ints, numpy arrays) pickled as
+    Python 2's cPickle wrote CIFAR-10 (protocol 2): str as SHORT_BINSTRING or
+    BINSTRING, each container and string memoized (BINPUT), arrays through
+    ``numpy.core.multiarray._reconstruct`` (numpy 1.x), lists in APPENDS of
+    at most 1000 items."""
+    memo = iter(range(1, 1 << 30))
+
+    def put():
+        return b"q" + bytes([next(memo) % 256])  # (BINPUT's index is one byte: wraps, harmless)
+
+    def body(item):
+        if isinstance(item, dict):
+            return b"}" + put() + b"(" + b"".join(body(k) + body(v) for k, v in item.items()) + b"u"
+        if isinstance(item, list):
+            out = b"]" + put()
+            for start in range(0, len(item), 1000):
+                out += b"(" + b"".join(body(v) for v in item[start:start + 1000]) + b"e"
+            return out
+        if isinstance(item, str):
+            raw = item.encode("latin1")
+            head = b"U" + bytes([len(raw)]) if len(raw) < 256 else b"T" + struct.pack("<i", len(raw))
+            return head + raw + put()
+        if isinstance(item, int) and 0 <= item < 256:
+            return b"K" + bytes([item])
+        if isinstance(item, int):
+            return b"J" + struct.pack("<i", item)
+        return python2_array_pickle(item) + put()
+
+    return b"\x80\x02" + body(value) + b"."
+
+
+def cifar10_batch_pickle(rows, labels, style="python2", entries=None):
+    """A batch's pickle: ``python2`` (the archive's own bytes: str keys,
+    numpy.core) or ``python3`` (``pickle.dumps(..., protocol=2)`` with bytes
+    keys, this numpy's module names). ``entries`` add or replace keys (None
+    removes one)."""
+    batch = {"batch_label": "training batch 1 of 5", "labels": labels, "data": rows,
+             "filenames": [f"image_{i}.png" for i in range(len(rows))]}
+    batch.update(entries or {})
+    batch = {k: v for k, v in batch.items() if v is not None}
+    if style == "python2":
+        return python2_pickle_of(batch)
+
+    def as_bytes(value):
+        return value.encode() if isinstance(value, str) else value
+
+    return pickle.dumps({k.encode(): ([as_bytes(v) for v in value] if isinstance(value, list)
+                                      else as_bytes(value))
+                         for k, value in batch.items()}, protocol=2)
+
+
+def cifar10_meta_pickle(names=CIFAR10_CLASSES, style="python2"):
+    meta = {"num_cases_per_batch": 10000, "label_names": list(names), "num_vis": 3072}
+    if style == "python2":
+        return python2_pickle_of(meta)
+    return pickle.dumps({k.encode(): [n.encode() for n in v] if isinstance(v, list) else v
+                         for k, v in meta.items()}, protocol=2)
+
+
+def cifar10_members(data, style="python2"):
+    """``{member name: bytes}`` of an archive of ``data`` (see :func:`fake_cifar10`)."""
+    members = {name: cifar10_batch_pickle(rows, labels, style) for name, (rows, labels) in data.items()}
+    members["batches.meta"] = cifar10_meta_pickle(style=style)
+    members["readme.html"] = b"<html>CIFAR-10</html>"
+    return members
+
+
+def write_cifar10_archive(path, members, folder="cifar-10-batches-py", extra=()):
+    """``cifar-10-python.tar.gz`` as distributed: the folder's entry, then
+    ``members`` ({name: bytes}) inside it; ``extra``: more TarInfo entries."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        entry = tarfile.TarInfo(folder)
+        entry.type, entry.mode = tarfile.DIRTYPE, 0o755
+        archive.addfile(entry)
+        for name, body in members.items():
+            info = tarfile.TarInfo(f"{folder}/{name}")
+            info.size, info.mode = len(body), 0o644
+            archive.addfile(info, io.BytesIO(body))
+        for info in extra:
+            archive.addfile(info)
+    return path
+
+
+def write_cifar10_folder(folder, members):
+    """The folder ``cifar-10-batches-py/`` the archive unpacks to."""
+    folder.mkdir(parents=True)
+    for name, body in members.items():
+        (folder / name).write_bytes(body)
+    return folder
+
+
+def channels_last_by_planes(rows):
+    """CIFAR-10 rows as (N, 32, 32, 3), plane by plane: the reference layout."""
+    planes = [rows[:, c * 1024:(c + 1) * 1024].reshape(-1, 32, 32) for c in range(3)]
+    return np.stack(planes, axis=-1)

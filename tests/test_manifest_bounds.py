@@ -156,7 +156,57 @@ MALFORMED = {
     "code counts against the code mean": lambda m: train(m)["code_counts"].__setitem__(
         slice(0, 2), [train(m)["code_counts"][0] - 1, train(m)["code_counts"][1] + 1]),
     "blake3 too short": lambda m: train(m).__setitem__("blake3", "ab"),
+    "channel code counts without a channel axis": lambda m: train(m).__setitem__(
+        "channel_code_counts", [train(m)["code_counts"]]),
 }
+
+
+@pytest.fixture(scope="module")
+def built_rgb(tmp_path_factory):
+    """A small store of 4x3 colour images, with their histograms channel by channel."""
+    import numpy as np
+
+    from int8store import quantize
+    from int8store.store.writer import StoreWriter
+
+    path = tmp_path_factory.mktemp("rgb") / "rgb.h5"
+    codes, encoding = quantize(np.random.default_rng(2).integers(0, 256, (30, 4, 3, 3), np.uint8))
+    with StoreWriter(path, encoding, (4, 3, 3), {"train": np.arange(30) % 3}) as writer:
+        writer.append("train", codes)
+    return path
+
+
+def channels(m):
+    return train(m)["channel_code_counts"]
+
+
+def move_one_count(row):
+    """One count of ``row`` moved to the next bin: the row's sum is kept."""
+    first = next(i for i, n in enumerate(row) if n)
+    row[first] -= 1
+    row[(first + 1) % 256] += 1
+
+
+MALFORMED_CHANNELS = {
+    "a string": lambda m: train(m).__setitem__("channel_code_counts", "many"),
+    "two channels of three": lambda m: channels(m).pop(),
+    "a row of 255 bins": lambda m: channels(m)[1].pop(),
+    "a count negative": lambda m: channels(m)[0].__setitem__(0, -1),
+    "a count a float": lambda m: channels(m)[0].__setitem__(0, float(channels(m)[0][0])),
+    "a row not summing to the channel's codes": lambda m: channels(m)[2].__setitem__(
+        5, channels(m)[2][5] + 1),
+    "rows against the code counts": lambda m: move_one_count(channels(m)[0]),
+}
+
+
+@pytest.mark.parametrize("edit", list(MALFORMED_CHANNELS))
+def test_malformed_channel_code_counts_are_a_format_error_naming_the_file(built_rgb, tmp_path, edit):
+    path = tmp_path / "rgb.h5"
+    shutil.copy(built_rgb, path)
+    assert open_store(path).channel_code_counts("train").shape == (3, 256)
+    rewritten(path, lambda m: MALFORMED_CHANNELS[edit](m) and None)
+    with pytest.raises(StoreFormatError, match=re.escape(str(path))):
+        open_store(path)
 
 
 def rewritten(path, edit):

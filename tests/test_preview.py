@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from archives import write_image_folder, zip_folder
+from archives import (cifar10_members, fake_cifar10, write_cifar10_archive, write_image_folder,
+                      zip_folder)
 from int8store import open_store
 from int8store.cli import main
 from int8store.preview import BACKGROUND, preview
@@ -103,3 +104,47 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "flat.npz"), "-o", str(tmp_path / "f.png")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "flat vectors" in err
+
+
+def test_a_colour_store_is_drawn_in_colour_with_its_exact_pixels(tmp_path, capsys):
+    archive = write_cifar10_archive(tmp_path / "cifar-10-python.tar.gz",
+                                    cifar10_members(fake_cifar10(sizes=(6, 6, 6, 6, 6, 5))))
+    store = tmp_path / "cifar.h5"
+    assert main(["convert", str(archive), "-o", str(store)]) == 0
+    codes, labels = open_store(store).read_split("train")
+    for source in (store, archive):
+        out = tmp_path / "colour.png"
+        result = preview(source, out, count=2, force=True)
+        assert Image.open(out).mode == "RGB" and result.shape == (32, 32, 3) and result.scale == 1
+        assert result.classes[:2] == ["airplane", "automobile"]
+        grid, shown = cells(out, result)
+        assert grid.shape == (1 + 10 * 33, result.margin + 1 + 2 * 33, 3)
+        expected = first_of_each_class(codes.astype(np.int16) + 128, labels, 2)
+        for label, row in enumerate(shown):
+            for column, cell in enumerate(row):
+                if column < len(expected.get(label, [])):
+                    np.testing.assert_array_equal(cell, expected[label][column])  # R, G, B as stored
+                else:
+                    assert (cell == BACKGROUND).all()
+
+
+def test_one_channel_is_drawn_grey_and_other_channel_counts_are_refused(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    for channels in (1, 2, 4):
+        images = rng.integers(0, 256, (6, 5, 4, channels), dtype=np.uint8)
+        np.savez(tmp_path / f"c{channels}.npz", x_train=images, y_train=np.arange(6) % 2)
+    result = preview(tmp_path / "c1.npz", tmp_path / "c1.png", count=3)
+    assert Image.open(tmp_path / "c1.png").mode == "L"
+    _, shown = cells(tmp_path / "c1.png", result)
+    np.testing.assert_array_equal(shown[1][0], images_of(tmp_path / "c1.npz")[1, :, :, 0])
+    for channels in (2, 4):
+        out = tmp_path / f"c{channels}.png"
+        assert main(["preview", str(tmp_path / f"c{channels}.npz"), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"5x4x{channels}" in err and "three channels" in err
+        assert not out.exists()
+
+
+def images_of(npz):
+    with np.load(npz) as f:
+        return f["x_train"]

@@ -91,11 +91,12 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     Parameters
     ----------
     dataset : str or path
-        ``"digits"`` (scikit-learn's 8x8 digits, offline), ``"mnist"`` (the
-        cache folder, downloaded if missing), a path to ``mnist.pkl.gz``, a
-        folder with the four MNIST IDX files (gzipped or not), an ``.npz``, an
-        HDF5 file or int8store store, or a folder / ``.zip`` / ``.tar`` of
-        class folders of images. A bare file name not in the working folder
+        ``"digits"`` (scikit-learn's 8x8 digits, offline), ``"mnist"`` or
+        ``"cifar10"`` (the cache folder, downloaded if missing), a path to
+        ``mnist.pkl.gz``, a folder with the four MNIST IDX files (gzipped or
+        not), ``cifar-10-python.tar.gz`` or its folder (32x32x3 colour images,
+        channels last), an ``.npz``, an HDF5 file or int8store store, or a
+        folder / ``.zip`` / ``.tar`` of class folders of images. A bare file name not in the working folder
         is looked for in ``../data/`` beside the calling file, as the classic
         tutorials did; a missing ``mnist.pkl.gz`` then comes from the cache.
     normalize : {"unit", "batch", "dataset", "none"}
@@ -110,8 +111,8 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
         Pick those examples by a shuffle with this seed instead of taking
         the last ones. ``int8store convert`` takes the same two options.
     cache_dir : path, optional
-        Where ``"mnist"`` is cached (default ``$INT8STORE_DATA``, else
-        ``~/.cache/int8store``).
+        Where ``"mnist"`` and ``"cifar10"`` are cached (default
+        ``$INT8STORE_DATA``, else ``~/.cache/int8store``).
     lossy : bool
         Quantize data that int8 cannot hold exactly instead of refusing it.
     mode : {"c", "jax"}

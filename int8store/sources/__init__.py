@@ -177,7 +177,7 @@ class SourceData:
 
 
 def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
-    """Read ``dataset``: ``"digits"``, ``"mnist"``, or one or more paths.
+    """Read ``dataset``: ``"digits"``, ``"mnist"``, ``"cifar10"``, or one or more paths.
 
     Parameters
     ----------
@@ -212,6 +212,8 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
         return reader("digits").read_digits()
     if isinstance(dataset, str) and dataset == "mnist":
         return reader("mnist").read_mnist(cache_dir)
+    if isinstance(dataset, str) and dataset == "cifar10":
+        return reader("cifar10").read_cifar10(cache_dir)
     from .locate import classic_candidates
 
     candidates = classic_candidates(dataset, caller)
@@ -224,6 +226,8 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     if path.is_dir():
         if reader("idx").holds_idx_files(path):
             return reader("idx").read_idx_folder(path)
+        if reader("cifar10").holds_cifar10_batches(path):
+            return reader("cifar10").read_cifar10_folder(path)
         return reader("images").read_image_folder(path, resize)
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):
@@ -232,6 +236,8 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
         return reader("npz").read_npz(path, keys)
     if name.endswith((".h5", ".hdf5")):
         return reader("hdf5").read_hdf5(path, keys)
+    if name.endswith((".tar", ".tar.gz", ".tgz")) and reader("cifar10").is_cifar10_archive(path):
+        return reader("cifar10").read_cifar10_archive(path)
     if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
         return reader("images").read_image_archive(path, resize)
     if reader("idx").looks_like_idx(path):
@@ -248,8 +254,9 @@ def _check_exist(paths, either=False):
     if missing:
         raise DatasetNotFoundError(
             f"{(' or ' if either else ', ').join(missing)}: no such file or folder. Expected 'digits', 'mnist', "
-            "a path to mnist.pkl.gz, an .npz, an .h5 store, IDX files or a folder of them, "
-            "or a folder (or .zip/.tar) of class folders of images"
+            "'cifar10', a path to mnist.pkl.gz, an .npz, an .h5 store, IDX files or a folder of "
+            "them, cifar-10-python.tar.gz or its folder, or a folder (or .zip/.tar) of class "
+            "folders of images"
         )
 
 

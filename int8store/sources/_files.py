@@ -1,5 +1,5 @@
 """Opening files that may be gzipped, with damage reported against the file;
-checking what a zip member announces before it is read.
+checking what a zip or tar member announces before it is read.
 
 Gzip data is decompressed by ISA-L (the ``isal`` package, a dependency), which
 reads MNIST about twice as fast as the standard library's gzip: decompression
@@ -7,6 +7,7 @@ is most of the time of loading mnist.pkl.gz or the IDX files.
 """
 
 import gzip
+import os
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -16,7 +17,8 @@ from isal import igzip, isal_zlib
 from ..errors import SourceFormatError
 from ..runtime.limits import check_in_file, check_memory
 
-__all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member"]
+__all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member", "check_tar_member",
+           "check_member_name", "is_compressed_tar", "checked_tar_members"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -56,3 +58,47 @@ def check_zip_member(info, where, archive_size):
     check_memory(info.file_size, "the member", where)
     check_in_file(info.file_size, info.compress_size, "the member", where,
                   compressed=info.compress_type != zipfile.ZIP_STORED)
+
+
+def checked_tar_members(archive, path, layout):
+    """``(member, where)`` for each member of the tar stream ``archive``
+    (opened ``"r|*"`` on ``path``), ``where`` naming it in messages, once its
+    header is checked (:func:`check_tar_member`) and the regular files' sizes
+    so far are within what the archive can hold: before the stream is read
+    past it (or its bytes unpacked)."""
+    stored, compressed = os.path.getsize(path), is_compressed_tar(path)
+    total = 0
+    for member in archive:
+        where = f"{path}:{member.name}"
+        check_tar_member(member, where, layout)
+        if member.isfile():
+            total += member.size
+            check_in_file(total, stored, "its members", path, compressed=compressed)
+        yield member, where
+
+
+def check_tar_member(member, where, layout):
+    """Refuse a tar member that is a link, a sparse file, or named with an
+    absolute path or '..' (``layout``: how the archive should name its files,
+    for the message)."""
+    check_member_name(member.name, where, layout)
+    if member.issym() or member.islnk():
+        raise SourceFormatError(
+            f"{where}: is a {'symbolic' if member.issym() else 'hard'} link to "
+            f"{member.linkname}; int8store reads regular files only (archive copies instead)")
+    if member.issparse():
+        raise SourceFormatError(f"{where}: is a sparse file; int8store reads regular files only")
+
+
+def check_member_name(name, where, layout):
+    """Refuse an archive member named with an absolute path or '..'."""
+    parts = name.split("/")
+    if name.startswith("/") or ".." in parts or "\\" in name:
+        raise SourceFormatError(f"{where}: a member named with an absolute path or '..'; {layout}")
+
+
+def is_compressed_tar(path):
+    """Whether a tar archive is gzip, bzip2 or xz compressed (by its magic bytes)."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00"))

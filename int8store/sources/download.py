@@ -1,5 +1,7 @@
 """Downloads that are verified before they land: mirrors in order, size and
-checksum checked, written atomically (a temporary file renamed into place)."""
+checksum checked, written atomically (a temporary file renamed into place);
+and the cache folder the named datasets (``"mnist"``, ``"cifar10"``) are
+kept in, filled by :func:`fetch_into`."""
 
 import hashlib
 import http.client
@@ -13,13 +15,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..errors import DownloadError
+from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
 
-__all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT"]
+__all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
+           "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
 
 #: Seconds to wait for a connection or for the next block of data.
 DEFAULT_TIMEOUT = 5.0
 _BLOCK = 1 << 16
+# Set to 1 to never touch the network (fail at once when nothing is cached).
+_OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,60 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
         except (OSError, http.client.HTTPException, _Rejected) as error:
             failures.append(f"{url}: {_reason(error)}")
     raise DownloadError(f"could not download {remote.name}: " + "; ".join(failures or ["no mirrors"]))
+
+
+def dataset_folder(dataset, cache_dir=None):
+    """Where the named ``dataset`` is cached: ``cache_dir``, ``$INT8STORE_DATA``,
+    or ``~/.cache/int8store``, each with ``dataset/`` appended."""
+    root = cache_dir or os.environ.get("INT8STORE_DATA") or Path.home() / ".cache" / "int8store"
+    return Path(root).expanduser() / dataset
+
+
+def configured_mirrors(variable, defaults):
+    """The comma-separated URLs of ``$variable`` if set (a local mirror, a
+    proxy), else ``defaults``."""
+    configured = os.environ.get(variable, "")
+    return tuple(m.strip() for m in configured.split(",") if m.strip()) or tuple(defaults)
+
+
+def fetch_into(folder, files, mirrors, timeout, dataset, what_to_do):
+    """Make sure ``folder`` holds ``files`` (:class:`RemoteFile`), each verified;
+    download the missing ones from ``mirrors`` in order, unless
+    ``$INT8STORE_OFFLINE`` is set. Raises :class:`DatasetNotFoundError` saying
+    why ``dataset`` could not be had, then ``what_to_do``."""
+    folder = Path(folder)
+    missing = []
+    for remote in files:
+        path = folder / remote.name
+        if path.is_file():
+            check_cached(path, remote)
+        else:
+            missing.append(remote)
+    if not missing:
+        return folder
+    offline = os.environ.get(_OFFLINE_VARIABLE, "") not in ("", "0")
+    failures = ["the network is off ($INT8STORE_OFFLINE is set)"] if offline else []
+    for remote in [] if offline else missing:
+        try:
+            download(remote, mirrors, folder, timeout)
+        except DownloadError as error:
+            failures.append(str(error))
+            break  # The other files would fail the same way: do not wait on them.
+    if failures:
+        raise DatasetNotFoundError(
+            f"{dataset} is not in the cache folder {folder} and could not be downloaded "
+            f"({'; '.join(failures)}). {what_to_do}")
+    return folder
+
+
+def check_cached(path, remote):
+    """Raise :class:`SourceFormatError` naming ``path`` unless it is ``remote``."""
+    problem = verify_file(path, remote)
+    if problem:
+        raise SourceFormatError(
+            f"{path}: does not match the known {remote.name} ({problem}); "
+            "the file is damaged or a different version: delete it to download it again"
+        )
 
 
 class _Rejected(Exception):

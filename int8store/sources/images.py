@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..runtime.limits import check_in_file, check_memory, describe_bytes
+from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
-from ._files import check_zip_member
+from ._files import check_member_name, check_zip_member, checked_tar_members
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]
@@ -50,6 +50,8 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 _GRAY, _COLOUR = "L", "RGB"
+# How an archive of class folders names its files, for messages.
+_LAYOUT = "an archive of class folders names its files CLASS/IMAGE"
 # The widest pixel the formats above store before int8store refuses its mode
 # (16-bit RGBA: 8 bytes; compressed formats store less), and room for what an
 # image file holds besides pixels (ICC profile, EXIF, XMP, palette).
@@ -225,7 +227,7 @@ def _zip_tree(path):
         raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
     for info in members:
         where = f"{path}:{info.filename}"
-        _check_member_name(info.filename, where)
+        check_member_name(info.filename, where, _LAYOUT)
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
                                     "files only (store a copy of the image instead)")
@@ -246,20 +248,15 @@ def _zip_tree(path):
 
 
 def _tar_tree(path):
-    stored, compressed = Path(path).stat().st_size, _is_compressed(path)
-    names, total = [], 0
+    names = []
     try:
         # One pass in stream mode: each member is checked from its header
         # before the archive is read past it (or its bytes unpacked).
         with tarfile.open(path, "r|*") as archive:
-            for member in archive:
-                where = f"{path}:{member.name}"
-                _check_tar_member(member, where)
+            for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isfile():
                     if _is_decoded(member.name):
                         _check_image_file_size(member.size, where)
-                    total += member.size
-                    check_in_file(total, stored, "its members", path, compressed=compressed)
                     names.append(member.name)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
@@ -277,30 +274,6 @@ def _tar_tree(path):
             raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
 
     return _Tree(str(path), names, None, in_order)
-
-
-def _check_tar_member(member, where):
-    _check_member_name(member.name, where)
-    if member.issym() or member.islnk():
-        raise SourceFormatError(
-            f"{where}: is a {'symbolic' if member.issym() else 'hard'} link to "
-            f"{member.linkname}; int8store reads regular files only (archive copies instead)")
-    if member.issparse():
-        raise SourceFormatError(f"{where}: is a sparse file; int8store reads regular files only")
-
-
-def _is_compressed(path):
-    """Whether a tar archive is gzip, bzip2 or xz compressed (by its magic bytes)."""
-    with open(path, "rb") as f:
-        head = f.read(6)
-    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00"))
-
-
-def _check_member_name(name, where):
-    parts = name.split("/")
-    if name.startswith("/") or ".." in parts or "\\" in name:
-        raise SourceFormatError(f"{where}: a member named with an absolute path or '..'; "
-                                "an archive of class folders names its files CLASS/IMAGE")
 
 
 def read_image_folder(folder, resize=None):

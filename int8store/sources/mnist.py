@@ -6,13 +6,12 @@ four gzipped IDX files; either is verified by size and checksum on every load.
 """
 
 import hashlib
-import os
-from pathlib import Path
 
 import numpy as np
 
-from .download import DEFAULT_TIMEOUT, RemoteFile, download, verify_file
-from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
+from .download import (DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder,
+                       fetch_into, verify_file)
+from ..errors import SourceFormatError
 from .idx import read_idx_folder
 from .pickled import read_mnist_pickle
 
@@ -54,8 +53,6 @@ MNIST_PICKLE_ARRAYS = {
              "2fd8de6bdb8d11780b4b96dc57847bcfe6953f7c32aa48bfcd8237c3b7847243"),
 }
 
-# Set to 1 to never touch the network (fail at once when nothing is cached).
-_OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
 # Comma-separated mirror URLs to use instead of MNIST_MIRRORS (a local mirror, a proxy).
 _MIRRORS_VARIABLE = "INT8STORE_MNIST_MIRRORS"
 
@@ -63,14 +60,12 @@ _MIRRORS_VARIABLE = "INT8STORE_MNIST_MIRRORS"
 def cache_folder(cache_dir=None):
     """Where MNIST is looked for: ``cache_dir``, ``$INT8STORE_DATA``, or
     ``~/.cache/int8store``, each with ``mnist/`` appended."""
-    root = cache_dir or os.environ.get("INT8STORE_DATA") or Path.home() / ".cache" / "int8store"
-    return Path(root).expanduser() / "mnist"
+    return dataset_folder("mnist", cache_dir)
 
 
 def mirrors_in_use():
     """``$INT8STORE_MNIST_MIRRORS`` (comma-separated URLs) if set, else the defaults."""
-    configured = os.environ.get(_MIRRORS_VARIABLE, "")
-    return tuple(m.strip() for m in configured.split(",") if m.strip()) or MNIST_MIRRORS
+    return configured_mirrors(_MIRRORS_VARIABLE, MNIST_MIRRORS)
 
 
 def read_mnist(cache_dir=None, mirrors=None, files=MNIST_IDX_FILES, timeout=DEFAULT_TIMEOUT):
@@ -88,32 +83,10 @@ def read_mnist(cache_dir=None, mirrors=None, files=MNIST_IDX_FILES, timeout=DEFA
 
 def fetch_mnist_idx(folder, mirrors=MNIST_MIRRORS, files=MNIST_IDX_FILES, timeout=DEFAULT_TIMEOUT):
     """Make sure ``folder`` holds ``files``, verified; download the missing ones."""
-    folder = Path(folder)
-    missing = []
-    for remote in files:
-        path = folder / remote.name
-        if path.is_file():
-            _check_cached(path, remote)
-        else:
-            missing.append(remote)
-    if not missing:
-        return folder
-    offline = os.environ.get(_OFFLINE_VARIABLE, "") not in ("", "0")
-    failures = ["the network is off ($INT8STORE_OFFLINE is set)"] if offline else []
-    for remote in [] if offline else missing:
-        try:
-            download(remote, mirrors, folder, timeout)
-        except DownloadError as error:
-            failures.append(str(error))
-            break  # The other files would fail the same way: do not wait on them.
-    if failures:
-        raise DatasetNotFoundError(
-            f"MNIST is not in the cache folder {folder} and could not be downloaded "
-            f"({'; '.join(failures)}). Put the classic mnist.pkl.gz, or the four files "
-            f"{', '.join(r.name for r in files)}, into {folder} "
-            "(or set INT8STORE_DATA to a folder whose mnist/ subfolder holds them)."
-        )
-    return folder
+    return fetch_into(
+        folder, files, mirrors, timeout, "MNIST",
+        f"Put the classic mnist.pkl.gz, or the four files {', '.join(r.name for r in files)}, "
+        f"into {folder} (or set INT8STORE_DATA to a folder whose mnist/ subfolder holds them).")
 
 
 def _read_pickle_by_content(path, known=None):
@@ -135,12 +108,3 @@ def _read_pickle_by_content(path, known=None):
 
 def _digest(array, dtype):
     return hashlib.sha256(np.ascontiguousarray(array, dtype=dtype)).hexdigest()
-
-
-def _check_cached(path, remote):
-    problem = verify_file(path, remote)
-    if problem:
-        raise SourceFormatError(
-            f"{path}: does not match the known {remote.name} ({problem}); "
-            "the file is damaged or a different version: delete it to download it again"
-        )

@@ -3,10 +3,15 @@
 Plain ``pickle.load`` runs whatever a file asks for. This unpickler rebuilds
 numpy arrays, dtypes, tuples and lists, and refuses any other global, naming
 it. Python 2 pickles (the classic file) are read with the latin-1 encoding.
+A reader that knows which opcodes its pickles use passes them
+(:data:`PROTOCOL_2_DATA`: CIFAR-10's batches), and any other opcode is
+refused, named; reads are bounded by what the file can hold
+(:class:`BoundedReader`).
 """
 
 import os
 import pickle
+import pickletools
 import struct
 
 import numpy as np
@@ -17,7 +22,7 @@ from . import SourceData, Split
 from .py2pickle import NDARRAY, check_state
 from ._files import is_gzipped, open_maybe_gzipped
 
-__all__ = ["restricted_load", "read_mnist_pickle"]
+__all__ = ["restricted_load", "read_mnist_pickle", "BoundedReader", "PROTOCOL_2_DATA"]
 
 _SPLITS = ("train", "valid", "test")
 
@@ -92,10 +97,44 @@ class _RestrictedUnpickler(pickle._Unpickler):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
 
 
-def restricted_load(file, origin="pickle"):
-    """Unpickle numpy arrays/tuples/lists from a binary file object, nothing else."""
+#: The opcodes of protocol 2 that a pickle of dicts, lists, tuples, small
+#: ints, strings and numpy arrays uses, as Python 2's cPickle wrote them
+#: (byte strings: SHORT_BINSTRING, BINSTRING) and as Python 3 writes them
+#: (text: BINUNICODE; bytes through ``_codecs.encode``).
+PROTOCOL_2_DATA = frozenset({
+    "PROTO", "STOP", "MARK", "EMPTY_DICT", "SETITEM", "SETITEMS", "EMPTY_LIST", "APPEND",
+    "APPENDS", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "BINPUT", "LONG_BINPUT",
+    "BINGET", "LONG_BINGET", "GLOBAL", "REDUCE", "BUILD", "BININT", "BININT1", "BININT2", "NONE",
+    "NEWTRUE", "NEWFALSE", "SHORT_BINSTRING", "BINSTRING", "BINUNICODE",
+})
+_OPCODE_NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
+
+
+def _refusal(code):
+    name = _OPCODE_NAMES.get(code)
+    what = f"the opcode {name}" if name else f"the byte 0x{code:02x}, which is no pickle opcode,"
+
+    def refuse(self):
+        raise UnsafePickleError(f"the pickle uses {what} where this file's kind of pickle has "
+                                "none: it is damaged or not what it claims to be")
+    return refuse
+
+
+def _unpickler_of(opcodes):
+    """The restricted unpickler, allowed only ``opcodes`` (names) if given."""
+    if opcodes is None:
+        return _RestrictedUnpickler
+    dispatch = {code: (_RestrictedUnpickler.dispatch[code] if _OPCODE_NAMES.get(code) in opcodes
+                       else _refusal(code)) for code in range(256)}
+    return type("_OpcodeRestrictedUnpickler", (_RestrictedUnpickler,), {"dispatch": dispatch})
+
+
+def restricted_load(file, origin="pickle", opcodes=None):
+    """Unpickle numpy arrays/tuples/lists from a binary file object, nothing
+    else (and only the pickle ``opcodes`` named, if given: see
+    :data:`PROTOCOL_2_DATA`)."""
     try:
-        return _RestrictedUnpickler(file, encoding="latin1").load()
+        return _unpickler_of(opcodes)(file, encoding="latin1").load()
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{origin}: {error}") from None
     except SourceFormatError:
@@ -111,14 +150,15 @@ def restricted_load(file, origin="pickle"):
         raise SizeLimitError(f"{origin}: the pickle announces more data than fits in memory") from error
 
 
-class _Bounded:
+class BoundedReader:
     """A file object refusing reads beyond what the file can hold (see
     :mod:`int8store.runtime.limits`): the unpickler allocates what a length field
-    announces before reading it."""
+    announces before reading it. ``stored``: the bytes of the file (or
+    archive member) ``origin``, ``compressed`` or not."""
 
-    def __init__(self, file, path):
+    def __init__(self, file, origin, stored, compressed=False):
         self._file = file
-        self._asked = AnnouncedBytes("the pickle", path, os.path.getsize(path), is_gzipped(path))
+        self._asked = AnnouncedBytes("the pickle", origin, stored, compressed)
 
     def read(self, n=-1):
         if n is None or n < 0:
@@ -144,7 +184,8 @@ def read_mnist_pickle(path):
     content = _read_python2_arrays(path)
     if content is None:
         with open_maybe_gzipped(path) as f:
-            content = restricted_load(_Bounded(f, path), origin=str(path))
+            content = restricted_load(
+                BoundedReader(f, path, os.path.getsize(path), is_gzipped(path)), origin=str(path))
     if not (isinstance(content, (tuple, list)) and len(content) == 3
             and all(isinstance(s, (tuple, list)) and len(s) == 2 for s in content)):
         raise SourceFormatError(

@@ -24,6 +24,9 @@ Each split's entry in the manifest also records the histogram of its codes
 :mod:`int8store.codes.histogram`), an optional field of format 3 (stores
 written before it lack it): ``normalize="dataset"`` takes the training
 split's mean from it without reading an image (:meth:`Store.code_counts`).
+For images with a channel axis (``(rows, cols, channels)``, channels last)
+it also records the histogram channel by channel (``channel_code_counts``:
+``channels`` rows of 256 counts; optional too): :meth:`Store.channel_code_counts`.
 
 The reader takes the meaning from the manifest and checks the HDF5 metadata
 against it before any HDF5 parser reads the file, then reads the data
@@ -40,7 +43,7 @@ import numpy as np
 
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher
 from ..codes.encoding import Encoding
-from ..codes.histogram import code_counts
+from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import (HDF5_SIGNATURE, MAGIC, field, is_count, is_number, manifest_digest,
                        read_manifest, shown)
@@ -236,7 +239,8 @@ class Store:
             count = field(entry, "count", int, path, f"split {name!r}")
             self.splits[name] = count
             self._layout[name] = SplitEntry(entry, name, count, math.prod(shape),
-                                            self.chunk_checksum, path)
+                                            self.chunk_checksum, path,
+                                            shape[-1] if len(shape) == 3 else None)
             self.code_means[name] = self._layout[name].code_mean
 
     # -- reading --------------------------------------------------------------
@@ -299,20 +303,37 @@ class Store:
         recorded = self._split(name).code_counts
         return None if recorded is None else recorded.copy()
 
-    def count_codes(self, name, start=0, stop=None):
+    def channel_code_counts(self, name):
+        """The histogram of split ``name``'s codes channel by channel (int64,
+        ``(channels, 256)``: :func:`int8store.codes.histogram.channel_code_counts`;
+        images without a channel axis are one channel): the manifest's where
+        it records them, else counted from the data (every chunk read and
+        checked). :func:`~int8store.codes.histogram.channel_means` and
+        :func:`~int8store.codes.histogram.channel_stds` take it."""
+        recorded = self._split(name).channel_code_counts
+        if recorded is not None:
+            return recorded.copy()
+        channels = channels_of(self.image_shape)
+        if channels == 1 and self._split(name).code_counts is not None:
+            return self._split(name).code_counts.reshape(1, 256).copy()
+        return self.count_codes(name, channels=channels)
+
+    def count_codes(self, name, start=0, stop=None, channels=None):
         """The histogram of the codes of examples ``[start, stop)`` of split
         ``name`` (default: all), counted from the data, read (and checked)
-        16 MiB at a time."""
+        16 MiB at a time; with ``channels``, channel by channel (channels
+        last: ``(channels, 256)``)."""
         layout = self._split(name)
         stop = layout.count if stop is None else stop
-        counts = np.zeros(256, dtype=np.int64)
+        counts = np.zeros(256 if channels is None else (channels, 256), dtype=np.int64)
         rows = max(1, (16 << 20) // layout.row_bytes)
         buffer = np.empty((min(rows, max(stop - start, 0)), layout.row_bytes), dtype=np.int8)
         scratch = ChunkBuffer(self.chunk_bytes(name))
         for first in range(start, stop, rows):
             last = min(first + rows, stop)
             self.read_rows(name, first, last, buffer[:last - first], scratch=scratch)
-            counts += code_counts(buffer[:last - first])
+            counts += (code_counts(buffer[:last - first]) if channels is None
+                       else channel_code_counts(buffer[:last - first], channels))
         return counts
 
     def chunk_bytes(self, name):

@@ -1,7 +1,9 @@
 """Each split's entry of a store's manifest, checked before it is used
 (:class:`SplitEntry`): where its data lies (the byte range and checksum of
 every chunk of codes and of its labels), its BLAKE3, the mean of its codes
-and their histogram (``code_counts``, optional: :data:`CODE_COUNTS`).
+and their histogram (``code_counts``, optional: :data:`CODE_COUNTS`), and
+for images with a channel axis, their histogram channel by channel
+(``channel_code_counts``, optional: :data:`CHANNEL_CODE_COUNTS`).
 """
 
 import numpy as np
@@ -11,19 +13,24 @@ from ..errors import StoreFormatError
 from .checksums import SPLIT_DIGEST, digest_digits
 from .manifest import data_range, is_count, is_hex, is_number, shown
 
-__all__ = ["SplitEntry", "CODE_COUNTS"]
+__all__ = ["SplitEntry", "CODE_COUNTS", "CHANNEL_CODE_COUNTS"]
 
 #: A split entry's field holding the histogram of its codes (optional).
 CODE_COUNTS = "code_counts"
+#: A split entry's field holding the histogram of its codes channel by
+#: channel, ``channels`` lists of 256 counts (optional; images with a channel axis).
+CHANNEL_CODE_COUNTS = "channel_code_counts"
 
 
 class SplitEntry:
     """Split ``name``'s entry of the manifest, checked: where its data lies
     (chunks of ``rows`` examples, and the labels, each ``(offset, size,
     checksum)``), ``strong`` (its BLAKE3, or None), ``code_mean`` (None for
-    an empty split) and ``code_counts`` (its codes' histogram, or None)."""
+    an empty split), ``code_counts`` (its codes' histogram, or None) and
+    ``channel_code_counts`` (``(channels, 256)``, or None); ``channels``: the
+    images' channel axis' length, None for images without one."""
 
-    def __init__(self, entry, name, count, row_bytes, checksum, path):
+    def __init__(self, entry, name, count, row_bytes, checksum, path, channels=None):
         self.count, self.row_bytes = count, row_bytes
         self.code_mean = _code_mean(entry.get("code_mean"), count, name, path)
         x = entry["x"]  # (lists of data ranges: checked by read_manifest)
@@ -51,6 +58,8 @@ class SplitEntry:
                                    "hex digits")
         self.code_counts = _code_counts(entry.get(CODE_COUNTS), count * row_bytes, self.code_mean,
                                         name, path)
+        self.channel_code_counts = _channel_code_counts(
+            entry.get(CHANNEL_CODE_COUNTS), channels, count * row_bytes, self.code_counts, name, path)
 
     def chunks_over(self, start, stop):
         """The indices of the stored chunks that examples ``[start, stop)`` touch."""
@@ -87,4 +96,27 @@ def _code_counts(value, codes, code_mean, name, path):
         raise StoreFormatError(f"{path}: the code counts of split {name!r} give a mean of "
                                f"{code_sum(counts) / codes!r}, its code mean is {code_mean!r}: "
                                "the manifest contradicts itself")
+    return counts
+
+
+def _channel_code_counts(value, channels, codes, code_counts, name, path):
+    """A split's ``channel_code_counts``: ``channels`` rows of 256 counts,
+    each of the split's ``codes / channels`` codes of its channel, which add
+    up to its ``code_counts``; None where the manifest has none."""
+    if value is None:
+        return None
+    if channels is None:
+        raise StoreFormatError(f"{path}: the manifest holds channel code counts for split "
+                               f"{name!r}, whose images have no channel axis")
+    per_channel = codes // channels
+    if not (isinstance(value, list) and len(value) == channels
+            and all(isinstance(row, list) and len(row) == 256 and all(is_count(n) for n in row)
+                    and sum(row) == per_channel for row in value)):
+        raise StoreFormatError(f"{path}: the manifest holds {shown(value)} as the channel code "
+                               f"counts of split {name!r}, where {channels} rows of 256 counts "
+                               f"of its {per_channel} codes a channel belong")
+    counts = np.array(value, dtype=np.int64).reshape(channels, 256)
+    if code_counts is not None and not np.array_equal(counts.sum(axis=0), code_counts):
+        raise StoreFormatError(f"{path}: the channel code counts of split {name!r} do not add up "
+                               "to its code counts: the manifest contradicts itself")
     return counts

@@ -5,7 +5,8 @@ chunk of codes is written whole (``write_direct_chunk``) and hashed on the
 way: its XXH3-128, and into the BLAKE3 of its split (its chunks in order,
 then its labels: :mod:`int8store.store.checksums`); its codes are counted
 into the split's histogram (:mod:`int8store.codes.histogram`), which the
-manifest records with the codes' mean. Once HDF5 has closed the
+manifest records with the codes' mean, and for images with a channel axis
+(at most :data:`MOST_RECORDED_CHANNELS`) channel by channel. Once HDF5 has closed the
 file, the data ranges are looked up, the rest of the file (HDF5's metadata)
 is hashed, and the manifest is written into the user block; then the file
 is published atomically
@@ -23,14 +24,14 @@ import numpy as np
 
 from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
-from ..codes.histogram import code_counts, code_sum
+from ..codes.histogram import channel_code_counts, code_counts, code_sum
 from ..errors import Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
 from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
-from .split_entries import CODE_COUNTS
+from .split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS
 
-__all__ = ["StoreWriter", "CHUNK_BYTES"]
+__all__ = ["StoreWriter", "CHUNK_BYTES", "MOST_RECORDED_CHANNELS"]
 
 #: Bytes of codes per stored chunk (one checksum each).
 CHUNK_BYTES = 1 << 20
@@ -44,6 +45,10 @@ CHUNK_CHECKSUM = CHUNK_CHECKSUMS[FORMAT_VERSION]
 _ENTRY_BYTES = 2 * 21 + 64 + 8
 # Manifest bytes per split for its code histogram, at most: 256 counts.
 _COUNTS_BYTES = 256 * 21 + 32
+#: The most channels whose histograms the manifest records (5.4 kB each, at
+#: most, a split): images of more (an npz of feature maps) have none recorded,
+#: and their readers count them from the data.
+MOST_RECORDED_CHANNELS = 64
 
 
 class StoreWriter:
@@ -85,6 +90,9 @@ class StoreWriter:
         self.force = force
         self.row_bytes = max(1, int(np.prod(self.image_shape, dtype=np.int64)))
         self.chunk_rows = max(1, CHUNK_BYTES // self.row_bytes)
+        # Channels last, counted one by one in the manifest; None: not recorded.
+        self.channels = (self.image_shape[-1] if len(self.image_shape) == 3
+                         and self.image_shape[-1] <= MOST_RECORDED_CHANNELS else None)
 
     def __enter__(self):
         self._interrupts = interrupts_remembered()
@@ -94,7 +102,8 @@ class StoreWriter:
             self._temporary = self._output.__enter__()
             self.userblock_size = userblock_size_for(len(json.dumps(self._manifest(0, ""))) + 256
                                                      + _ENTRY_BYTES * self._chunk_count()
-                                                     + _COUNTS_BYTES * len(self.labels))
+                                                     + _COUNTS_BYTES * len(self.labels)
+                                                     * (1 + (self.channels or 0)))
             if self.userblock_size > MAX_USERBLOCK_BYTES:
                 raise StoreFormatError(
                     f"{self.path}: a store of {self._chunk_count():,} chunks needs a manifest "
@@ -118,7 +127,8 @@ class StoreWriter:
             self._write_header()
             self._writeback = _Writeback(self._temporary)
             self._splits = {name: _SplitWriter(self._file, name, labels, self.image_shape,
-                                               self.chunk_rows, self._writeback.wrote, self.path)
+                                               self.chunk_rows, self._writeback.wrote, self.path,
+                                               self.channels)
                             for name, labels in self.labels.items()}
         except OSError as error:
             raise _write_error(self.path, error) from error
@@ -255,7 +265,7 @@ class StoreWriter:
 
 
 class _SplitWriter:
-    def __init__(self, h5file, name, labels, image_shape, chunk_rows, wrote, path):
+    def __init__(self, h5file, name, labels, image_shape, chunk_rows, wrote, path, channels):
         self.name = name
         self.where = f"{path}: split {name!r}"  # what its errors name
         self.wrote = wrote  # told the bytes of each chunk written
@@ -276,6 +286,8 @@ class _SplitWriter:
         self.written = 0  # rows in the file
         self.chunks = []
         self.counts = np.zeros(256, dtype=np.int64)  # the codes' histogram
+        self.channels = channels  # or None: no histogram channel by channel
+        self.channel_counts = None if channels is None else np.zeros((channels, 256), np.int64)
 
     def append(self, codes):
         codes = np.asarray(codes)
@@ -309,7 +321,12 @@ class _SplitWriter:
         self.x.id.write_direct_chunk((self.written,) + (0,) * len(self.image_shape), chunk)
         self.wrote(chunk.nbytes)
         self.chunks.append([0, chunk.nbytes, chunk_digest(CHUNK_CHECKSUM, chunk)])
-        self.counts += code_counts(chunk[:filled])
+        if self.channels is None:
+            self.counts += code_counts(chunk[:filled])
+        else:
+            per_channel = channel_code_counts(chunk[:filled], self.channels)
+            self.channel_counts += per_channel
+            self.counts += per_channel.sum(axis=0)
         self.strong.update(chunk)
         self.written += filled
 
@@ -326,10 +343,13 @@ class _SplitWriter:
         self.group.attrs["count"] = self.count
         self.group.attrs["code_mean"] = np.nan if code_mean is None else code_mean
         self.strong.update(self.labels.view(np.uint8))
-        return {"name": self.name, "count": self.count, "code_mean": code_mean,
-                CODE_COUNTS: self.counts.tolist(),
-                "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry,
-                SPLIT_DIGEST: self.strong.hexdigest()}
+        entry = {"name": self.name, "count": self.count, "code_mean": code_mean,
+                 CODE_COUNTS: self.counts.tolist(),
+                 "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry,
+                 SPLIT_DIGEST: self.strong.hexdigest()}
+        if self.channel_counts is not None:
+            entry[CHANNEL_CODE_COUNTS] = self.channel_counts.tolist()
+        return entry
 
 
 class _Writeback:
