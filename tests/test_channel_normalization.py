@@ -11,7 +11,8 @@ import pytest
 
 from int8store import (ArgumentError, SharedDataset, StreamingSplit, dequantize, function_mode,
                        place, quantize, tensor_library)
-from int8store.codes.channels import ChannelStatistics, channel_counts
+from int8store.codes.channels import ChannelStatistics
+from int8store.codes.histogram import channel_code_counts
 from int8store.streaming.sources import ArrayShards
 
 has_jax = importlib.util.find_spec("jax") is not None
@@ -45,12 +46,12 @@ def test_statistics_are_each_channels_counted_exactly():
     assert np.allclose(stats.mean, pixels.mean(axis=0), rtol=0, atol=1e-12)
     assert np.allclose(stats.std, pixels.std(axis=0), rtol=0, atol=1e-12)
     # counted in pieces, the histograms add up
-    assert (channel_counts(codes[:20], 3) + channel_counts(codes[20:], 3)
-            == channel_counts(codes, 3)).all()
+    assert (channel_code_counts(codes[:20], 3) + channel_code_counts(codes[20:], 3)
+            == channel_code_counts(codes, 3)).all()
     constant = ChannelStatistics.of(np.zeros((2, 6), np.int8), encoding, 3)
     assert constant.std == (1.0, 1.0, 1.0)  # a constant channel is centred only
     with pytest.raises(ArgumentError, match="do not split into 3 channels"):
-        channel_counts(np.zeros(7, np.int8), 3)
+        channel_code_counts(np.zeros(7, np.int8), 3)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -115,3 +116,23 @@ def test_per_channel_normalization_needs_its_statistics():
     with pytest.raises(ArgumentError, match="static width"):
         dequantize(T.matrix(dtype="int8"), encoding, "channel",
                    channel_statistics=ChannelStatistics.of(codes, encoding, 3))
+
+
+def test_a_store_streams_with_the_statistics_its_manifest_records(tmp_path):
+    from int8store import convert, load_splits, load_streams, open_store
+
+    images, labels = colour_images(80, seed=3)
+    path = tmp_path / "colour.npz"
+    np.savez(path, x_train=images, y_train=labels, x_test=images[:20], y_test=labels[:20])
+    store = tmp_path / "colour.h5"
+    convert(str(path), str(store), valid_size=20, valid_seed=1)
+    counts = open_store(store).channel_code_counts("train")  # the manifest's
+    held = load_splits(str(store), normalize="standard")["train"]
+    streams = load_streams(str(store), 2000, 10, normalize="standard")
+    try:
+        assert streams[0].n_shards > 1
+        recorded = ChannelStatistics.from_counts(counts, held.encoding)
+        assert held.channel_statistics == recorded == streams[0].dataset.channel_statistics
+    finally:
+        for stream in streams:
+            stream.close()

@@ -100,7 +100,10 @@ def channel_code_counts(codes, channels):
     >>> counts.shape, int(counts[0, 128]), int(counts[1, 0]), int(counts[1, 1]), int(counts[2, 127])
     ((3, 256), 2, 1, 1, 2)
     """
-    pixels = np.asarray(codes, dtype=np.int8).reshape(-1, channels)
+    flat = np.asarray(codes, dtype=np.int8).reshape(-1)
+    if flat.size % channels:
+        raise ArgumentError(f"{flat.size} codes do not split into {channels} channels")
+    pixels = flat.reshape(-1, channels)
     return np.stack([code_counts(pixels[:, c]) for c in range(channels)])
 
 

@@ -59,7 +59,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     del plan
     give_back_freed_memory()
     # Only now the graphs (and Aesara's set-up): after the peak of reading.
-    from ..codes.channels import PER_CHANNEL, ChannelStatistics, channels_of
+    from ..codes.channels import PER_CHANNEL, ChannelStatistics
+    from ..codes.histogram import channels_of
     from .shared import SharedDataset
     from .symbolic import normalization_mean
 

@@ -13,7 +13,8 @@ from ..backend import activate, function_mode
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
 from ..backend.ops.minibatch import minibatch, minibatch_of_slice
-from ..codes.channels import PER_CHANNEL, ChannelStatistics, channels_of
+from ..codes.channels import PER_CHANNEL, ChannelStatistics
+from ..codes.histogram import channels_of
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..codes.labels import as_int32_labels

@@ -21,8 +21,7 @@ import time
 
 import numpy as np
 
-from ..codes.channels import channel_counts, channels_of
-from ..codes.histogram import code_counts
+from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..codes.labels import as_int32_labels
 from ..errors import ArgumentError
 
@@ -65,8 +64,8 @@ class ArrayShards:
 
     def channel_code_counts(self):
         """Each channel's histogram of the split's codes, ``(channels, 256)``
-        (:func:`int8store.codes.channels.channel_counts`)."""
-        return channel_counts(self.codes, channels_of(self.row_shape))
+        (:func:`int8store.codes.histogram.channel_code_counts`)."""
+        return channel_code_counts(self.codes, channels_of(self.row_shape))
 
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
