@@ -137,6 +137,14 @@ def _parser():
     preview.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="as for convert")
     preview.add_argument("--max-memory", metavar="SIZE", help="as for convert")
+    preview.add_argument("--augment", metavar="LIST",
+                         help="with --augmented: the augmentation, as the tutorials take it "
+                              "(e.g. translate=2,flip,cutout=8)")
+    preview.add_argument("--augmented", type=int, metavar="SEED",
+                         help="draw the images augmented by --augment as training sees them: "
+                              "the grid's cells, row by row, as one minibatch under SEED")
+    preview.add_argument("--epoch", type=int, default=0, metavar="E",
+                         help="with --augmented: the epoch drawn (default: %(default)s)")
     preview.add_argument("--force", action="store_true", help="replace GRID.png if it exists")
     return parser
 
@@ -183,7 +191,8 @@ def _run(args, argv):
         sources = args.sources[0] if len(args.sources) == 1 else args.sources
         print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
                       force=args.force, keys=dict(args.keys) if args.keys else None,
-                      resize=args.resize, max_memory=args.max_memory).describe())
+                      resize=args.resize, max_memory=args.max_memory, augment=args.augment,
+                      augmented=args.augmented, epoch=args.epoch).describe())
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":

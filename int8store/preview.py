@@ -14,6 +14,11 @@ show their exact bytes, and the digits' 0..16 fill the range. Other data
 (float values, a lossy codebook, signed levels) is stretched linearly from
 the smallest to the largest value shown, and :func:`preview` says so.
 
+With an augmentation (``augment`` and ``augmented=SEED``), each image is
+drawn as training sees it augmented: the cells, taken row by row, are the
+examples of one minibatch of ``epoch`` under that seed, augmented by the
+same arithmetic the step runs (:mod:`int8store.augment.draws`).
+
 Images with a channel axis (channels last) are drawn in colour (an RGB PNG)
 when they have three channels (red, green, blue: CIFAR-10, colour image
 files) and in grey when they have one; other channel counts are refused.
@@ -79,11 +84,13 @@ def display_bytes(codes, encoding):
 
 
 def preview(dataset, output, split="train", count=8, scale=None, force=False, keys=None,
-            resize=None, max_memory=None):
+            resize=None, max_memory=None, augment=None, augmented=None, epoch=0):
     """Write a PNG grid of ``count`` images of each class of ``split`` of
     ``dataset`` (anything ``load_data`` takes, a store included) to
     ``output``; returns a :class:`Preview`. ``scale``: the integer factor
-    images are enlarged by (default: to at least 32 pixels)."""
+    images are enlarged by (default: to at least 32 pixels). ``augment``
+    (an :class:`~int8store.Augmentation` or its text) with ``augmented``
+    (its seed): the images augmented as minibatch 0 of ``epoch`` would be."""
     from .runtime.limits import memory_ceiling
     from .store.atomic import atomic_output
 
@@ -91,9 +98,16 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         raise ArgumentError(f"count={count!r}: expected a positive number of images per class")
     if scale is not None and not (isinstance(scale, int) and scale >= 1):
         raise ArgumentError(f"scale={scale!r}: expected a positive integer")
+    if (augment is None) != (augmented is None):
+        raise ArgumentError("an augmented preview needs both the augmentation (augment, "
+                            "--augment LIST) and its seed (augmented, --augmented SEED)")
     with memory_ceiling(max_memory):
         codes, labels, encoding, shape, names = _samples(dataset, split, count, keys, resize)
     drawn = _drawn_shape(dataset, shape)
+    how_augmented = ""
+    if augment is not None:
+        codes, how_augmented = _augmented(codes, augment, augmented, epoch, encoding, shape,
+                                          dataset)
     classes = list(range(int(labels.max()) + 1 if labels.size else 0))
     if names:
         classes = list(names)
@@ -103,7 +117,22 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
                                 classes, shape, scale)
     with atomic_output(output, force=force) as temporary:
         image.save(temporary, format="PNG")
-    return Preview(str(output), split, classes, count, tuple(shape), scale, how, margin)
+    return Preview(str(output), split, classes, count, tuple(shape), scale, how + how_augmented,
+                   margin)
+
+
+def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
+    """The codes augmented as one minibatch of ``epoch`` under ``seed``."""
+    from .augment.draws import augment as augmented_codes
+    from .augment.spec import Augmentation, fill_code
+
+    spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
+    grid = spec.grid(shape, str(dataset))
+    with np.errstate(over="ignore"):
+        flat = augmented_codes(codes.reshape(len(codes), -1), spec, grid, int(seed),
+                               np.uint32(epoch), np.uint32(0), fill_code(encoding), np)
+    return (flat.reshape(codes.shape),
+            f"; augmented ({spec.describe()}) as minibatch 0 of epoch {epoch}, seed {seed}")
 
 
 def _drawn_shape(dataset, shape):

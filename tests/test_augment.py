@@ -320,3 +320,26 @@ def test_the_tutorial_augments_alike_in_c_and_jax_modes(capsys, streaming):
 def test_the_tutorial_refuses_to_flip_digits():
     with pytest.raises(ArgumentError, match="a mirrored digit is another shape"):
         convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=1, augment="translate=1,flip")
+
+
+def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
+    from PIL import Image
+
+    from int8store.preview import _samples, display_bytes, preview
+
+    shown = preview("digits", tmp_path / "grid.png", count=2, augment="translate=2,cutout=3",
+                    augmented=5, epoch=1)
+    assert "augmented (translate by up to 2 pixels" in shown.describe()
+    codes, labels, encoding, shape, _ = _samples("digits", "train", 2, None, None)
+    want, _ = display_bytes(reference(codes.reshape(len(codes), -1), "translate=2,cutout=3",
+                                      (8, 8, 1), 5, 1, 0, fill=-128), encoding)
+    grid = np.asarray(Image.open(tmp_path / "grid.png"))
+    filled = {}
+    for image, label in zip(want, labels):  # cells fill each class's row in order
+        column = filled.get(int(label), 0)
+        filled[int(label)] = column + 1
+        top, left = shown.cell(int(label), column)
+        cell = grid[top:top + 8 * shown.scale:shown.scale, left:left + 8 * shown.scale:shown.scale]
+        assert (cell == image.reshape(8, 8)).all()
+    with pytest.raises(ArgumentError, match="needs both the augmentation"):
+        preview("digits", tmp_path / "other.png", augmented=5)
