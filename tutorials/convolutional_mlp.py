@@ -42,7 +42,7 @@ from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
                           add_augment_options, add_normalize_option, add_progress_option,
-                          add_steps_option,
+                          add_run_options, add_steps_option, run_checkpoint,
                           augmented_training_set, join_processes, load_data,
                           load_for_training, model_looked_at, run_from_command_line,
                           trained_minibatches, training_steps)
@@ -136,7 +136,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
                     classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
                     progress=False, devices=None, steps_per_call=None, augment=None,
-                    augment_seed=1, normalize='unit'):
+                    augment_seed=1, normalize='unit', checkpoint=None, resume=None):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -160,6 +160,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                      logistic_sgd.augmented_training_set), draws keyed by the seed
     :param normalize: how the float view is normalized ('standard': each
                       channel centred and divided by its standard deviation)
+    :param checkpoint, resume: the run's checkpoint, and one to go on from
+                      (logistic_sgd.run_checkpoint)
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -177,8 +179,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     test_set_x, test_set_y = datasets[2]
     compile_mode = int8store.function_mode(mode)
     # -- int8store: training minibatches augmented from their int8 codes
-    # (evaluation reads the splits as they are)
-    train_view = augmented_training_set(train_set_x, augment, augment_seed, dataset)
+    # (evaluation reads the splits as they are; without augment, the same view)
+    train_set_x = augmented_training_set(train_set_x, augment, augment_seed, dataset)
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -257,6 +259,11 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     # every parameter, and an SGD step on each
     params = layer3.params + layer2.params + layer1.params + layer0.params
+    # -- int8store: a run stopped anywhere goes on from its checkpoint
+    # (logistic_sgd.run_checkpoint): the parameters are set here
+    run, resumed = run_checkpoint('convolutional_mlp', checkpoint, resume,
+                                  streams or [x.dataset for x, _ in datasets], params, batch_size,
+                                  seed, augment, augment_seed)
     grads = T.grad(cost, params)
     updates = [
         (param_i, param_i - learning_rate * grad_i)
@@ -264,7 +271,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     ]
 
     train_givens = {
-        x: train_view[index * batch_size: (index + 1) * batch_size],
+        x: train_set_x[index * batch_size: (index + 1) * batch_size],
         y: train_set_y[index * batch_size: (index + 1) * batch_size]
     }
     train_model = theano.function(
@@ -301,6 +308,14 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     epoch = 0
     done_looping = False
+    start = 0  # the epoch's first minibatch
+    best_params = []
+    if resumed is not None:  # -- int8store: where the checkpoint stopped
+        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
+        patience, best_validation_loss, best_iter, test_score, test_count, done_looping = (
+            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'best_iter',
+                                      'test_score', 'test_count', 'finished'))
+        epoch += done_looping
 
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
@@ -309,7 +324,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         batches = trained_minibatches(
             streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
             train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
-                                         lambda: patience))
+                                         lambda: patience), start)
+        start = 0
         for minibatch_index in batches:
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
@@ -344,9 +360,19 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     # (never half-written)
                     if model_path and int8store.is_main_process():  # (one of several)
                         int8store.save_checkpoint(model_path, *[p.get_value() for p in params])
+                    if run is not None:  # -- int8store: the best model, for the run's checkpoint
+                        best_params = [p.get_value() for p in params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
-            if patience <= iter or int8store.stop_requested():
+            stop = patience <= iter or int8store.stop_requested()
+            # -- int8store: the run's checkpoint, where the loop looked at the model or stops
+            if run is not None and (stop or (iter + 1) % validation_frequency == 0) \
+                    and int8store.is_main_process():
+                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
+                    patience=patience, best_validation_loss=best_validation_loss,
+                    best_iter=best_iter, test_score=test_score, test_count=test_count,
+                    finished=patience <= iter), best_params))
+            if stop:
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -405,6 +431,7 @@ def main(argv=None):
     add_steps_option(parser)
     add_augment_options(parser)
     add_normalize_option(parser)
+    add_run_options(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
@@ -414,7 +441,8 @@ def main(argv=None):
         model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
         progress=args.progress, devices=args.devices, augment=args.augment,
-        augment_seed=args.augment_seed, normalize=args.normalize)
+        augment_seed=args.augment_seed, normalize=args.normalize, checkpoint=args.checkpoint,
+        resume=args.resume)
     if result is None:
         return status
     print()

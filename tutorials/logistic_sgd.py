@@ -218,6 +218,40 @@ def add_steps_option(parser):
                              'the C backend and JAX on the CPU)' % int8store.ACCELERATOR_STEPS)
 
 
+def add_run_options(parser):
+    """--checkpoint and --resume: a run stopped anywhere goes on exactly."""
+    parser.add_argument('--checkpoint', metavar='PATH',
+                        help="write the run's checkpoint (.npz): the parameters, the early "
+                             "stopping state, the best model and the data position, at each "
+                             "validation, when stopped by Ctrl-C or SIGTERM and at the end; "
+                             "replaced each time, never half-written (default: none)")
+    parser.add_argument('--resume', metavar='PATH',
+                        help='go on from a run checkpoint where it stopped, exactly as if it '
+                             'had not: the same data, model, batch size and seeds (another '
+                             'is refused, the difference named); the device count and '
+                             'streaming may change')
+
+
+def run_checkpoint(program, checkpoint, resume, splits, params, batch_size, seed=None,
+                   augment=None, augment_seed=None):
+    """
+    int8store: the run's checkpoint (int8store.RunCheckpoint, written at
+    checkpoint) and, with resume, the state it goes on from, its parameters
+    set (None otherwise); (None, None) with neither. splits: the train,
+    valid and test splits (datasets or streams), whose digests the
+    checkpoint records with the model, the batch size and the seeds.
+    """
+    if not (checkpoint or resume):
+        return None, None
+    identity = int8store.run_identity(program, splits, params, batch_size, seed, augment,
+                                      augment_seed)
+    run = int8store.RunCheckpoint(checkpoint, params, identity)
+    state = run.resume(resume) if resume else None
+    if state is not None:
+        print('... resumed from %s: epoch %i, minibatch %i' % (resume, state.epoch, state.step))
+    return run, state
+
+
 def add_normalize_option(parser):
     """--normalize: how the float view of the images is normalized."""
     parser.add_argument('--normalize', choices=int8store.NORMALIZATIONS, default='unit',
@@ -293,17 +327,19 @@ def model_looked_at(epoch, n_train_batches, validation_frequency, patience):
     return ends
 
 
-def trained_minibatches(split, epoch, batch_size, train_model, train_steps=None, ends=None):
+def trained_minibatches(split, epoch, batch_size, train_model, train_steps=None, ends=None,
+                        start=0):
     """
     int8store: the numbers of epoch's minibatches of split (a dataset, or a
-    stream), each yielded once its update is made: by train_model, one a
-    call, or by train_steps, up to its steps a call, a call ending after any
-    minibatch for which ends(number) is true (where the loop looks at the
-    model: so it sees what one update a call gives). Close it to leave the
-    epoch early (a stream then stops reading).
+    stream) from start on, each yielded once its update is made: by
+    train_model, one a call, or by train_steps, up to its steps a call, a
+    call ending after any minibatch for which ends(number) is true (where
+    the loop looks at the model: so it sees what one update a call gives).
+    Close it to leave the epoch early (a stream then stops reading).
     """
     calls = int8store.minibatch_calls(split, epoch, batch_size,
-                                      1 if train_steps is None else train_steps.steps, ends)
+                                      1 if train_steps is None else train_steps.steps, ends,
+                                      start)
     try:
         for first, index_on_device, count in calls:
             if train_steps is None:
@@ -364,7 +400,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            dataset='mnist.pkl.gz',
                            batch_size=600, model_path='best_model.npz', mode='c',
                            classic_count=False, max_device_bytes=None, seed=None,
-                           max_memory=None, progress=False, devices=None, steps_per_call=None):
+                           max_memory=None, progress=False, devices=None, steps_per_call=None,
+                           checkpoint=None, resume=None):
     """
     Train the logistic regression by minibatch SGD with early stopping.
 
@@ -396,6 +433,9 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                            compiled step (int8store.steps_function; the same
                            results); None: int8store.default_steps(mode), 100
                            in JAX mode on a GPU, else 1
+    :param checkpoint, resume: write the run's checkpoint there (at each
+                               validation, when stopped, at the end); go on
+                               from one (run_checkpoint, above)
 
     Returns a dict with the best validation error, the test error of the
     best model and how many examples it is over, the epochs run and the
@@ -456,6 +496,12 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     updates = [(classifier.W, classifier.W - learning_rate * g_W),
                (classifier.b, classifier.b - learning_rate * g_b)]
 
+    # -- int8store: a run stopped anywhere goes on from its checkpoint
+    # (run_checkpoint, above): the parameters are set here, before any step
+    run, resumed = run_checkpoint('logistic_sgd', checkpoint, resume,
+                                  streams or [x.dataset for x, _ in datasets], classifier.params,
+                                  batch_size, seed)
+
     # one SGD step on minibatch `index` of train; returns its cost
     train_givens = {
         x: train_set_x[index * batch_size: (index + 1) * batch_size],
@@ -496,6 +542,14 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
 
     done_looping = False
     epoch = 0
+    start = 0  # the epoch's first minibatch
+    best_params = []
+    if resumed is not None:  # -- int8store: where the checkpoint stopped
+        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
+        patience, best_validation_loss, test_score, test_count, done_looping = (
+            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'test_score',
+                                      'test_count', 'finished'))
+        epoch += done_looping
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # each minibatch number of the epoch, once train_model (or
@@ -504,7 +558,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         batches = trained_minibatches(
             streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
             train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
-                                         lambda: patience))
+                                         lambda: patience), start)
+        start = 0
         for minibatch_index in batches:
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
@@ -537,9 +592,19 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                     if model_path and int8store.is_main_process():  # (one of several)
                         int8store.save_checkpoint(model_path, W=classifier.W.get_value(),
                                                   b=classifier.b.get_value())
+                    if run is not None:  # -- int8store: the best model, for the run's checkpoint
+                        best_params = [p.get_value() for p in classifier.params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
-            if patience <= iter or int8store.stop_requested():
+            stop = patience <= iter or int8store.stop_requested()
+            # -- int8store: the run's checkpoint, where the loop looked at the model or stops
+            if run is not None and (stop or (iter + 1) % validation_frequency == 0) \
+                    and int8store.is_main_process():
+                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
+                    patience=patience, best_validation_loss=best_validation_loss,
+                    test_score=test_score, test_count=test_count, finished=patience <= iter),
+                    best_params))
+            if stop:
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -611,11 +676,12 @@ def main(argv=None):
                              "improvement (default: %(default)s)")
     add_device_options(parser)
     add_steps_option(parser)
+    add_run_options(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     join_processes(args)
     result, status = run_from_command_line(
-        sgd_optimization_mnist, learning_rate=args.learning_rate, n_epochs=args.epochs,
+        sgd_optimization_mnist, checkpoint=args.checkpoint, resume=args.resume, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
         mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,

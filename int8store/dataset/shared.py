@@ -17,6 +17,7 @@ from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
+from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
 from ..codes.vocabulary import STORAGES, check_choice
@@ -194,6 +195,11 @@ class SharedDataset:
             rows = rows[self.order.get_value(borrow=True)]
         return rows[:self.n_examples]
 
+    def digest(self):
+        """BLAKE3 of the split's codes in order, then its labels: the digest
+        a store records of it (:func:`int8store.store.checksums.split_digest`)."""
+        return split_digest(self.rows(), self.labels)
+
     def decoded(self):
         """All images as the view's values, a numpy array ``(N, features)``
         (for ``"batch"``, centred on the whole split's mean)."""
@@ -276,15 +282,17 @@ class SharedDataset:
             self._epoch.set_value(np.array(epoch, dtype=np.int64))
             self._first_step.set_value(np.array(first_step, dtype=np.int64))
 
-    def minibatches(self, epoch, batch_size):
+    def minibatches(self, epoch, batch_size, start=0):
         """``(minibatch in the epoch, index to pass the compiled step)`` for
-        each whole minibatch of ``epoch`` (0 or more): the two are the same
-        unless the split is shuffled (then the index also says the epoch).
-        An augmented split (:meth:`augment`) is drawn for ``epoch``."""
+        each whole minibatch of ``epoch`` (0 or more) from minibatch
+        ``start`` on (a run resumed mid-epoch): the two are the same unless
+        the split is shuffled (then the index also says the epoch). An
+        augmented split (:meth:`augment`) is drawn for ``epoch``."""
         self.set_epoch(epoch)
         count = self.n_batches(batch_size)
+        _check_start(start, count, self.name)
         offset = int(epoch) * count if self.seed is not None else 0
-        return ((i, offset + i) for i in range(count))
+        return ((i, offset + i) for i in range(int(start), count))
 
     def adopt_placement(self, labels, blocks):
         """Record a placement over several devices made from outside (the
@@ -455,6 +463,14 @@ class _View(_api.TensorVariable):
         no float array to lend). Decoding takes a moment and the memory of the
         floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
         return self.dataset.decoded()
+
+
+def _check_start(start, count, name):
+    """Refuse a start outside an epoch of ``count`` minibatches (``count``
+    itself: the epoch is over)."""
+    if int(start) != start or not 0 <= start <= count:
+        raise ArgumentError(f"{name}: an epoch of {count} minibatches cannot start at "
+                            f"minibatch {start!r}")
 
 
 def _augmented_minibatch(dataset, key):

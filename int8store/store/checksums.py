@@ -24,6 +24,8 @@ manifest per split instead of per chunk, and costs the same to compute.
 
 import hashlib
 
+import numpy as np
+
 from ..errors import StoreFormatError
 
 __all__ = ["CHUNK_CHECKSUMS", "SPLIT_DIGEST", "chunk_hasher", "chunk_digest", "digest_digits"]
@@ -52,6 +54,17 @@ def chunk_digest(name, data):
     """The hex checksum ``name`` of the bytes ``data``."""
     hasher = chunk_hasher(name)
     hasher.update(data)
+    return hasher.hexdigest()
+
+
+def split_digest(codes, labels):
+    """The BLAKE3 a store records of a split (:data:`SPLIT_DIGEST`: its
+    codes, rows in order, then its labels as little-endian int32), of
+    ``codes`` and ``labels`` in memory: the same hex digest for the same
+    data wherever it is held."""
+    hasher = chunk_hasher(SPLIT_DIGEST)
+    hasher.update(memoryview(np.ascontiguousarray(codes, dtype=np.int8)).cast("B"))
+    hasher.update(np.ascontiguousarray(labels, dtype="<i4").view(np.uint8))
     return hasher.hexdigest()
 
 

@@ -454,9 +454,13 @@ class Store:
             checked += [f"{name}/x", f"{name}/y"]
         return checked
 
-    def _check_strong(self, name):
-        """Check each chunk of ``name`` and its labels against their checksums
-        and all of them, in order, against the split's BLAKE3."""
+    def split_digest(self, name):
+        """Split ``name``'s BLAKE3 (its codes in order, then its labels:
+        :func:`~int8store.store.checksums.split_digest`): the manifest's,
+        else computed from the data, every chunk read and checked."""
+        return self._split(name).strong or self._computed_digest(name)
+
+    def _computed_digest(self, name):
         layout = self._split(name)
         hasher = chunk_hasher(SPLIT_DIGEST)
         scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
@@ -466,7 +470,13 @@ class Store:
                 self._read_range(f, offset, view, digest, layout.chunk_name(name, index))
                 hasher.update(view)
         hasher.update(self.read_labels(name).astype("<i4", copy=False).view(np.uint8))
-        if hasher.hexdigest() != layout.strong:
+        return hasher.hexdigest()
+
+    def _check_strong(self, name):
+        """Check each chunk of ``name`` and its labels against their checksums
+        and all of them, in order, against the split's BLAKE3."""
+        layout = self._split(name)
+        if self._computed_digest(name) != layout.strong:
             raise StoreChecksumError(
                 f"{self.path}: split {name!r} does not match its BLAKE3 digest, though each of "
                 f"its chunks matches its {self.chunk_checksum.upper().replace('_', '-')} "

@@ -21,7 +21,7 @@ orders are kept (each pass asks for its own and the next epoch's).
 
 import numpy as np
 
-from ..errors import StreamError
+from ..errors import ArgumentError, StreamError
 from ..order.shuffle import permutation
 
 __all__ = ["ShardLayout"]
@@ -59,6 +59,28 @@ class ShardLayout:
 
             return shuffled(np.arange(n, dtype=np.int32), self.seed, epoch, index)[0]
         return permutation(n, self.seed, epoch, index)
+
+    def n_batches(self, batch_size):
+        """Whole minibatches in an epoch: each shard's, its remainder dropped."""
+        full, last = divmod(self.n_examples, self.shard_size)
+        return full * (self.shard_size // batch_size) + last // batch_size
+
+    def start_of(self, epoch, batch_size, start):
+        """Where minibatch ``start`` of epoch ``epoch`` lies: ``(the shard's
+        place in the epoch's visit order, minibatches of the epoch before
+        that shard, the minibatch's index in it)``; ``start`` may be the
+        epoch's minibatch count (the epoch is over). Nothing is read."""
+        if int(start) != start or not 0 <= start <= self.n_batches(batch_size):
+            raise ArgumentError(f"{self.name}: an epoch of {self.n_batches(batch_size)} "
+                                f"minibatches cannot start at minibatch {start!r}")
+        number, order = 0, self.visit_order(epoch)
+        for place, index in enumerate(order):
+            first, stop = self.bounds(index)
+            count = (stop - first) // batch_size
+            if start < number + count:
+                return place, number, start - number
+            number += count
+        return len(order), number, 0
 
     def shuffled_labels(self, labels, epoch, index):
         """``(order, own labels in that order)`` of shard ``index`` in epoch

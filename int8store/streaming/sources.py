@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
+from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
 from ..errors import ArgumentError
 
@@ -61,6 +62,10 @@ class ArrayShards:
     def code_counts(self):
         """The histogram of the split's codes (:mod:`int8store.codes.histogram`)."""
         return code_counts(self.codes)
+
+    def digest(self):
+        """The split's BLAKE3 (:func:`int8store.store.checksums.split_digest`)."""
+        return split_digest(self.codes, self.labels)
 
     def channel_code_counts(self):
         """Each channel's histogram of the split's codes, ``(channels, 256)``
@@ -109,6 +114,10 @@ class StoreShards:
         """The histogram of the split's codes: the manifest's, or counted
         from the file (:meth:`~int8store.store.reader.Store.code_counts`)."""
         return self.store.code_counts(self.name)
+
+    def digest(self):
+        """The split's BLAKE3: the manifest's (:meth:`~int8store.store.reader.Store.split_digest`)."""
+        return self.store.split_digest(self.name)
 
     def channel_code_counts(self):
         """Each channel's histogram of the split's codes: the manifest's, or

@@ -276,7 +276,7 @@ class StreamingSplit:
         """The shard indices in the order epoch ``epoch`` visits them."""
         return self.layout.visit_order(epoch)
 
-    def epoch(self, epoch=0, progress=None):
+    def epoch(self, epoch=0, progress=None, first=0):
         """A pass over the split: an iterator of each shard of epoch
         ``epoch``, yielded once it is in the shared variables.
 
@@ -286,6 +286,9 @@ class StreamingSplit:
         an exception or Ctrl-C ends the pass and stops the reader's
         workers. A progress bar (examples per second) shows on a terminal
         unless ``progress`` is False; it is silent in pipes.
+
+        ``first``: the pass starts at the epoch's shard ``first`` in its
+        visit order (a run resumed mid-epoch): those before are not read.
 
         While a pass is alive (started, neither finished nor closed), the
         split refuses another with :class:`StreamError`: one shard is on
@@ -298,7 +301,7 @@ class StreamingSplit:
                 "shard on the device, so a second pass cannot run beside it. End the first: "
                 "leave its loop, call its close(), or this split's close(). (To score the "
                 "training split, do it between epochs.)")
-        current = _Pass(self, int(epoch), progress)
+        current = _Pass(self, int(epoch), progress, int(first))
         self._pass = weakref.ref(current)
         return current
 
@@ -317,28 +320,32 @@ class StreamingSplit:
 
     def n_batches(self, batch_size):
         """Whole minibatches in an epoch: each shard's, its remainder dropped."""
-        full, last = divmod(self.n_examples, self.shard_size)
-        return full * (self.shard_size // batch_size) + last // batch_size
+        return self.layout.n_batches(batch_size)
 
-    def minibatches(self, epoch, batch_size, progress=None):
+    def minibatches(self, epoch, batch_size, progress=None, start=0):
         """``(number in the epoch, index in the current shard)`` of every whole
-        minibatch of epoch ``epoch``, each shard loaded before its minibatches:
-        ``train_model(index)`` with the classic ``givens`` reads the right rows."""
-        number = 0
-        shards = self.epoch(epoch, progress)
+        minibatch of epoch ``epoch`` from number ``start`` on, each shard
+        loaded before its minibatches: ``train_model(index)`` with the
+        classic ``givens`` reads the right rows."""
+        first, number, skip = self.layout.start_of(epoch, batch_size, start)
+        shards = self.epoch(epoch, progress, first)
         try:
             for shard in shards:
                 self.dataset.set_epoch(epoch, number)  # an augmented view's draws
-                for index in range(shard.count // batch_size):
-                    yield number, index
-                    number += 1
+                count = shard.count // batch_size
+                for index in range(skip, count):
+                    yield number + index, index
+                number, skip = number + count, 0
         finally:
             shards.close()
 
+    def digest(self):
+        """The split's BLAKE3, as a store records it (:meth:`~int8store.SharedDataset.digest`)."""
+        return self.source.digest()
+
     def augment(self, augmentation, seed):
-        """The float view of each shard whose minibatches are augmented, keyed
-        by the epoch and the minibatch's number in it (see
-        :meth:`~int8store.SharedDataset.augment`); :attr:`x` stays as it was."""
+        """The float view of each shard with augmented minibatches, keyed by the
+        epoch and their number in it (:meth:`~int8store.SharedDataset.augment`)."""
         return self.dataset.augment(augmentation, seed)
 
     def close(self):
@@ -449,10 +456,10 @@ class _Pass:
     split), or when closed: explicitly, by an exception or Ctrl-C in it, or
     when it is dropped unfinished. Ending is idempotent."""
 
-    def __init__(self, split, epoch, progress):
+    def __init__(self, split, epoch, progress, first=0):
         self.split, self.epoch, self._progress = split, epoch, progress
         self.closed = False
-        self.delivered = 0
+        self.delivered = self._first = first  # (shards before first: neither read nor yielded)
         self._order = None  # the shard indices of this epoch, once started
         self._jobs, self._asked, self._pending = [], 0, deque()
         self._bar = None
@@ -485,10 +492,11 @@ class _Pass:
         if split._whole and split._loaded is not None:
             return  # its one shard is in the shared variables already
         split._reader.begin_pass()
-        self._jobs = [(self.epoch, index) for index in self._order]
+        self._jobs = [(self.epoch, index) for index in self._order[self._first:]]
         if not split._whole:  # read ahead into the next epoch
             self._jobs += [(self.epoch + 1, index) for index in split.layout.visit_order(self.epoch + 1)]
-        self._pending = split._take_ahead(self.epoch)
+        # (what the pass before read ahead is this epoch's first shards)
+        self._pending = split._take_ahead(self.epoch if self._first == 0 else None)
         self._asked = len(self._pending)
         self._bar = _progress_bar(split.n_examples, f"{split.name} epoch {self.epoch}",
                                   self._progress)

@@ -149,7 +149,7 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     return TrainingSteps(compiled, int(steps))
 
 
-def minibatch_calls(split, epoch, batch_size, steps, ends=None):
+def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):
     """The minibatches of epoch ``epoch`` of ``split`` grouped into calls of
     at most ``steps`` updates: ``(first number, first index, count)``, where
     the call trains on minibatches ``first number`` to ``first number +
@@ -166,6 +166,8 @@ def minibatch_calls(split, epoch, batch_size, steps, ends=None):
     ``split`` is a :class:`~int8store.SharedDataset` or a
     :class:`~int8store.StreamingSplit`; with ``steps`` 1, each call is one
     minibatch, as ``split.minibatches(epoch, batch_size)`` gives them.
+    ``start``: the epoch's first minibatch (a run resumed mid-epoch; a
+    stream reads nothing before the shard that holds it).
 
     Examples
     --------
@@ -178,15 +180,16 @@ def minibatch_calls(split, epoch, batch_size, steps, ends=None):
     if int(steps) != steps or steps < 1:
         raise ArgumentError(f"steps={steps!r}: expected a positive number of updates a call")
     if not hasattr(split, "epoch"):  # held whole: its minibatches lie in a row
-        yield from _calls(split.minibatches(epoch, batch_size), steps, ends)
+        yield from _calls(split.minibatches(epoch, batch_size, start), steps, ends)
         return
-    number, shards = 0, split.epoch(epoch)
+    first, number, skip = split.layout.start_of(epoch, batch_size, start)
+    shards = split.epoch(epoch, first=first)  # (the shards before start are not read)
     try:
         for shard in shards:
             count = shard.count // batch_size
             split.dataset.set_epoch(epoch, number)  # an augmented view's draws
-            yield from _calls(((number + i, i) for i in range(count)), steps, ends)
-            number += count
+            yield from _calls(((number + i, i) for i in range(skip, count)), steps, ends)
+            number, skip = number + count, 0
     finally:
         shards.close()
 

@@ -16,7 +16,7 @@ from ...errors import ArgumentError
 from ...order.shuffle import EPOCH_SALT, GOLDEN, MIX_STEPS
 from ..setup.activation import activate
 from . import numba
-from .permutation import c_mix
+from .hashing import c_mix
 
 _api = activate()
 at = _api.at

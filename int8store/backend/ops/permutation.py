@@ -29,24 +29,14 @@ from ...errors import ArgumentError
 from ...order.shuffle import (EPOCH_SALT, GOLDEN, INDEX_SALT, MIX_STEPS, ROUNDS, permutation,
                               round_offset)
 from ..setup.activation import activate
+from .hashing import c_mix
 
 _api = activate()
 at = _api.at
 
-__all__ = ["Permutation", "shuffled", "c_mix"]
+__all__ = ["Permutation", "shuffled"]
 
 _MASK = 0xFFFFFFFF
-
-
-def c_mix():
-    """:func:`int8store.order.shuffle.mix` in C, from its steps."""
-    steps = []
-    for shift, multiplier in MIX_STEPS:
-        steps.append(f"x ^= x >> {shift};")
-        if multiplier is not None:
-            steps.append(f"x *= 0x{multiplier:08X}u;")
-    return ("static inline npy_uint32 int8store_mix(npy_uint32 x)\n{\n    "
-            + "\n    ".join(steps) + "\n    return x;\n}\n")
 
 
 def _c_keys():
