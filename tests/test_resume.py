@@ -1,0 +1,208 @@
+"""Stop anywhere, resume exactly: the tutorials' --checkpoint and --resume.
+
+A run killed with SIGKILL at a step drawn at random and resumed from its
+last checkpoint prints the error lines the uninterrupted run prints, and
+ends with bitwise the same parameters (logistic regression and LeNet5, C
+and JAX modes, held whole and streamed shuffled from shards); a run stopped
+(as by Ctrl-C) at a shard's boundary or in the middle of a shard goes on
+from there; a stream resumed mid-epoch reads no shard before its start;
+a checkpoint of another run is refused with the difference named."""
+
+import importlib.util
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import int8store
+import logistic_sgd
+from conftest import ROOT
+from int8store import ArgumentError, RunCheckpoint, RunState, StreamingSplit, tensor_library
+
+has_jax = importlib.util.find_spec("jax") is not None
+needs_jax = pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+theano = tensor_library()
+
+# (tutorial, mode, its arguments): every model, mode and way of holding the
+# training split appears at least once.
+RUNS = {
+    "logistic-c-resident": ("logistic_sgd.py", "c", ["--batch-size", "20", "--epochs", "8"]),
+    "logistic-jax-streamed": ("logistic_sgd.py", "jax", ["--batch-size", "20", "--epochs", "8",
+                                                         "--max-device-bytes", "20000",
+                                                         "--seed", "5"]),
+    "lenet5-c-streamed": ("convolutional_mlp.py", "c", ["--batch-size", "50", "--epochs", "6",
+                                                        "--nkerns", "4", "6",
+                                                        "--max-device-bytes", "40000",
+                                                        "--seed", "2"]),
+    "lenet5-jax-resident": ("convolutional_mlp.py", "jax", ["--batch-size", "50", "--epochs", "6",
+                                                            "--nkerns", "4", "6", "--seed", "3",
+                                                            "--augment", "translate=1"]),
+}
+
+
+def tutorial(script, mode, arguments, checkpoint, cwd, resume=None, kill_after=None):
+    """The error lines a tutorial run prints; with ``kill_after``, SIGKILLed
+    once it has printed that many validation lines."""
+    command = [sys.executable, str(ROOT / "tutorials" / script), "--dataset", "digits",
+               "--mode", mode, "--save-model", "", "--checkpoint", str(checkpoint)] + arguments
+    if resume:
+        command += ["--resume", str(resume)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=cwd, env=env)
+    lines, validations = [], 0
+    for line in process.stdout:
+        if "error" in line:
+            lines.append(line.rstrip("\n"))
+            validations += "validation error" in line
+        if kill_after is not None and validations == kill_after:
+            process.kill()
+            break
+    process.wait(timeout=600)
+    stderr = process.stderr.read()
+    process.stdout.close()
+    process.stderr.close()
+    if kill_after is None:
+        assert process.returncode == 0, stderr
+    return lines
+
+
+def parameters(path):
+    with np.load(path, allow_pickle=False) as held:
+        return [held[name] for name in sorted(held.files) if name.startswith("param_")]
+
+
+@pytest.mark.own_flags
+@pytest.mark.parametrize("name", [pytest.param(n, marks=needs_jax) if "jax" in n else n
+                                  for n in RUNS])
+def test_a_run_killed_anywhere_and_resumed_ends_as_the_uninterrupted_one(tmp_path, name):
+    script, mode, arguments = RUNS[name]
+    whole = tutorial(script, mode, arguments, tmp_path / "whole.npz", tmp_path)
+    validations = sum("validation error" in line for line in whole)
+    kill_after = random.Random().randint(2, validations - 1)  # (drawn anew each run)
+    killed = tutorial(script, mode, arguments, tmp_path / "run.npz", tmp_path,
+                      kill_after=kill_after)
+    resumed = tutorial(script, mode, arguments, tmp_path / "run.npz", tmp_path,
+                       resume=tmp_path / "run.npz")
+    before = len(whole) - len(resumed)  # the lines printed before the checkpoint resumed from
+    assert 0 < before <= len(killed), f"killed after validation {kill_after}"
+    assert killed[:before] + resumed == whole, f"killed after validation {kill_after}"
+    for ended, uninterrupted in zip(parameters(tmp_path / "run.npz"),
+                                    parameters(tmp_path / "whole.npz")):
+        assert (ended == uninterrupted).all() and ended.dtype == uninterrupted.dtype
+
+
+def stopping_at(calls):
+    """A stand-in for int8store.stop_requested that asks to stop at its
+    ``calls``-th call (the tutorial asks once a minibatch) and then says so."""
+    count = [0]
+
+    def stop_requested():
+        count[0] += 1
+        return count[0] >= calls
+
+    return stop_requested
+
+
+@pytest.mark.parametrize("stop_after", [14, 20], ids=["at a shard boundary", "inside a shard"])
+def test_a_stream_stopped_at_a_shard_boundary_or_inside_one_goes_on_from_there(
+        tmp_path, monkeypatch, stop_after):
+    # digits' 1,197 training examples in shards of 280: 14 minibatches of 20 a shard
+    run = dict(dataset="digits", batch_size=20, n_epochs=3, model_path=None,
+               max_device_bytes=20000, seed=7)
+    whole = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "whole", **run)
+    assert whole["datasets"][0].shard_size == 280
+    with monkeypatch.context() as patched:
+        patched.setattr(int8store, "stop_requested", stopping_at(stop_after))
+        stopped = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
+    assert stopped["interrupted"]
+    assert not (stopped["params"][0] == whole["params"][0]).all()  # (stopped before the end)
+    resumed = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run",
+                                                  resume=tmp_path / "run", **run)
+    assert not resumed["interrupted"]
+    for ended, uninterrupted in zip(resumed["params"], whole["params"]):
+        assert (ended == uninterrupted).all()
+    assert resumed["best_validation_loss"] == whole["best_validation_loss"]
+    assert resumed["test_score"] == whole["test_score"]
+
+
+@pytest.mark.parametrize("reader", ["views", "threads"])
+def test_a_stream_resumed_mid_epoch_reads_no_shard_before_its_start(tmp_path, reader):
+    from sklearn.datasets import load_digits
+
+    from int8store import convert
+    from int8store.streaming.sources import StoreShards
+
+    digits = load_digits()
+    images = (digits.images * 16).astype(np.uint8)
+    np.savez(tmp_path / "digits.npz", x_train=images[:1000], y_train=digits.target[:1000],
+             x_test=images[1000:], y_test=digits.target[1000:])
+    store = convert(str(tmp_path / "digits.npz"), str(tmp_path / "digits.h5"), valid_size=100,
+                    valid_seed=0)
+    source = StoreShards(store, "train")
+    read = []
+    for method in ("lend", "read"):
+        original = getattr(source, method)
+
+        def counted(start, stop, *rest, original=original):
+            read.append(start)
+            return original(start, stop, *rest)
+
+        setattr(source, method, counted)
+    stream = StreamingSplit(source, 100, source.store.encoding, (8, 8), seed=3, prefetch=0,
+                            reader=reader, workers=1)
+    try:
+        order = stream.shard_order(2)
+        first, before, skip = stream.layout.start_of(2, 20, 27)  # shards of 5 minibatches
+        assert (first, before, skip) == (5, 25, 2)
+        taken = list(stream.minibatches(2, 20, start=27))
+        assert [number for number, _ in taken] == list(range(27, 45))
+        assert taken[0][1] == 2  # the third minibatch of its shard
+        skipped = {order[place] * 100 for place in range(first)}
+        assert read and not skipped & set(read)
+        assert read[0] == order[first] * 100
+    finally:
+        stream.close()
+
+
+def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_path):
+    run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
+    logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
+    for changed, message in [({"batch_size": 30}, r"the batch size differs \(20 then, 30 now\)"),
+                             ({"max_device_bytes": 20000, "seed": 4},
+                              r"the seed \(--seed\) differs \(None then, 4 now\)")]:
+        with pytest.raises(ArgumentError, match=message):
+            logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{**run, **changed})
+    # streamed from the same data: the same run (each split's digest agrees)
+    logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", max_device_bytes=20000, **run)
+    images = (np.arange(40 * 64) % 17).reshape(40, 8, 8).astype(np.uint8)
+    np.savez(tmp_path / "other.npz", x_train=images, y_train=np.arange(40) % 10,
+             x_test=images[:20], y_test=np.arange(20) % 10)
+    with pytest.raises(ArgumentError, match="the data differs"):
+        logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{
+            **run, "dataset": str(tmp_path / "other.npz")})
+    with pytest.raises(ArgumentError, match="not a run checkpoint"):
+        np.savez(tmp_path / "model.npz", W=np.zeros(3))
+        logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "model.npz", **run)
+
+
+def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
+    w = theano.shared(np.arange(3.0), name="w")
+    identity = int8store.run_identity("demo", [], [w], 10, seed=1)
+    run = RunCheckpoint(tmp_path / "run", [w], identity)
+    run.save(RunState(4, 17, {"patience": 5000, "best_validation_loss": float("inf")},
+                      [np.ones(3)]))
+    w.set_value(np.zeros(3))
+    state = run.resume(tmp_path / "run.npz")
+    assert (state.epoch, state.step) == (4, 17) and identity["seed"] == 1
+    assert state.loop == {"patience": 5000, "best_validation_loss": float("inf")}
+    assert w.get_value().tolist() == [0.0, 1.0, 2.0] and state.best[0].tolist() == [1.0] * 3
+    other = RunCheckpoint(None, [theano.shared(np.zeros(4), name="w")],
+                          int8store.run_identity("demo", [], [theano.shared(np.zeros(4), name="w")],
+                                                 10, seed=1))
+    with pytest.raises(ArgumentError, match=r"the model differs \(parameters w 3 float64 then, "
+                                            r"w 4 float64 now\)"):
+        other.resume(tmp_path / "run.npz")
