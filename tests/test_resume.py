@@ -206,3 +206,30 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     with pytest.raises(ArgumentError, match=r"the model differs \(parameters w 3 float64 then, "
                                             r"w 4 float64 now\)"):
         other.resume(tmp_path / "run.npz")
+
+
+@pytest.mark.devices
+@needs_jax
+def test_over_four_devices_a_run_resumes_on_four_and_is_refused_on_two(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+
+    def lines(devices, epochs, checkpoint, resume=None):
+        command = [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset",
+                   "digits", "--mode", "jax", "--devices", str(devices), "--epochs", str(epochs),
+                   "--batch-size", "20", "--save-model", "", "--checkpoint", str(checkpoint)]
+        run = subprocess.run(command + (["--resume", str(resume)] if resume else []),
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        return run.returncode, [l for l in run.stdout.splitlines() if "error" in l], run.stderr
+
+    status, whole, _ = lines(4, 5, tmp_path / "whole")
+    assert status == 0
+    status, first, _ = lines(4, 3, tmp_path / "run")
+    assert status == 0
+    status, _, stderr = lines(2, 5, tmp_path / "other", resume=tmp_path / "run")
+    assert status == 2 and "the device count (--devices" in stderr and "(4 then, 2 now)" in stderr
+    status, rest, _ = lines(4, 5, tmp_path / "run", resume=tmp_path / "run")
+    assert status == 0
+    summary = [l for l in first if l.startswith(("best", "test error "))]
+    assert [l for l in first if l not in summary] + rest == whole
+    assert all((a == b).all() for a, b in zip(parameters(tmp_path / "run.npz"),
+                                              parameters(tmp_path / "whole.npz")))
