@@ -208,8 +208,17 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
         other.resume(tmp_path / "run.npz")
 
 
+def _old_jax():
+    import jax
+
+    return tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 8)
+
+
 @pytest.mark.devices
-@needs_jax
+@pytest.mark.skipif(not has_jax or _old_jax() if has_jax else True,
+                    reason="needs JAX >= 0.8: jaxlib 0.7.1 aborts a step that reduces over "
+                           "forced CPU devices when the cores are busy (XLA's 10 s rendezvous "
+                           "timeout; seen here with the PyTensor suite beside it)")
 def test_over_four_devices_a_run_resumes_on_four_and_is_refused_on_two(tmp_path):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
 
