@@ -129,6 +129,20 @@ def test_a_stream_stopped_at_a_shard_boundary_or_inside_one_goes_on_from_there(
     assert resumed["test_score"] == whole["test_score"]
 
 
+def test_the_mlp_stopped_mid_epoch_goes_on_from_there(tmp_path, monkeypatch):
+    import mlp
+
+    run = dict(dataset="digits", batch_size=20, n_epochs=2, n_hidden=16)
+    whole = mlp.test_mlp(checkpoint=tmp_path / "whole", **run)
+    with monkeypatch.context() as patched:
+        patched.setattr(int8store, "stop_requested", stopping_at(37))  # epoch 1, minibatch 37
+        assert mlp.test_mlp(checkpoint=tmp_path / "run", **run)["interrupted"]
+    resumed = mlp.test_mlp(checkpoint=tmp_path / "run", resume=tmp_path / "run", **run)
+    assert all((a == b).all() for a, b in zip(resumed["params"], whole["params"]))
+    assert (resumed["best_validation_loss"], resumed["best_iter"]) == \
+        (whole["best_validation_loss"], whole["best_iter"])
+
+
 @pytest.mark.parametrize("reader", ["views", "threads"])
 def test_a_stream_resumed_mid_epoch_reads_no_shard_before_its_start(tmp_path, reader):
     from sklearn.datasets import load_digits

@@ -27,8 +27,9 @@ theano = tensor_library()
 T = theano.tensor
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option,
-                          add_steps_option, load_data, load_for_training, run_from_command_line,
-                          model_looked_at, trained_minibatches, training_steps)
+                          add_run_options, add_steps_option, load_data, load_for_training,
+                          run_checkpoint, run_from_command_line, model_looked_at,
+                          trained_minibatches, training_steps)
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -92,7 +93,7 @@ class MLP(object):
 def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
              dataset='mnist.pkl.gz', batch_size=20, n_hidden=500, mode='c',
              classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-             progress=False, steps_per_call=None):
+             progress=False, steps_per_call=None, checkpoint=None, resume=None):
     """
     Train the MLP by minibatch SGD with early stopping; returns a dict with
     the best validation error, the test error of the best model (over every
@@ -139,6 +140,12 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     validate_model = theano.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
                                      givens=window(valid_set_x, valid_set_y), mode=compile_mode)
 
+    # -- int8store: a run stopped anywhere goes on from its checkpoint
+    # (logistic_sgd.run_checkpoint): the parameters are set here
+    run, resumed = run_checkpoint('mlp', checkpoint, resume,
+                                  streams or [x.dataset for x, _ in datasets], classifier.params,
+                                  batch_size, seed)
+
     gparams = [T.grad(cost, param) for param in classifier.params]
     updates = [(param, param - learning_rate * gparam)
                for param, gparam in zip(classifier.params, gparams)]
@@ -168,6 +175,14 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
 
     epoch = 0
     done_looping = False
+    start = 0  # the epoch's first minibatch
+    best_params = []
+    if resumed is not None:  # -- int8store: where the checkpoint stopped
+        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
+        patience, best_validation_loss, best_iter, test_score, test_count, done_looping = (
+            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'best_iter',
+                                      'test_score', 'test_count', 'finished'))
+        epoch += done_looping
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # each minibatch number of the epoch, once its update is made
@@ -175,7 +190,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
         batches = trained_minibatches(
             streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
             train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
-                                         lambda: patience))
+                                         lambda: patience), start)
+        start = 0
         for minibatch_index in batches:
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
@@ -197,9 +213,18 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                                 '%f %% over %i examples' % (epoch, minibatch_index + 1,
                                                             n_train_batches, test_score * 100.,
                                                             test_count))
+                    if run is not None:  # -- int8store: the best model, for the run's checkpoint
+                        best_params = [p.get_value() for p in classifier.params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
-            if patience <= iter or int8store.stop_requested():
+            stop = patience <= iter or int8store.stop_requested()
+            # -- int8store: the run's checkpoint, where the loop looked at the model or stops
+            if run is not None and (stop or (iter + 1) % validation_frequency == 0):
+                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
+                    patience=patience, best_validation_loss=best_validation_loss,
+                    best_iter=best_iter, test_score=test_score, test_count=test_count,
+                    finished=patience <= iter), best_params))
+            if stop:
                 done_looping = True
                 break
         batches.close()  # an epoch left early (early stopping) stops a stream's reading
@@ -235,10 +260,11 @@ def main(argv=None):
     parser.add_argument('--hidden', type=int, default=500)
     add_data_options(parser)
     add_steps_option(parser)
+    add_run_options(parser)
     add_progress_option(parser)
     args = parser.parse_args(argv)
     _, status = run_from_command_line(
-        test_mlp, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
+        test_mlp, checkpoint=args.checkpoint, resume=args.resume, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
         n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
         progress=args.progress, steps_per_call=args.steps_per_call)
