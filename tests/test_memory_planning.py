@@ -162,7 +162,7 @@ def test_budget_answers_per_device(capsys):
     assert main(args + ["--devices", "4"]) == 0
     out = capsys.readouterr().out
     # 1,197 / 300 / 300 examples in blocks of 300 / 75 / 75: 450 examples of 64 bytes each
-    assert "devices:  4, each holding a block of every split: 300 train, 75 valid, 75 test" in out
+    assert "devices:  4, each holding 1/4 of every split: 300 train, 75 valid, 75 test" in out
     assert "a minibatch of 300 is 75 on each" in out and "batch 75 per device" in out
     int8_row = next(line for line in out.splitlines() if line.startswith("int8 "))
     assert int8_row.split()[1:3] == ["29.9", "KiB"]  # 450 x (64 bytes + a 4-byte label)

@@ -233,26 +233,26 @@ def _old_jax():
                     reason="needs JAX >= 0.8: jaxlib 0.7.1 aborts a step that reduces over "
                            "forced CPU devices when the cores are busy (XLA's 10 s rendezvous "
                            "timeout; seen here with the PyTensor suite beside it)")
-def test_over_four_devices_a_run_resumes_on_four_and_is_refused_on_two(tmp_path):
+@pytest.mark.parametrize("seed", [[], ["--seed", "5"]], ids=["in order", "shuffled"])
+def test_any_device_count_trains_alike_and_a_run_stopped_on_four_resumes_on_two(tmp_path, seed):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
 
     def lines(devices, epochs, checkpoint, resume=None):
         command = [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset",
                    "digits", "--mode", "jax", "--devices", str(devices), "--epochs", str(epochs),
                    "--batch-size", "20", "--save-model", "", "--checkpoint", str(checkpoint)]
-        run = subprocess.run(command + (["--resume", str(resume)] if resume else []),
+        run = subprocess.run(command + seed + (["--resume", str(resume)] if resume else []),
                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-        return run.returncode, [l for l in run.stdout.splitlines() if "error" in l], run.stderr
+        assert run.returncode == 0, run.stderr[-2000:]
+        return [l for l in run.stdout.splitlines() if "error" in l]
 
-    status, whole, _ = lines(4, 5, tmp_path / "whole")
-    assert status == 0
-    status, first, _ = lines(4, 3, tmp_path / "run")
-    assert status == 0
-    status, _, stderr = lines(2, 5, tmp_path / "other", resume=tmp_path / "run")
-    assert status == 2 and "the device count (--devices" in stderr and "(4 then, 2 now)" in stderr
-    status, rest, _ = lines(4, 5, tmp_path / "run", resume=tmp_path / "run")
-    assert status == 0
+    whole = {devices: lines(devices, 6, tmp_path / f"whole{devices}") for devices in (1, 2, 4)}
+    assert whole[1] == whole[2] == whole[4] and len(whole[4]) >= 8
+    first = lines(4, 3, tmp_path / "run")
+    rest = lines(2, 6, tmp_path / "run", resume=tmp_path / "run")
     summary = [l for l in first if l.startswith(("best", "test error "))]
-    assert [l for l in first if l not in summary] + rest == whole
-    assert all((a == b).all() for a, b in zip(parameters(tmp_path / "run.npz"),
-                                              parameters(tmp_path / "whole.npz")))
+    assert [l for l in first if l not in summary] + rest == whole[4]
+    # the same minibatches; a reduction over 2 devices adds in another order than over 4
+    for resumed, uninterrupted in zip(parameters(tmp_path / "run.npz"),
+                                      parameters(tmp_path / "whole4.npz")):
+        np.testing.assert_allclose(resumed, uninterrupted, rtol=1e-5, atol=1e-7)

@@ -30,58 +30,49 @@ needs_jax = pytest.mark.skipif(
 
 # -- the layout: a pure function of (device, device count, split length) -------------
 
-def test_blocks_are_contiguous_and_padding_is_never_trained_on():
+def test_rows_are_spread_over_the_devices_and_padding_is_never_trained_on():
     blocks = Blocks(10, 4)
     assert blocks.rows_per_device == 3 and blocks.padded_rows == 12
-    assert [blocks.rows_of(d) for d in range(4)] == [(0, 3), (3, 6), (6, 9), (9, 10)]
-    assert blocks.fewest_rows == 1 and blocks.n_batches(4) == 1
+    assert [list(blocks.rows_of(d)) for d in range(4)] == [[0, 4, 8], [1, 5, 9], [2, 6], [3, 7]]
+    assert blocks.fewest_rows == 2 and blocks.n_batches(4) == 2  # as on one device: 10 // 4
     np.testing.assert_array_equal(blocks.global_rows(1, 2),
-                                  [[1, 2], [4, 5], [7, 8], [-1, -1]])
-    # minibatch i takes rows i*B/D.. of each block, in device order
-    np.testing.assert_array_equal(Blocks(16, 4).order(8), [0, 1, 4, 5, 8, 9, 12, 13,
-                                                           2, 3, 6, 7, 10, 11, 14, 15])
+                                  [[4, 8], [5, 9], [6, -1], [7, -1]])
+    # minibatch i is rows [i*B, (i+1)*B) whatever the count: B/D of each device, in turn
+    np.testing.assert_array_equal(Blocks(16, 4).order(8), [0, 4, 1, 5, 2, 6, 3, 7,
+                                                           8, 12, 9, 13, 10, 14, 11, 15])
+    for devices in (1, 2, 4, 8):
+        order = Blocks(40, devices).order(8).reshape(5, 8)
+        assert [sorted(m) for m in order.tolist()] == [list(range(8 * i, 8 * i + 8))
+                                                       for i in range(5)]
+    held = Blocks(10, 4).on_devices(np.arange(10))
+    assert held.tolist() == [0, 4, 8, 1, 5, 9, 2, 6, 0, 3, 7, 0]
+    assert Blocks(10, 4).in_split_order(held).tolist() == list(range(10))
     with pytest.raises(ValueError, match="multiple of 4"):
         blocks.n_batches(6)
-    with pytest.raises(ValueError, match="cannot be split over 4 devices"):
+    with pytest.raises(ValueError, match="3 examples cannot be split over 4 devices"):
         Blocks(3, 4)
-
-
-def test_a_split_that_leaves_a_device_without_rows_is_refused():
-    # Blocks of ceil(5 / 4) = 2 rows would give the last device none.
-    with pytest.raises(ValueError, match="5 examples cannot be split over 4 devices"):
-        Blocks(5, 4)
-    with pytest.raises(ValueError) as refused:
-        Blocks(5, 4, name="train")
-    message = str(refused.value)
-    assert message.startswith("split 'train': 5 examples cannot be split over 4 devices")
-    assert "at least 10 examples (below 10 only 4, 7 and 8 work)" in message
-    assert "or 3 devices for these" in message
     with pytest.raises(ValueError, match="the split is empty"):
         Blocks(0, 1)
-    # Accepted exactly when every device holds a real row (what the message says).
-    for devices in range(1, 9):
-        for n in range(1, 70):
-            size = -(-n // devices)
-            fills = n >= devices and (devices - 1) * size < n
-            if fills:
-                assert Blocks(n, devices).fewest_rows >= 1
-            else:
-                with pytest.raises(ValueError, match=f"at least {(devices - 1) ** 2 + 1} "):
-                    Blocks(n, devices)
-            assert fills or n < devices or n <= (devices - 1) ** 2
+    assert Blocks(4, 4).fewest_rows == 1  # every count from the device count on
 
 
 @pytest.mark.timeout(10)
-def test_an_order_returns_at_once_and_never_takes_padding():
-    # No whole minibatch: an empty order, at once, shuffled or not.
+def test_a_shuffled_epoch_is_the_same_minibatches_on_1_2_4_and_8_devices():
+    orders = {d: Blocks(1197, d).order(40, seed=3, epoch=2).reshape(-1, 40)
+              for d in (1, 2, 4, 8)}
+    for devices, order in orders.items():
+        assert order.shape == (29, 40)
+        assert [sorted(m) for m in order.tolist()] == [sorted(m) for m in orders[1].tolist()]
+    whole = orders[1].reshape(-1)
+    assert len(set(whole.tolist())) == len(whole) and whole.max() < 1197
+    assert not (np.sort(whole[:40]) == np.arange(40)).all()  # shuffled
+    with pytest.raises(ValueError, match="device counts dividing 8"):
+        Blocks(1197, 3).order(39, seed=3)
+    # No whole minibatch: an empty order, at once; more than there are: refused.
     assert Blocks(7, 4).order(8, seed=3).tolist() == []
-    assert Blocks(8, 4).order(4, n_batches=0, seed=1).tolist() == []
-    # More minibatches than the blocks' real rows hold: refused (the last
-    # device's shuffle would be asked for positions outside its domain).
-    with pytest.raises(ValueError, match=r"n_batches=3: over 4 devices, 8 examples make 2 whole "
-                                         r"minibatches of 4; ask for 0 to 2"):
+    with pytest.raises(ValueError, match=r"n_batches=3: 8 examples make 2 whole minibatches "
+                                         r"of 4; ask for 0 to 2"):
         Blocks(8, 4).order(4, n_batches=3, seed=1)
-    np.testing.assert_array_equal(Blocks(8, 4).order(4, n_batches=1, seed=1) // 2, [0, 1, 2, 3])
 
 
 @pytest.mark.timeout(10)
@@ -122,8 +113,7 @@ def test_evaluation_over_blocks_counts_each_real_example_once():
     from int8store import evaluate_in_chunks
 
     blocks = Blocks(10, 4)
-    values = np.arange(12, dtype=float)  # the padded array's values: row r scores r
-    padded = values.reshape(4, 3)
+    padded = blocks.on_devices(np.arange(10, dtype=float)).reshape(4, 3)  # row r scores r
 
     def evaluate(start):  # what a sharded window gives: 1 row from each device
         return padded[:, start:start + 1].reshape(-1)
@@ -210,7 +200,7 @@ def four_devices():
 
 
 @needs_jax
-def test_each_device_holds_exactly_its_block_of_int8_rows(four_devices):
+def test_each_device_holds_exactly_its_rows_of_int8_codes(four_devices):
     from int8store import load_splits
 
     train = load_splits("digits")["train"]  # 1,197 rows: 300 a device, 3 of padding
@@ -219,10 +209,10 @@ def test_each_device_holds_exactly_its_block_of_int8_rows(four_devices):
     assert seen["devices"] == [0, 1, 2, 3] and seen["blocks"] == [300] * 4
     assert seen["starts"] == [0, 300, 600, 900] and seen["dtype"] == "int8"
     for device, (rows, tags) in enumerate(zip(seen["rows"], seen["labels"])):
-        start, stop = device * 300, min(device * 300 + 300, len(codes))
-        np.testing.assert_array_equal(np.asarray(rows[:stop - start]), codes[start:stop])
-        np.testing.assert_array_equal(tags[:stop - start], labels[start:stop])
-    assert np.asarray(seen["rows"][3][297:]).tolist() == [[0] * 64] * 3  # the padding
+        mine = codes[device::4]  # row r on device r % 4
+        np.testing.assert_array_equal(np.asarray(rows[:len(mine)]), mine)
+        np.testing.assert_array_equal(tags[:len(mine)], labels[device::4])
+        assert np.asarray(rows[len(mine):]).tolist() == [[0] * 64] * (300 - len(mine))
 
 
 @needs_jax
@@ -252,7 +242,7 @@ def test_the_tutorials_train_over_four_devices(tmp_path):
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
             env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
         assert done.returncode == 0, done.stderr[-2000:]
-        assert "each split in 4 blocks, one per device" in done.stdout
+        assert "each split over 4 devices, row r on device r % 4" in done.stdout
         assert "best validation error" in done.stdout
 
 
@@ -308,7 +298,7 @@ def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
                                      "--process-id", str(i)] for i in (0, 1)], tmp_path, env)
     for code, out, err in outs:
         assert code == 0, err[-2000:]
-        assert "each split in 4 blocks, one per device" in out
+        assert "each split over 4 devices, row r on device r % 4" in out
     single = subprocess.run(tutorial[:-1] + ["single.npz", "--mode", "jax", "--devices", "4"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=600,
                             env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
@@ -344,7 +334,7 @@ def test_processes_holding_different_data_stop_before_the_first_step(tmp_path):
 
 
 @needs_jax
-def test_each_process_reads_only_its_own_devices_rows_of_a_store(tmp_path):
+def test_each_process_keeps_only_its_own_devices_rows_of_a_store(tmp_path):
     from int8store.cli import main
 
     store = tmp_path / "digits.h5"
@@ -377,10 +367,11 @@ def test_each_process_reads_only_its_own_devices_rows_of_a_store(tmp_path):
     blocks = Blocks(len(codes), 4)
     for process in (0, 1):
         mine = [blocks.rows_of(d) for d in (2 * process, 2 * process + 1)]
-        assert [tuple(r) for r in seen[process]["read"]["train"]] == mine  # its own rows, only
-        for (start, stop), rows in zip(mine, seen[process]["rows"]):
-            np.testing.assert_array_equal(np.asarray(rows)[:stop - start], codes[start:stop])
-        # the "dataset" mean: each process counted its own rows, the counts summed
+        # asked for its own devices' rows only (each device's, every 4th row)
+        assert [tuple(r) for r in seen[process]["read"]["train"]] == \
+            [(r.start, r.stop, r.step) for r in mine]
+        for rows_of, rows in zip(mine, seen[process]["rows"]):
+            np.testing.assert_array_equal(np.asarray(rows)[:len(rows_of)], codes[rows_of])
         assert seen[process]["mean"] == normalization_mean(codes, opened.encoding)
         assert seen[process]["count"] == len(codes)
 
@@ -431,7 +422,7 @@ step = lib.function([i], train_set_y[i * B:(i + 1) * B], mode=int8store.function
 n_train_batches = train_set_y.get_value(borrow=True).shape[0] // B
 seen["classic"], seen["taken"] = n_train_batches, []
 try:
-    for index in range(n_train_batches):
+    for index in range(n_train_batches + 1):  # one past the end
         seen["taken"] += np.asarray(step(index)).tolist()
 except int8store.MinibatchIndexError as error:
     seen["refused"], seen["refused_at"] = str(error), index
@@ -442,7 +433,7 @@ except Exception as error:
 int8store.place([train], "jax")  # back to one device: the split, no padding
 seen["gathered"] = [list(np.shape(v.get_value(borrow=True))) for v in (train.data, train.y)]
 seen["gathered_class"] = type(train.y).__name__
-tiny = SharedDataset.from_arrays(images[:5], labels[:5], name="tiny")
+tiny = SharedDataset.from_arrays(images[:3], labels[:3], name="tiny")
 try:
     int8store.place([tiny], "jax", devices=4)
 except int8store.ArgumentError as error:
@@ -453,28 +444,28 @@ print(json.dumps(seen))
 
 @needs_jax
 def test_a_classic_loop_over_four_devices_counts_real_examples_and_never_reaches_padding():
-    """902 examples over 4 devices: blocks of 226 rows, 904 held. What a
-    classic loop counts (the labels' length, x.get_value()) is 902; minibatch
-    224 of 4 would take the last device's padding (its block holds 224 real
-    rows) and is refused, saying how many there are and what to count with."""
+    """902 examples over 4 devices: 226 rows each, 904 held (the last two
+    devices' last rows are padding). What a classic loop counts (the labels'
+    length, x.get_value()) is 902, and its 225 minibatches of 4 are those of
+    one device, every row real; minibatch 225 is refused, saying how many
+    there are and what to count with."""
     seen = sharded_run(PADDED)
     labels = np.arange(902) % 10 + 1
     assert seen["y_borrowed"] == [902] and seen["x"] == [902, 4]
     assert seen["y"] == labels.tolist()
     assert np.array_equal(seen["codes"], (np.arange(902 * 4) % 251).reshape(902, 4) - 128)
     assert seen["held"] == [[904, 4], [904]] and seen["nbytes"] == 904 * 4  # the devices' arrays
-    assert seen["classic"] == 225 and seen["n_batches"] == 224
-    assert seen["refused_at"] == 224  # minibatches 0..223 ran, on real rows only
-    assert len(seen["taken"]) == 224 * 4 and 0 not in seen["taken"]
-    assert sorted(seen["taken"]) == sorted(Blocks(902, 4).order(4) % 10 + 1)
+    assert seen["classic"] == 225 and seen["n_batches"] == 225
+    assert seen["refused_at"] == 225  # minibatches 0..224 ran, on real rows only
+    assert len(seen["taken"]) == 225 * 4 and 0 not in seen["taken"]
+    assert seen["taken"] == (Blocks(902, 4).order(4) % 10 + 1).tolist()
+    assert sorted(seen["taken"]) == sorted(labels[:900].tolist())  # rows 0..899, as on one
     assert seen["refused"].startswith(
-        "train_y: minibatch index 224 is outside 0..223: over 4 devices, 902 examples make "
-        "224 whole minibatches of 4")
-    assert "Count them with dataset.n_batches(4) = 224, not as examples // batch size " \
-        "(902 // 4 = 225" in seen["refused"]
+        "train_y: minibatch index 225 is outside 0..224: 902 examples make 225 whole "
+        "minibatches of 4 (over 4 devices as on one)")
     assert seen["set_value"].startswith("ArgumentError: train_y: held in blocks over 4 devices")
     assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_class"] == "TensorSharedVariable"
-    assert seen["tiny"].startswith("split 'tiny': 5 examples cannot be split over 4 devices")
+    assert seen["tiny"].startswith("split 'tiny': 3 examples cannot be split over 4 devices")
 
 
 SHUFFLED = """import json, sys

@@ -89,9 +89,10 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     the device shard by shard (int8store.load_streams: read from the file
     for a store, ahead of use by background threads), and only the shards
     in flight are in memory; otherwise load_data holds them whole (in JAX
-    mode, placed on JAX's device once; with devices, each split's rows in
-    blocks over that many devices, each slicing its own part of every
-    minibatch: int8store.place(..., devices=N)).
+    mode, placed on JAX's device once; with devices, each split's rows
+    spread over that many devices, row r on device r % N, each slicing its
+    own part of every minibatch, the same minibatches as on one device:
+    int8store.place(..., devices=N)).
 
     Returns the classic [(x, y)] * 3, the streams (None when held whole),
     the batch size (cut to the smallest split or shard) and the counts
@@ -114,8 +115,8 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
         datasets = [(s.x, s.y) for s in streams]
         labels = [s.labels for s in streams]
     elif devices not in (None, 1):
-        # -- int8store over several devices: each split in blocks, one per
-        # device (a store is read by each process for its own devices' rows)
+        # -- int8store over several devices: each split's rows spread over
+        # them (a store is read by each process for its own devices' rows)
         datasets = load_data(dataset, max_memory=max_memory, mode='jax', devices=devices,
                              normalize=normalize)
         labels = [x.dataset.labels for x, _ in datasets]
@@ -141,8 +142,6 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
                 'one (--max-device-bytes); the C backend takes the split in its own order')
         datasets[0][0].dataset.shuffle(seed)
     blocks = [x.dataset.blocks for x, _ in datasets] if not streams else [None]
-    if blocks[0] is not None:  # over several devices: what each holds
-        smallest, what = min(b.rows_per_device for b in blocks) * blocks[0].devices, 'split'
     if batch_size > smallest:
         print('... batch size %i is larger than a %s of %i examples: using %i'
               % (batch_size, what, smallest, smallest))
@@ -153,10 +152,11 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
             print('... batch size %i is not a multiple of the %i devices: using %i'
                   % (batch_size, devices, batch_size - batch_size % devices))
             batch_size -= batch_size % devices
-        print('... each split in %i blocks, one per device (%s); minibatches of %i, %i '
-              'rows from each device' % (devices, ', '.join('%i rows' % b.rows_per_device
-                                                           for b in blocks),
-                                         batch_size, batch_size // devices))
+        print('... each split over %i devices, row r on device r %% %i (%s); minibatches of '
+              '%i, %i rows from each device' % (devices, devices,
+                                                ', '.join('%i rows' % b.rows_per_device
+                                                          for b in blocks),
+                                                batch_size, batch_size // devices))
         counts = (blocks[0].n_batches(batch_size), blocks[1], blocks[2])
     elif streams:  # a streamed split counts its batches shard by shard, and is scored so
         counts = (streams[0].n_batches(batch_size), streams[1], streams[2])
@@ -357,7 +357,8 @@ def add_device_options(parser):
     devices, and several processes (hosts), in one run."""
     parser.add_argument('--devices', type=devices_option, metavar='N',
                         help="JAX mode over N devices ('all': every one JAX sees): each "
-                             "split's rows in blocks, one per device (default: one)")
+                             "split's rows spread over them, the same minibatches as on one "
+                             "(default: one)")
     parser.add_argument('--coordinator', metavar='HOST:PORT',
                         help='run as one of several processes (JAX mode): process 0\'s '
                              'address; then --devices defaults to all of every process\'s')
@@ -427,7 +428,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     :param progress: condense the per-epoch lines (a bar on a terminal, a
                      tenth of them in a pipe); by default all, as the classic
     :param devices: JAX mode over several devices (a count or 'all'): each
-                    split's rows in blocks, one per device, the parameters
+                    split's rows spread over them, the parameters
                     replicated, the gradients reduced by XLA
     :param steps_per_call: minibatch updates made in one call of the
                            compiled step (int8store.steps_function; the same

@@ -1,11 +1,13 @@
-"""A store's splits placed over several devices, each process reading only
+"""A store's splits placed over several devices, each process keeping only
 the rows its own devices hold: no host ever holds a whole split's images.
 
 The layout is :class:`~int8store.order.blocks.Blocks` (a pure function of
-the split's length and the device count); JAX asks each process for its own
-devices' blocks only (``jax.make_array_from_callback``), and those rows are
-read from the store, checked against their chunks' checksums, straight into
-the block. Labels (4 bytes an example) are read whole by every process: the
+the split's length and the device count: row ``r`` on device ``r % D``);
+JAX asks each process for its own devices' rows only
+(``jax.make_array_from_callback``), which are read from the store a stretch
+at a time, checked against their chunks' checksums, every ``D``-th row
+kept. (A device's rows lie all over the file, so each process reads the
+split's chunks once per device of its own.) Labels (4 bytes an example) are read whole by every process: the
 tutorials count and score with them. Before anything is placed, every
 process checks that all opened the same store (its manifest digest).
 """
@@ -14,6 +16,9 @@ import numpy as np
 
 from ..codes.vocabulary import SPLITS
 from ..errors import ArgumentError, SourceFormatError
+
+#: Rows read at a time when a device's rows (every D-th) are read from a store.
+_STRETCH_ROWS = 4096
 
 __all__ = ["load_store_over_devices"]
 
@@ -52,17 +57,26 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
                                 channel_statistics=per_channel)
         dataset.rows_read = []
 
-        def read(start, stop, name=name, dataset=dataset):
-            rows = np.empty((stop - start, features), np.int8)
-            store.read_rows(name, start, stop, rows)
-            dataset.rows_read.append((start, stop))
+        def read(start, stop, step, name=name, dataset=dataset):
+            # One device's rows, every step-th: read a stretch at a time, kept strided.
+            wanted = range(start, stop, step)
+            rows = np.empty((len(wanted), features), np.int8)
+            stretch = max(1, _STRETCH_ROWS // step) * step
+            for first in range(start, stop, stretch):
+                last = min(first + stretch, stop)
+                chunk = np.empty((last - first, features), np.int8)
+                store.read_rows(name, first, last, chunk)
+                taken = chunk[::step]
+                done = (first - start) // step
+                rows[done:done + len(taken)] = taken
+            dataset.rows_read.append((start, stop, step))
             return rows
 
         dataset.adopt_placement(labels, blocks[name])
         place_rows(dataset.data, mesh, blocks[name], read)
         # y.get_value() gives the host labels, padding left out (what a classic loop counts).
         place_rows(dataset.y, mesh, blocks[name],
-                   lambda start, stop, labels=dataset.labels: labels[start:stop],
+                   lambda start, stop, step, labels=dataset.labels: labels[start:stop:step],
                    host=dataset.labels)
         datasets[name] = dataset
     return datasets
@@ -71,24 +85,13 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
 def _dataset_mean(store, blocks, mesh):
     """The training split's mean for ``normalize="dataset"``: from the
     histogram of its codes the manifest records; in a store written before it
-    was recorded, each process counts the codes of its own devices' rows,
-    and the counts are summed over the processes (exact, as one pass over
-    the split would be)."""
-    import jax
-
+    was recorded, counted from the whole split (by each process: the rows of
+    one device are spread over the whole file)."""
     from ..codes.histogram import mean_of_code_counts
 
     counts = store.recorded_code_counts("train")
     if counts is None:
-        counts = np.zeros(256, dtype=np.int64)
-        mine = {device.id for device in jax.local_devices()}
-        for index, device in enumerate(mesh.devices.flat):
-            if device.id in mine:
-                counts += store.count_codes("train", *blocks.rows_of(index))
-        if jax.process_count() > 1:
-            from jax.experimental import multihost_utils
-
-            counts = np.asarray(multihost_utils.process_allgather(counts)).reshape(-1, 256).sum(0)
+        counts = store.count_codes("train")
     if not counts.sum():
         raise ArgumentError(f"{store.path}: the training split is empty")
     return mean_of_code_counts(counts, store.encoding)

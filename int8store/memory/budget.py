@@ -64,7 +64,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     ]
     if devices > 1:
         lines.append(
-            f"devices:  {devices}, each holding a block of every split: "
+            f"devices:  {devices}, each holding 1/{devices} of every split: "
             + ", ".join(f"{n:,} {name}" for name, n in held.items())
             + f" examples (padding included); a minibatch of {batch_size} is {part} on each; "
             "the figures below are per device")

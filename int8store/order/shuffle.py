@@ -31,8 +31,9 @@ import numpy as np
 
 from ..errors import ArgumentError
 
-__all__ = ["permuted", "permutation", "mix", "round_keys", "feistel", "half_bits", "ROUNDS",
-           "MIX_STEPS", "GOLDEN", "EPOCH_SALT", "INDEX_SALT", "round_offset"]
+__all__ = ["permuted", "permuted_in_classes", "permutation", "mix", "round_keys", "feistel",
+           "half_bits", "class_sizes", "ROUNDS", "MIX_STEPS", "GOLDEN", "EPOCH_SALT", "INDEX_SALT",
+           "CLASSES", "round_offset"]
 
 #: Rounds of the Feistel network.
 ROUNDS = 4
@@ -44,6 +45,10 @@ GOLDEN = 0x9E3779B9
 #: Added to the spread epoch (and index) before they are mixed into the keys.
 EPOCH_SALT, INDEX_SALT = 1, 2
 _MASK = 0xFFFFFFFF
+#: A split held whole is shuffled within its classes of rows modulo this
+#: count (:func:`permuted_in_classes`), so that over 1, 2, 4 or 8 devices,
+#: which hold the rows of some classes each, the order is the same.
+CLASSES = 8
 
 
 def round_offset(r):
@@ -91,16 +96,20 @@ def feistel(x, keys, half, xp):
 
 
 def _keys(seed, epoch, index=None):
-    """numpy's :func:`round_keys` for Python integers, taken modulo 2**32."""
+    """numpy's :func:`round_keys` for Python integers (``index`` also an
+    integer array: a key per item), taken modulo 2**32."""
     return round_keys(np.uint32(seed & _MASK), np.uint32(epoch & _MASK), np,
-                      None if index is None else np.uint32(index & _MASK))
+                      None if index is None else (np.asarray(index) & _MASK).astype(np.uint32))
 
 
-def permuted(positions, n, seed, epoch):
+def permuted(positions, n, seed, epoch, index=None):
     """Rows (int64) at ``positions`` of epoch ``epoch`` of a shuffle of
     ``[0, n)`` by ``seed`` (numpy). ``n`` may be an array broadcasting with
     ``positions`` (one domain per device), all no larger than ``max_n``
     would need: the bits are those of the largest.
+
+    ``index`` (an integer or an array broadcasting with ``positions``)
+    keys each position's permutation further, as :func:`permutation` does.
 
     Every position must lie in its domain, ``[0, n)``: a position outside
     would be walked without end (an empty domain, ``n = 0``, has none) or
@@ -118,18 +127,49 @@ def permuted(positions, n, seed, epoch):
     _check_positions(positions, n)
     half = half_bits(int(n.max()))
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as intended
-        keys = _keys(seed, epoch)
         x = positions.astype(np.uint32) + np.zeros(n.shape, np.uint32)
+        if index is not None:
+            x = x + np.zeros(np.shape(index), np.uint32)
         shape = x.shape
-        x = feistel(x, keys, half, np).reshape(-1)
+        keys = [np.broadcast_to(k, shape).reshape(-1) for k in _keys(seed, epoch, index)]
+        x = feistel(x.reshape(-1), keys, half, np)
         limit = np.broadcast_to(n.astype(np.uint32), shape).reshape(-1)
         # Walk again only what is still outside its domain (each walk ends:
         # the position's own cycle passes through the position, inside).
         outside = np.flatnonzero(x >= limit)
         while outside.size:
-            x[outside] = feistel(x[outside], keys, half, np)
+            x[outside] = feistel(x[outside], [k[outside] for k in keys], half, np)
             outside = outside[x[outside] >= limit[outside]]
     return x.reshape(shape).astype(np.int64)
+
+
+def class_sizes(n):
+    """How many of ``n`` rows each class modulo :data:`CLASSES` holds
+    (class ``c``: rows ``c, c + CLASSES, ...``)."""
+    return np.maximum(0, (int(n) - np.arange(CLASSES) + CLASSES - 1) // CLASSES)
+
+
+def permuted_in_classes(positions, n, seed, epoch):
+    """Rows (int64) at ``positions`` of epoch ``epoch`` of a shuffle of
+    ``[0, n)`` by ``seed`` that keeps each row in its class modulo
+    :data:`CLASSES`: position ``p`` of class ``c = p % 8`` takes row
+    ``8 * q' + c``, ``q'`` the place of ``p // 8`` in class ``c``'s own
+    Feistel permutation, keyed by ``(seed, epoch, c)``. A split's shuffled
+    order, held whole or over devices: device ``d`` of ``D`` holds the rows
+    of classes ``d (mod D)``, so for ``D`` dividing 8 each device's
+    positions take its own rows.
+
+    Examples
+    --------
+    >>> rows = permuted_in_classes(np.arange(20), 20, seed=1, epoch=0)
+    >>> sorted(rows.tolist()) == list(range(20)), bool((rows % 8 == np.arange(20) % 8).all())
+    (True, True)
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    classes = positions % CLASSES
+    sizes = class_sizes(n)
+    within = permuted(positions // CLASSES, sizes[classes], seed, epoch, index=classes)
+    return within * CLASSES + classes
 
 
 def _check_positions(positions, n):

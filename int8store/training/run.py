@@ -14,11 +14,10 @@ difference named when any of it differs: the data (each split's BLAKE3, the
 digest a store records of it, so a split held whole and the same split
 streamed from a store agree), the model (its parameters' names, shapes and
 dtypes), the batch size, the seed, the augmentation and its seed, and the
-program, and the device count the training split lies over (over several
-devices, each device's minibatch rows come from its own block, so the order
-depends on their count: a resumed run keeps it). Where and how the run is
-held may otherwise change: the process count (the same devices), prefetching,
-``--max-device-bytes`` (a split held whole and the same split streamed).
+program. Where and how the run is held may change: the device count (the
+minibatches are the same on any: :mod:`int8store.order.blocks`), the process
+count, prefetching, ``--max-device-bytes`` (a split held whole and the same
+split streamed).
 
 The file is an ``.npz`` written atomically (a kill during a write keeps the
 previous checkpoint whole); its description is JSON in a uint8 array, and
@@ -46,10 +45,9 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
     ``program`` (a name), the ``splits`` (train, valid, test: anything with
     ``digest()``, a :class:`~int8store.SharedDataset` or a
     :class:`~int8store.StreamingSplit`), the ``params`` (shared variables),
-    the batch size, the seed, the augmentation (its text) and its seed, and
-    the devices the training split lies over (in this release a split over
-    several devices is taken in an order that depends on their count)."""
-    blocks = getattr(splits[0], "blocks", None) if splits else None
+    the batch size, the seed, the augmentation (its text) and its seed.
+    The device count is not part of it: minibatch ``i`` holds the same
+    examples on any count (:mod:`int8store.order.blocks`)."""
     return {
         "program": str(program),
         "data": [split.digest() for split in splits],
@@ -59,7 +57,6 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
         "seed": None if seed is None else int(seed),
         "augmentation": None if not augmentation else str(augmentation),
         "augment_seed": None if not augmentation else int(augment_seed),
-        "devices": 1 if blocks is None else int(blocks.devices),
     }
 
 
@@ -87,8 +84,7 @@ class RunCheckpoint:
     >>> from int8store.backend import activate
     >>> w = activate().shared(np.zeros(3), name="w")
     >>> identity = {"program": "demo", "data": [], "model": [["w", [3], "float64"]],
-    ...             "batch_size": 10, "seed": None, "augmentation": None, "augment_seed": None,
-    ...             "devices": 1}
+    ...             "batch_size": 10, "seed": None, "augmentation": None, "augment_seed": None}
     >>> run = RunCheckpoint(os.path.join(tempfile.mkdtemp(), "run"), [w], identity)
     >>> path = run.save(RunState(epoch=2, step=5, loop={"patience": 100}))
     >>> w.set_value(np.ones(3))
@@ -153,9 +149,7 @@ def _npz(path):
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",
          "batch_size": "the batch size", "seed": "the seed (--seed)",
          "augmentation": "the augmentation (--augment)",
-         "augment_seed": "the augmentation's seed (--augment-seed)",
-         "devices": "the device count (--devices: over several devices the minibatches "
-                    "are drawn from each device's block, so their order depends on the count)"}
+         "augment_seed": "the augmentation's seed (--augment-seed)"}
 
 
 def _check_same(path, recorded, current):

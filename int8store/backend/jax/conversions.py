@@ -24,7 +24,8 @@ from ..ops.minibatch import Minibatch
 from ..ops.multistep import MultiStep
 from ..setup.activation import activate
 from .sharding import AXIS, sharded_layout
-from .shuffle import permuted_jax
+from ...order.shuffle import CLASSES
+from .shuffle import permuted_in_classes_jax
 
 __all__ = ["convert"]
 
@@ -50,7 +51,8 @@ def jax_funcify_Minibatch(op, node=None, **kwargs):
     if op.seed is not None:
         def shuffled(data, index):  # rows at these positions of the epoch's shuffle
             epoch, index = jnp.divmod(index, op.batches)
-            rows = permuted_jax(index * stride + jnp.arange(size), op.rows, op.rows, op.seed, epoch)
+            rows = permuted_in_classes_jax(index * stride + jnp.arange(size), op.rows, op.seed,
+                                           epoch)
             return jnp.take(data, rows, axis=0)
 
         return shuffled
@@ -114,10 +116,13 @@ def jax_funcify_GatherRows(op, node=None, **kwargs):
 
 
 def _sharded_minibatch(op, mesh, devices):
-    """The minibatch of data split in blocks over ``devices`` (see
-    :mod:`.sharding`): ``size / devices`` rows of each block at the same
-    local row, ``index * stride / devices`` (a window, ``stride`` 1, starts
-    at local row ``index``), so that no device reads another's rows."""
+    """The minibatch of data split over ``devices`` (see :mod:`.sharding`:
+    row ``r`` is local row ``r // devices`` of device ``r % devices``):
+    ``size / devices`` consecutive local rows of each device from local row
+    ``index * stride / devices`` (a window, ``stride`` 1, starts at local row
+    ``index``), so that no device reads another's rows; shuffled, each
+    device's positions take rows of its own classes (device counts dividing
+    :data:`~int8store.order.shuffle.CLASSES`)."""
     from jax.sharding import NamedSharding, PartitionSpec
 
     per, local_stride = sharded_steps(op, devices)
@@ -132,16 +137,19 @@ def _sharded_minibatch(op, mesh, devices):
         return jax.lax.with_sharding_constraint(rows.reshape((op.size,) + data.shape[1:]), split)
 
     def shuffled(data, index):
-        # Each device's own shuffle of its real rows (the last block has fewer).
+        # Positions i * B + d + D * j of device d take rows of its own classes.
         epoch, index = jnp.divmod(index, op.batches)
         blocks = in_blocks(data)
-        held = blocks.shape[1]
-        real = np.clip(op.rows - np.arange(devices) * held, 0, held)[:, None]  # static
-        positions = index * local_stride + jnp.arange(per)[None, :]
-        rows = permuted_jax(positions, real, held, op.seed, epoch)
-        picked = jax.vmap(lambda block, take: jnp.take(block, take, axis=0))(blocks, rows)
+        positions = (index * op.size + jnp.arange(devices)[:, None]
+                     + devices * jnp.arange(per)[None, :])
+        local = permuted_in_classes_jax(positions, op.rows, op.seed, epoch) // devices
+        picked = jax.vmap(lambda block, take: jnp.take(block, take, axis=0))(blocks, local)
         return jax.lax.with_sharding_constraint(picked.reshape((op.size,) + data.shape[1:]), split)
 
+    if op.seed is not None and CLASSES % devices:
+        raise ArgumentError(f"a shuffled split over {devices} devices: the shuffle keeps each "
+                            f"row on its device for device counts dividing {CLASSES}; use 1, 2, "
+                            "4 or 8 devices, or no seed")
     return minibatch if op.seed is None else shuffled
 
 

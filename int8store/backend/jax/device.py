@@ -8,7 +8,7 @@ which would turn the array back into numpy.)
 
 Over several devices (``devices=`` of :func:`place` and
 :func:`keep_on_device`), a split's int8 rows and labels are split in
-contiguous blocks, one per device, and parameters are replicated; see
+rows interleaved over the devices (row r on device r % D), and parameters are replicated; see
 :mod:`.sharding`.
 """
 
@@ -82,7 +82,8 @@ def place(data, mode, devices=None):
         blocks = Blocks(dataset.n_examples, mesh.size, name=dataset.name)
         for variable, rows in host.items():
             # The labels stay on the host too (4 bytes an example): y.get_value() gives them.
-            place_rows(variable, mesh, blocks, lambda start, stop, rows=rows: rows[start:stop],
+            place_rows(variable, mesh, blocks,
+                       lambda start, stop, step, rows=rows: rows[start:stop:step],
                        host=rows if variable is dataset.y else None)
             split.add(id(variable))
         dataset.blocks = blocks

@@ -1,10 +1,11 @@
-"""A split across several devices, through JAX's own sharding: each device
-holds a contiguous block of the int8 rows, and slices its own minibatch.
+"""A split across several devices, through JAX's own sharding: device ``d``
+of ``D`` holds rows ``d, d + D, ...`` of the int8 split, and slices its own
+part of each minibatch.
 
 Which rows each device holds is :class:`~int8store.order.blocks.Blocks` (a
 pure function of the split's length and the device count, which imports no
-graph library); here the blocks are put on JAX's devices, padded (zero
-codes, label 0) to the same number of rows. Padding is never trained on
+graph library); here they are put on JAX's devices, padded (zero codes,
+label 0) to the same number of rows. Padding is never trained on
 (int8store's JAX mode refuses a minibatch index past
 :meth:`~int8store.order.blocks.Blocks.n_batches`:
 :meth:`~int8store.order.blocks.Blocks.check_minibatch`) nor scored
@@ -17,7 +18,8 @@ of a placed variable gives the real rows only (:class:`PaddedRows`), so
 
 In the compiled step the int8 array is reshaped to ``(D, S, ...)`` along
 its sharded axis and sliced on the second axis, so every device reads only
-its own block (a minibatch of ``B`` examples is ``B / D`` rows of each);
+its own rows (minibatch ``i`` of ``B`` examples, rows ``[i * B, (i + 1) * B)``
+on any number of devices, is ``B / D`` consecutive local rows of each);
 the float conversion comes after, on each device, and XLA reduces the
 gradients of the replicated parameters with its own collectives.
 """
@@ -78,9 +80,10 @@ def sharded_layout(variable):
 
 def place_rows(variable, mesh, blocks, read_rows, host=None):
     """Put the shared ``variable`` (a split's codes or labels) on ``mesh``,
-    its rows in ``blocks``: ``read_rows(start, stop)`` gives the split's rows
-    ``[start, stop)`` as numpy, and is asked only for the rows of this
-    process's own devices; padding is added here. The variable's static
+    its rows as ``blocks`` lays them out: ``read_rows(start, stop, step)``
+    gives the split's rows ``start, start + step, ...`` below ``stop`` as
+    numpy, and is asked only for the rows of this process's own devices
+    (each device's, ``step`` the device count); padding is added here. The variable's static
     shape becomes the padded one, and the compiled functions use the padded
     array; its ``get_value()`` gives the real rows only (:class:`PaddedRows`):
     ``host``, the split's rows as numpy when this process holds them all (the
@@ -95,10 +98,13 @@ def place_rows(variable, mesh, blocks, read_rows, host=None):
 
     def shard(index):
         start, stop, _ = index[0].indices(blocks.padded_rows)
-        real = min(stop, blocks.n_examples)
-        rows = np.asarray(read_rows(start, real), dtype=dtype) if real > start \
-            else np.zeros((0,) + trailing, dtype)
-        if len(rows) < stop - start:  # this block's padding
+        device, first = divmod(start, blocks.rows_per_device)
+        local = range(first, first + stop - start)  # (a device's part: one device's rows)
+        wanted = range(blocks.devices * local.start + device,
+                       min(blocks.devices * local.stop + device, blocks.n_examples), blocks.devices)
+        rows = np.asarray(read_rows(wanted.start, wanted.stop, blocks.devices), dtype=dtype) \
+            if len(wanted) else np.zeros((0,) + trailing, dtype)
+        if len(rows) < stop - start:  # this device's padding
             rows = np.concatenate([rows, np.zeros((stop - start - len(rows),) + trailing, dtype)])
         return rows[(slice(None),) + tuple(index[1:])]
 
@@ -186,6 +192,7 @@ class PaddedRows:
                     "process holds only its own blocks; get_value(return_internal_type=True) "
                     "gives the jax.Array (host_values(...) gathers it, in every process)")
             rows = np.asarray(held)
+            rows = self.tag.int8store_blocks.in_split_order(rows)  # (the devices' layout)
         if not borrow:
             return np.array(rows[:real])
         view = rows[:real].view()

@@ -11,12 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...errors import ArgumentError
-from ...order.shuffle import feistel, half_bits, round_keys
+from ...order.shuffle import CLASSES, class_sizes, feistel, half_bits, round_keys
 
-__all__ = ["permuted_jax"]
+__all__ = ["permuted_jax", "permuted_in_classes_jax"]
 
 
-def permuted_jax(positions, n, max_n, seed, epoch):
+def permuted_jax(positions, n, max_n, seed, epoch, index=None):
     """:func:`~int8store.order.shuffle.permuted` in ``jax.numpy``, inside a traced function:
     ``epoch`` may be traced; ``max_n`` (a Python int) fixes the bits.
 
@@ -32,7 +32,8 @@ def permuted_jax(positions, n, max_n, seed, epoch):
         raise ArgumentError(f"a shuffle of an empty domain (n = {int(np.min(n))}) has no row "
                             "for the positions asked: there is nothing to shuffle")
     half = half_bits(int(max_n))
-    keys = round_keys(jnp.uint32(seed & 0xFFFFFFFF), jnp.asarray(epoch).astype(jnp.uint32), jnp)
+    keys = round_keys(jnp.uint32(seed & 0xFFFFFFFF), jnp.asarray(epoch).astype(jnp.uint32), jnp,
+                      None if index is None else jnp.asarray(index).astype(jnp.uint32))
     limit = jnp.asarray(n).astype(jnp.uint32)
     start = jnp.asarray(positions).astype(jnp.uint32) + jnp.zeros(limit.shape, jnp.uint32)
     inside = start < limit  # only these are walked: their cycle returns to them
@@ -45,3 +46,14 @@ def permuted_jax(positions, n, max_n, seed, epoch):
         return jnp.where((x >= limit) & inside, feistel(x, keys, half, jnp), x)
 
     return jax.lax.while_loop(outside, walk, x).astype(jnp.int32)
+
+
+def permuted_in_classes_jax(positions, n, seed, epoch):
+    """:func:`~int8store.order.shuffle.permuted_in_classes` in ``jax.numpy``
+    (``n`` a Python int; ``positions`` and ``epoch`` may be traced)."""
+    positions = jnp.asarray(positions)
+    classes = positions % CLASSES
+    sizes = jnp.asarray(class_sizes(n), dtype=jnp.int32)[classes]
+    within = permuted_jax(positions // CLASSES, sizes, -(-int(n) // CLASSES), seed, epoch,
+                          index=classes)
+    return within * CLASSES + classes

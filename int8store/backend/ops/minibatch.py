@@ -51,7 +51,9 @@ class Minibatch(_api.module("graph.op").Op):
     With a ``seed`` (a shuffled split, ``stride == size``), ``index`` counts
     minibatches from the first epoch's first, ``batches`` an epoch: the rows
     are those at positions ``[i * size, (i + 1) * size)`` of epoch ``e``'s
-    shuffle of the split's ``rows`` real rows (:mod:`int8store.order.shuffle`), where
+    shuffle of the split's ``rows`` real rows, within their classes modulo 8
+    (:func:`int8store.order.shuffle.permuted_in_classes`: the same order over
+    1, 2, 4 or 8 devices), where
     ``e, i = divmod(index, batches)``. The split's order otherwise."""
 
     __props__ = ("size", "stride", "seed", "rows", "batches")
@@ -97,9 +99,10 @@ class Minibatch(_api.module("graph.op").Op):
         if self.seed is None:
             outputs[0][0] = data[start:start + self.size]
             return
-        from ...order.shuffle import permuted
+        from ...order.shuffle import permuted_in_classes
 
-        outputs[0][0] = data[permuted(start + np.arange(self.size), self.rows, self.seed, epoch)]
+        outputs[0][0] = data[permuted_in_classes(start + np.arange(self.size), self.rows,
+                                                 self.seed, epoch)]
 
     def infer_shape(self, *node_and_shapes):
         # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
