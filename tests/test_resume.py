@@ -3,7 +3,7 @@
 A run killed with SIGKILL at a step drawn at random and resumed from its
 last checkpoint prints the error lines the uninterrupted run prints, and
 ends with bitwise the same parameters (logistic regression and LeNet5, C
-and JAX modes, held whole and streamed shuffled from shards); a run stopped
+and JAX modes, a store held whole and streamed shuffled); a run stopped
 (as by Ctrl-C) at a shard's boundary or in the middle of a shard goes on
 from there; a stream resumed mid-epoch reads no shard before its start;
 a checkpoint of another run is refused with the difference named."""
@@ -43,10 +43,21 @@ RUNS = {
 }
 
 
-def tutorial(script, mode, arguments, checkpoint, cwd, resume=None, kill_after=None):
+@pytest.fixture(scope="module")
+def digits_store(tmp_path_factory):
+    """The digits as a store: the runs below read it held whole or streamed."""
+    from int8store.cli import main
+
+    path = tmp_path_factory.mktemp("store") / "digits.h5"
+    assert main(["convert", "digits", "-o", str(path)]) == 0
+    return path
+
+
+def tutorial(script, mode, arguments, checkpoint, cwd, resume=None, kill_after=None,
+             dataset="digits"):
     """The error lines a tutorial run prints; with ``kill_after``, SIGKILLed
     once it has printed that many validation lines."""
-    command = [sys.executable, str(ROOT / "tutorials" / script), "--dataset", "digits",
+    command = [sys.executable, str(ROOT / "tutorials" / script), "--dataset", str(dataset),
                "--mode", mode, "--save-model", "", "--checkpoint", str(checkpoint)] + arguments
     if resume:
         command += ["--resume", str(resume)]
@@ -78,15 +89,17 @@ def parameters(path):
 @pytest.mark.own_flags
 @pytest.mark.parametrize("name", [pytest.param(n, marks=needs_jax) if "jax" in n else n
                                   for n in RUNS])
-def test_a_run_killed_anywhere_and_resumed_ends_as_the_uninterrupted_one(tmp_path, name):
+def test_a_run_killed_anywhere_and_resumed_ends_as_the_uninterrupted_one(tmp_path, name,
+                                                                          digits_store):
     script, mode, arguments = RUNS[name]
-    whole = tutorial(script, mode, arguments, tmp_path / "whole.npz", tmp_path)
+    whole = tutorial(script, mode, arguments, tmp_path / "whole.npz", tmp_path,
+                     dataset=digits_store)
     validations = sum("validation error" in line for line in whole)
     kill_after = random.Random().randint(2, validations - 1)  # (drawn anew each run)
     killed = tutorial(script, mode, arguments, tmp_path / "run.npz", tmp_path,
-                      kill_after=kill_after)
+                      kill_after=kill_after, dataset=digits_store)
     resumed = tutorial(script, mode, arguments, tmp_path / "run.npz", tmp_path,
-                       resume=tmp_path / "run.npz")
+                       resume=tmp_path / "run.npz", dataset=digits_store)
     before = len(whole) - len(resumed)  # the lines printed before the checkpoint resumed from
     assert 0 < before <= len(killed), f"killed after validation {kill_after}"
     assert killed[:before] + resumed == whole, f"killed after validation {kill_after}"
@@ -109,9 +122,9 @@ def stopping_at(calls):
 
 @pytest.mark.parametrize("stop_after", [14, 20], ids=["at a shard boundary", "inside a shard"])
 def test_a_stream_stopped_at_a_shard_boundary_or_inside_one_goes_on_from_there(
-        tmp_path, monkeypatch, stop_after):
-    # digits' 1,197 training examples in shards of 280: 14 minibatches of 20 a shard
-    run = dict(dataset="digits", batch_size=20, n_epochs=3, model_path=None,
+        tmp_path, monkeypatch, stop_after, digits_store):
+    # the store's 1,197 training examples in shards of 280: 14 minibatches of 20 a shard
+    run = dict(dataset=str(digits_store), batch_size=20, n_epochs=3, model_path=None,
                max_device_bytes=20000, seed=7)
     whole = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "whole", **run)
     assert whole["datasets"][0].shard_size == 280
