@@ -21,6 +21,17 @@ settings.register_profile("ci", deadline=None, derandomize=True,
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
+def old_jax():
+    """Whether the JAX installed is older than 0.8 (False without JAX): its
+    jaxlib (0.7.1, Aesara's) aborts a step that reduces over forced CPU
+    devices when the cores are busy (XLA's 10 s rendezvous timeout)."""
+    try:
+        import jax
+    except ImportError:
+        return False
+    return tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 8)
+
+
 @pytest.fixture
 def ctrl_c_raises():
     """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, whatever

@@ -19,7 +19,7 @@ import pytest
 
 import int8store
 import logistic_sgd
-from conftest import ROOT
+from conftest import ROOT, old_jax
 from int8store import ArgumentError, RunCheckpoint, RunState, StreamingSplit, tensor_library
 
 has_jax = importlib.util.find_spec("jax") is not None
@@ -235,14 +235,8 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
         other.resume(tmp_path / "run.npz")
 
 
-def _old_jax():
-    import jax
-
-    return tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 8)
-
-
 @pytest.mark.devices
-@pytest.mark.skipif(not has_jax or _old_jax() if has_jax else True,
+@pytest.mark.skipif(not has_jax or old_jax(),
                     reason="needs JAX >= 0.8: jaxlib 0.7.1 aborts a step that reduces over "
                            "forced CPU devices when the cores are busy (XLA's 10 s rendezvous "
                            "timeout; seen here with the PyTensor suite beside it)")

@@ -16,7 +16,7 @@ import pytest
 
 import convolutional_mlp
 import logistic_sgd
-from conftest import ROOT
+from conftest import ROOT, old_jax
 from int8store import (ArgumentError, MinibatchIndexError, SharedDataset, StreamingSplit,
                        function_mode, keep_on_device, minibatch_calls, place, quantize,
                        steps_function, tensor_library)
@@ -192,14 +192,8 @@ def test_the_tutorials_print_the_same_lines_with_ten_updates_a_call(model, mode,
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
-def _old_jax():
-    import jax
-
-    return tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 8)
-
-
 @pytest.mark.devices
-@pytest.mark.skipif(not has_jax or _old_jax() if has_jax else True,
+@pytest.mark.skipif(not has_jax or old_jax(),
                     reason="needs JAX >= 0.8: older XLA CPU runtimes stop a loop whose steps "
                            "reduce over forced CPU devices when the cores are busy (a 10 s "
                            "rendezvous timeout, seen with jaxlib 0.7.1 on 2 cores)")
