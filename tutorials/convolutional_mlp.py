@@ -42,8 +42,8 @@ from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
                           add_augment_options, add_normalize_option, add_progress_option,
-                          add_run_options, add_steps_option, run_checkpoint,
-                          augmented_training_set, join_processes, load_data,
+                          add_run_options, add_steps_option, resume_point, run_checkpoint,
+                          save_run, augmented_training_set, join_processes, load_data,
                           load_for_training, model_looked_at, run_from_command_line,
                           trained_minibatches, training_steps)
 from mlp import HiddenLayer
@@ -310,12 +310,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     done_looping = False
     start = 0  # the epoch's first minibatch
     best_params = []
-    if resumed is not None:  # -- int8store: where the checkpoint stopped
-        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
-        patience, best_validation_loss, best_iter, test_score, test_count, done_looping = (
-            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'best_iter',
-                                      'test_score', 'test_count', 'finished'))
-        epoch += done_looping
+    if resumed is not None:  # -- int8store: where the checkpoint stopped (resume_point)
+        epoch, start, best_params, done_looping, (
+            patience, best_validation_loss, best_iter, test_score, test_count) = resume_point(
+            resumed, 'patience', 'best_validation_loss', 'best_iter', 'test_score', 'test_count')
 
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
@@ -366,12 +364,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
             # -- int8store: the run's checkpoint, where the loop looked at the model or stops
-            if run is not None and (stop or (iter + 1) % validation_frequency == 0) \
-                    and int8store.is_main_process():
-                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
-                    patience=patience, best_validation_loss=best_validation_loss,
-                    best_iter=best_iter, test_score=test_score, test_count=test_count,
-                    finished=patience <= iter), best_params))
+            if stop or (iter + 1) % validation_frequency == 0:
+                save_run(run, epoch, minibatch_index, best_params, patience <= iter,
+                         patience=patience, best_validation_loss=best_validation_loss,
+                         best_iter=best_iter, test_score=test_score, test_count=test_count)
             if stop:
                 done_looping = True
                 break

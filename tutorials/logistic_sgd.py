@@ -252,6 +252,30 @@ def run_checkpoint(program, checkpoint, resume, splits, params, batch_size, seed
     return run, state
 
 
+def resume_point(resumed, *names):
+    """
+    int8store: where a resumed run goes on (resumed: run_checkpoint's state):
+    the epochs done, the first minibatch of the next, the best model's
+    parameters, whether the loop had ended, and the loop's numbers of these
+    names, in their order.
+    """
+    finished = resumed.loop['finished']
+    return (resumed.epoch - 1 + finished, resumed.step, resumed.best, finished,
+            [resumed.loop[name] for name in names])
+
+
+def save_run(run, epoch, minibatch_index, best_params, finished, **loop):
+    """
+    int8store: the run's checkpoint (run_checkpoint's run; none without
+    one, and only process 0 of several writes it) once minibatch_index of
+    epoch is done: the loop's numbers, the best model's parameters and
+    whether the loop has ended (its patience run out).
+    """
+    if run is not None and int8store.is_main_process():
+        run.save(int8store.RunState(epoch, minibatch_index + 1, dict(loop, finished=finished),
+                                    best_params))
+
+
 def add_normalize_option(parser):
     """--normalize: how the float view of the images is normalized."""
     parser.add_argument('--normalize', choices=int8store.NORMALIZATIONS, default='unit',
@@ -545,12 +569,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     epoch = 0
     start = 0  # the epoch's first minibatch
     best_params = []
-    if resumed is not None:  # -- int8store: where the checkpoint stopped
-        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
-        patience, best_validation_loss, test_score, test_count, done_looping = (
-            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'test_score',
-                                      'test_count', 'finished'))
-        epoch += done_looping
+    if resumed is not None:  # -- int8store: where the checkpoint stopped (resume_point)
+        epoch, start, best_params, done_looping, (
+            patience, best_validation_loss, test_score, test_count) = resume_point(
+            resumed, 'patience', 'best_validation_loss', 'test_score', 'test_count')
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # each minibatch number of the epoch, once train_model (or
@@ -599,12 +621,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
             # -- int8store: the run's checkpoint, where the loop looked at the model or stops
-            if run is not None and (stop or (iter + 1) % validation_frequency == 0) \
-                    and int8store.is_main_process():
-                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
-                    patience=patience, best_validation_loss=best_validation_loss,
-                    test_score=test_score, test_count=test_count, finished=patience <= iter),
-                    best_params))
+            if stop or (iter + 1) % validation_frequency == 0:
+                save_run(run, epoch, minibatch_index, best_params, patience <= iter,
+                         patience=patience, best_validation_loss=best_validation_loss,
+                         test_score=test_score, test_count=test_count)
             if stop:
                 done_looping = True
                 break

@@ -28,8 +28,8 @@ T = theano.tensor
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option,
                           add_run_options, add_steps_option, load_data, load_for_training,
-                          run_checkpoint, run_from_command_line, model_looked_at,
-                          trained_minibatches, training_steps)
+                          resume_point, run_checkpoint, run_from_command_line,
+                          model_looked_at, save_run, trained_minibatches, training_steps)
 
 import int8store  # int8store's JAX mode only (--mode jax)
 
@@ -177,12 +177,10 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     done_looping = False
     start = 0  # the epoch's first minibatch
     best_params = []
-    if resumed is not None:  # -- int8store: where the checkpoint stopped
-        epoch, start, best_params = resumed.epoch - 1, resumed.step, resumed.best
-        patience, best_validation_loss, best_iter, test_score, test_count, done_looping = (
-            resumed.loop[k] for k in ('patience', 'best_validation_loss', 'best_iter',
-                                      'test_score', 'test_count', 'finished'))
-        epoch += done_looping
+    if resumed is not None:  # -- int8store: where the checkpoint stopped (resume_point)
+        epoch, start, best_params, done_looping, (
+            patience, best_validation_loss, best_iter, test_score, test_count) = resume_point(
+            resumed, 'patience', 'best_validation_loss', 'best_iter', 'test_score', 'test_count')
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
         # each minibatch number of the epoch, once its update is made
@@ -219,11 +217,10 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
             # -- int8store: the run's checkpoint, where the loop looked at the model or stops
-            if run is not None and (stop or (iter + 1) % validation_frequency == 0):
-                run.save(int8store.RunState(epoch, minibatch_index + 1, dict(
-                    patience=patience, best_validation_loss=best_validation_loss,
-                    best_iter=best_iter, test_score=test_score, test_count=test_count,
-                    finished=patience <= iter), best_params))
+            if stop or (iter + 1) % validation_frequency == 0:
+                save_run(run, epoch, minibatch_index, best_params, patience <= iter,
+                         patience=patience, best_validation_loss=best_validation_loss,
+                         best_iter=best_iter, test_score=test_score, test_count=test_count)
             if stop:
                 done_looping = True
                 break
