@@ -19,6 +19,9 @@ written into it any more, and may be called at any time, more than once.
 * :class:`ProcessReader` copies a store's shards ahead in a process of its
   own (:mod:`.shard_process`), into shared memory.
 
+A copy is file reads, checksums (XXH3-128, or SHA-256 for format 2) and one
+numpy copy of each row to its shuffled place.
+
 Bookkeeping that must not be cut in half (a buffer claimed and its ticket
 recorded; a reply read and its ticket marked) runs with interrupts deferred
 (:func:`int8store.runtime.interrupts.interrupts_deferred`).

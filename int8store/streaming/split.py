@@ -43,18 +43,16 @@ store's shards are read ahead by a process of its own
 the compiled step holds the GIL for its whole call and a reading thread,
 needing the GIL between its GIL-free calls, made training wait; otherwise
 (shards already in memory, no prefetch, other systems) by threads, or in
-the caller's thread. Either way reading is file reads, checksums (XXH3-128,
-or SHA-256 for format 2) and one numpy copy of each row to its shuffled
-place. A store is read without h5py (which holds one global lock around
+the caller's thread. A store is read without h5py (which holds one global lock around
 every HDF5 call): the manifest gives each chunk's byte range and checksum
 (:mod:`int8store.store.reader`), and each read opens its own file handle.
-The shards in flight can be bounded in bytes too (``max_prefetch_bytes``).
 """
 
 import sys
 import threading
 import weakref
 from collections import deque
+from contextlib import closing
 from dataclasses import dataclass
 
 import numpy as np
@@ -323,21 +321,23 @@ class StreamingSplit:
         return self.layout.n_batches(batch_size)
 
     def minibatches(self, epoch, batch_size, progress=None, start=0):
-        """``(number in the epoch, index in the current shard)`` of every whole
-        minibatch of epoch ``epoch`` from number ``start`` on, each shard
-        loaded before its minibatches: ``train_model(index)`` with the
-        classic ``givens`` reads the right rows."""
+        """``(number in the epoch, index in the current shard)`` of every whole minibatch
+        of epoch ``epoch`` from number ``start`` on, each shard loaded before its
+        minibatches: ``train_model(index)`` with the classic ``givens`` reads the right rows."""
+        with closing(self.shard_minibatches(epoch, batch_size, progress, start)) as shards:
+            for pairs in shards:
+                yield from pairs
+
+    def shard_minibatches(self, epoch, batch_size, progress=None, start=0):
+        """For each shard from the one holding minibatch ``start`` (none before is
+        read), once loaded: its minibatches' ``(number in the epoch, index in it)``."""
         first, number, skip = self.layout.start_of(epoch, batch_size, start)
-        shards = self.epoch(epoch, progress, first)
-        try:
+        with closing(self.epoch(epoch, progress, first)) as shards:
             for shard in shards:
                 self.dataset.set_epoch(epoch, number)  # an augmented view's draws
                 count = shard.count // batch_size
-                for index in range(skip, count):
-                    yield number + index, index
+                yield [(number + index, index) for index in range(skip, count)]
                 number, skip = number + count, 0
-        finally:
-            shards.close()
 
     def digest(self):
         """The split's BLAKE3, as a store records it (:meth:`~int8store.SharedDataset.digest`)."""

@@ -21,6 +21,8 @@ patience), so that what it sees there is what one call a minibatch would
 have given: the same error lines, whatever the number of steps a call.
 """
 
+from contextlib import closing
+
 from ..backend import activate, function_mode
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
@@ -182,16 +184,9 @@ def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):
     if not hasattr(split, "epoch"):  # held whole: its minibatches lie in a row
         yield from _calls(split.minibatches(epoch, batch_size, start), steps, ends)
         return
-    first, number, skip = split.layout.start_of(epoch, batch_size, start)
-    shards = split.epoch(epoch, first=first)  # (the shards before start are not read)
-    try:
-        for shard in shards:
-            count = shard.count // batch_size
-            split.dataset.set_epoch(epoch, number)  # an augmented view's draws
-            yield from _calls(((number + i, i) for i in range(skip, count)), steps, ends)
-            number, skip = number + count, 0
-    finally:
-        shards.close()
+    with closing(split.shard_minibatches(epoch, batch_size, start=start)) as shards:
+        for minibatches in shards:  # (a call never spans two shards)
+            yield from _calls(minibatches, steps, ends)
 
 
 def _calls(minibatches, steps, ends):
