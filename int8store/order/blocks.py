@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ArgumentError, MinibatchIndexError
 from .shuffle import CLASSES, permuted_in_classes
 
-__all__ = ["Blocks"]
+__all__ = ["Blocks", "check_shuffled_over"]
 
 
 class Blocks:
@@ -142,10 +142,8 @@ class Blocks:
         default all), shuffled by ``seed`` in ``epoch`` if given: what a
         single device fed in this order sees. Each minibatch holds the rows
         it holds on one device, in the devices' order."""
-        if seed is not None and CLASSES % self.devices:
-            raise ArgumentError(f"{self._split()}a shuffled split over {self.devices} devices: "
-                                f"the shuffle keeps each row on its device for device counts "
-                                f"dividing {CLASSES}; use 1, 2, 4 or 8 devices")
+        if seed is not None:
+            check_shuffled_over(self.devices, self._split())
         positions = self.positions(batch_size, n_batches)
         if seed is None or not positions.size:
             return positions.astype(np.int64)
@@ -178,6 +176,15 @@ class Blocks:
     def __repr__(self):
         return (f"Blocks({self.n_examples} examples over {self.devices} devices, "
                 f"{self.rows_per_device} rows each, row r on device r % {self.devices})")
+
+
+def check_shuffled_over(devices, what=""):
+    """Refuse a shuffled split over a device count that does not divide
+    :data:`~int8store.order.shuffle.CLASSES`: its rows would cross devices."""
+    if CLASSES % devices:
+        raise ArgumentError(f"{what}a shuffled split over {devices} devices: the shuffle keeps "
+                            f"each row on its device for device counts dividing {CLASSES}; use "
+                            "1, 2, 4 or 8 devices, or no seed")
 
 
 def _count(number, noun):

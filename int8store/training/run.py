@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ArgumentError
-from ..store.checkpoint import save_checkpoint
+from ..store.checkpoint import npz_path, save_checkpoint
 
 __all__ = ["RunCheckpoint", "RunState", "run_identity"]
 
@@ -94,7 +94,7 @@ class RunCheckpoint:
     """
 
     def __init__(self, path, params, identity):
-        self.path = None if path is None else _npz(path)
+        self.path = None if path is None else npz_path(path)
         self.params, self.identity = list(params), identity
 
     def save(self, state):
@@ -115,7 +115,7 @@ class RunCheckpoint:
         parameters' values set in :attr:`params`, once it is checked to
         belong to this run (:class:`~int8store.ArgumentError` names the
         difference otherwise)."""
-        path = _npz(path)
+        path = npz_path(path)
         try:
             with np.load(path, allow_pickle=False) as held:
                 arrays = {name: held[name] for name in held.files}
@@ -139,11 +139,6 @@ class RunCheckpoint:
             param.set_value(value)
         best = [arrays[f"best_{i}"] for i in range(description["best"])]
         return RunState(description["epoch"], description["step"], description["loop"], best)
-
-
-def _npz(path):
-    path = str(path)
-    return path if path.endswith(".npz") else path + ".npz"
 
 
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",

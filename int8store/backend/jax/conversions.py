@@ -24,7 +24,7 @@ from ..ops.minibatch import Minibatch
 from ..ops.multistep import MultiStep
 from ..setup.activation import activate
 from .sharding import AXIS, sharded_layout
-from ...order.shuffle import CLASSES
+from ...order.blocks import check_shuffled_over
 from .shuffle import permuted_in_classes_jax
 
 __all__ = ["convert"]
@@ -146,10 +146,8 @@ def _sharded_minibatch(op, mesh, devices):
         picked = jax.vmap(lambda block, take: jnp.take(block, take, axis=0))(blocks, local)
         return jax.lax.with_sharding_constraint(picked.reshape((op.size,) + data.shape[1:]), split)
 
-    if op.seed is not None and CLASSES % devices:
-        raise ArgumentError(f"a shuffled split over {devices} devices: the shuffle keeps each "
-                            f"row on its device for device counts dividing {CLASSES}; use 1, 2, "
-                            "4 or 8 devices, or no seed")
+    if op.seed is not None:
+        check_shuffled_over(devices)
     return minibatch if op.seed is None else shuffled
 
 
