@@ -17,6 +17,7 @@ from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
+from ..order.position import check_start
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
@@ -290,7 +291,7 @@ class SharedDataset:
         augmented split (:meth:`augment`) is drawn for ``epoch``."""
         self.set_epoch(epoch)
         count = self.n_batches(batch_size)
-        _check_start(start, count, self.name)
+        check_start(start, count, self.name)
         offset = int(epoch) * count if self.seed is not None else 0
         return ((i, offset + i) for i in range(int(start), count))
 
@@ -463,14 +464,6 @@ class _View(_api.TensorVariable):
         no float array to lend). Decoding takes a moment and the memory of the
         floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
         return self.dataset.decoded()
-
-
-def _check_start(start, count, name):
-    """Refuse a start outside an epoch of ``count`` minibatches (``count``
-    itself: the epoch is over)."""
-    if int(start) != start or not 0 <= start <= count:
-        raise ArgumentError(f"{name}: an epoch of {count} minibatches cannot start at "
-                            f"minibatch {start!r}")
 
 
 def _augmented_minibatch(dataset, key):

@@ -21,7 +21,8 @@ orders are kept (each pass asks for its own and the next epoch's).
 
 import numpy as np
 
-from ..errors import ArgumentError, StreamError
+from ..errors import StreamError
+from ..order.position import check_start
 from ..order.shuffle import permutation
 
 __all__ = ["ShardLayout"]
@@ -70,9 +71,7 @@ class ShardLayout:
         place in the epoch's visit order, minibatches of the epoch before
         that shard, the minibatch's index in it)``; ``start`` may be the
         epoch's minibatch count (the epoch is over). Nothing is read."""
-        if int(start) != start or not 0 <= start <= self.n_batches(batch_size):
-            raise ArgumentError(f"{self.name}: an epoch of {self.n_batches(batch_size)} "
-                                f"minibatches cannot start at minibatch {start!r}")
+        check_start(start, self.n_batches(batch_size), self.name)
         number, order = 0, self.visit_order(epoch)
         for place, index in enumerate(order):
             first, stop = self.bounds(index)
