@@ -98,11 +98,10 @@ def place_rows(variable, mesh, blocks, read_rows, host=None):
 
     def shard(index):
         start, stop, _ = index[0].indices(blocks.padded_rows)
-        device, first = divmod(start, blocks.rows_per_device)
-        local = range(first, first + stop - start)  # (a device's part: one device's rows)
-        wanted = range(blocks.devices * local.start + device,
-                       min(blocks.devices * local.stop + device, blocks.n_examples), blocks.devices)
-        rows = np.asarray(read_rows(wanted.start, wanted.stop, blocks.devices), dtype=dtype) \
+        device, first = divmod(start, blocks.rows_per_device)  # (one device's part)
+        wanted = blocks.rows_of(device)[first:first + stop - start]  # its real rows there
+        rows = np.asarray(read_rows(wanted.start, min(wanted.stop, blocks.n_examples),
+                                    blocks.devices), dtype=dtype) \
             if len(wanted) else np.zeros((0,) + trailing, dtype)
         if len(rows) < stop - start:  # this device's padding
             rows = np.concatenate([rows, np.zeros((stop - start - len(rows),) + trailing, dtype)])
