@@ -295,7 +295,9 @@ def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     outs = run_together([tutorial + ["--coordinator", address, "--num-processes", "2",
-                                     "--process-id", str(i)] for i in (0, 1)], tmp_path, env)
+                                     "--process-id", str(i), "--checkpoint", "run.npz"]
+                         for i in (0, 1)], tmp_path, env)
+    assert (tmp_path / "run.npz").exists()  # (its identity needs every split's digest)
     for code, out, err in outs:
         assert code == 0, err[-2000:]
         assert "each split over 4 devices, row r on device r % 4" in out
@@ -349,7 +351,8 @@ def test_each_process_keeps_only_its_own_devices_rows_of_a_store(tmp_path):
         mine = [np.asarray(s.data).tolist() for s in train.data.container.storage[0].addressable_shards]
         print(json.dumps({"read": {n: s.rows_read for n, s in splits.items()},
                           "blocks": train.blocks.rows_per_device, "rows": mine,
-                          "mean": train.dataset_mean, "count": train.n_examples}))
+                          "mean": train.dataset_mean, "count": train.n_examples,
+                          "digest": train.digest()}))
     """)
     address = f"127.0.0.1:{free_port()}"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
@@ -373,6 +376,7 @@ def test_each_process_keeps_only_its_own_devices_rows_of_a_store(tmp_path):
         for rows_of, rows in zip(mine, seen[process]["rows"]):
             np.testing.assert_array_equal(np.asarray(rows)[:len(rows_of)], codes[rows_of])
         assert seen[process]["mean"] == normalization_mean(codes, opened.encoding)
+        assert seen[process]["digest"] == opened.split_digest("train")  # (no process holds it all)
         assert seen[process]["count"] == len(codes)
 
 

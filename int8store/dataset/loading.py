@@ -74,6 +74,9 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
               for name, (codes, labels) in held.items()}
     if mode != "c":
         from ..backend.jax.device import place
+        if devices not in (None, 1):  # (a run's checkpoint names the data by it)
+            for split in splits.values():
+                split.keep_digest()
         place(list(splits.values()), mode, devices=devices)
     return splits
 

@@ -72,7 +72,8 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
             dataset.rows_read.append((start, stop, step))
             return rows
 
-        dataset.adopt_placement(labels, blocks[name])
+        dataset.adopt_placement(labels, blocks[name],
+                                lambda name=name: store.split_digest(name))
         place_rows(dataset.data, mesh, blocks[name], read)
         # y.get_value() gives the host labels, padding left out (what a classic loop counts).
         place_rows(dataset.y, mesh, blocks[name],

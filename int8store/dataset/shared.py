@@ -145,6 +145,7 @@ class SharedDataset:
         # The epoch augmented minibatches are drawn for, and the number in the
         # epoch of index 0's minibatch (a streamed shard's first): augment().
         self._epoch = self._first_step = None
+        self._digest = None  # what gives digest() when no process holds every row
         self.order = shared(np.arange(len(flat), dtype=np.int32), name=f"{name}_order") \
             if ordered else None
         # Through a full slice, so that the view is a variable of its own even
@@ -199,7 +200,15 @@ class SharedDataset:
     def digest(self):
         """BLAKE3 of the split's codes in order, then its labels: the digest
         a store records of it (:func:`int8store.store.checksums.split_digest`)."""
+        if self._digest is not None:  # (placed from a store: the store's)
+            return self._digest()
         return split_digest(self.rows(), self.labels)
+
+    def keep_digest(self):
+        """Compute :meth:`digest` now and keep it: once the rows are placed
+        over several processes' devices, no process holds them all."""
+        known = self.digest()
+        self._digest = lambda: known
 
     def decoded(self):
         """All images as the view's values, a numpy array ``(N, features)``
@@ -295,13 +304,15 @@ class SharedDataset:
         offset = int(epoch) * count if self.seed is not None else 0
         return ((i, offset + i) for i in range(int(start), count))
 
-    def adopt_placement(self, labels, blocks):
+    def adopt_placement(self, labels, blocks, digest=None):
         """Record a placement over several devices made from outside (the
-        rows went straight to the devices): the split's ``labels`` and its
-        ``blocks``."""
+        rows went straight to the devices): the split's ``labels``, its
+        ``blocks``, and ``digest()`` giving its :meth:`digest` (a store's,
+        when no process holds every row)."""
         self._labels = as_int32_labels(labels, name=f"{self.name} labels")
         self._count = len(self._labels)
         self.blocks = blocks
+        self._digest = digest
 
     @property
     def n_examples(self):
