@@ -20,6 +20,7 @@ from conftest import ROOT, old_jax
 from int8store import (ArgumentError, MinibatchIndexError, SharedDataset, StreamingSplit,
                        function_mode, keep_on_device, minibatch_calls, place, quantize,
                        steps_function, tensor_library)
+from int8store.training.steps import carried_transposed
 from int8store.streaming.sources import ArrayShards
 
 has_jax = importlib.util.find_spec("jax") is not None
@@ -53,6 +54,12 @@ def logistic_step(split, batch, rate=0.13, classic=True):
     return model.params, index, cost, updates, givens
 
 
+def jax_on_cpu():
+    import jax
+
+    return jax.default_backend() == "cpu"
+
+
 def values(params):
     return [np.array(p.get_value()) for p in params]
 
@@ -83,8 +90,14 @@ def test_k_updates_a_call_are_k_calls_of_one(mode, seed):
     grouped = list(np.asarray(steps(first))) + list(np.asarray(steps(first + 8, 4)))
     assert len(grouped) == 12
     np.testing.assert_array_equal(np.float32(grouped), np.float32(singles))
-    for a, b in zip(values(params), by_one):  # exact: the same step, in the same order
-        np.testing.assert_array_equal(a, b)
+    # JAX mode on a CPU carries W (64 x 10) through its loop transposed, b (a vector) as it is
+    transposed = [mode == "jax" and carried_transposed(p) for p in params]
+    assert transposed == [mode == "jax" and jax_on_cpu(), False]
+    for a, b in zip(values(params), by_one):
+        if not any(transposed):  # exact: the same step, in the same order
+            np.testing.assert_array_equal(a, b)
+        else:  # the same sums of products, added in another order: a few units in the last place
+            np.testing.assert_allclose(a, b, rtol=0, atol=16 * np.finfo(b.dtype).eps * abs(b).max())
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -159,7 +172,9 @@ def test_calls_never_cross_a_shard_and_end_where_asked():
 
 # -- the tutorials: the same lines with K = 1 and K = 10 ----------------------------
 
-def tutorial_lines(model, mode, streamed, steps_per_call):
+def tutorial_lines(model, mode, streamed, steps_per_call, everything=False):
+    """The error lines a tutorial prints (``everything``: all its lines)
+    and its final parameters."""
     out = io.StringIO()
     options = dict(dataset="digits", batch_size=20, mode=mode, steps_per_call=steps_per_call,
                    max_device_bytes=20 * 68 * 10 if streamed else None,
@@ -170,7 +185,7 @@ def tutorial_lines(model, mode, streamed, steps_per_call):
         else:
             result = convolutional_mlp.evaluate_lenet5(n_epochs=3, nkerns=[4, 8], **options)
     lines = [line for line in out.getvalue().splitlines()
-             if ("error" in line or "validation" in line or "training @" in line)
+             if everything or ("error" in line or "validation" in line or "training @" in line)
              and "epochs/sec" not in line]
     return lines, result["params"]
 
@@ -216,11 +231,29 @@ def test_over_four_devices_ten_updates_a_call_print_the_same_lines(tmp_path):
 def test_one_update_a_call_by_default_where_more_do_not_pay():
     from int8store import ACCELERATOR_STEPS, default_steps
 
-    assert default_steps("c") == 1
+    assert default_steps("c") == 1 and default_steps("c", convolutional=True) == 1
     if has_jax:
-        import jax
-
-        expected = 1 if jax.default_backend() == "cpu" else ACCELERATOR_STEPS
-        assert default_steps("jax") == expected
+        on_cpu = jax_on_cpu()
+        assert default_steps("jax") == ACCELERATOR_STEPS  # logistic regression, the MLP
+        # LeNet5's convolutions, and loops over several devices, only off the CPU
+        assert default_steps("jax", convolutional=True) == (1 if on_cpu else ACCELERATOR_STEPS)
+        assert default_steps("jax", devices=4) == (1 if on_cpu else ACCELERATOR_STEPS)
     with pytest.raises(ArgumentError, match="mode='gpu' is not one of c, jax"):
         default_steps("gpu")
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+@pytest.mark.parametrize("model", ["logistic", "lenet5"])
+def test_the_tutorials_choose_their_updates_a_call(model):
+    """With no --steps-per-call, the tutorials ask default_steps for their
+    model: in JAX mode on the CPU, 100 a call for logistic regression (the
+    same lines as one a call), one for LeNet5."""
+    from int8store import default_steps
+
+    lines, _ = tutorial_lines(model, "jax", False, None, everything=True)
+    expected = default_steps("jax", convolutional=model == "lenet5")
+    said = [line for line in lines if "minibatch updates a call" in line]
+    assert said == ([f"... up to {expected} minibatch updates a call"] if expected > 1 else [])
+    if expected > 1:
+        one, _ = tutorial_lines(model, "jax", False, 1)
+        assert [line for line in lines if line in one] == one

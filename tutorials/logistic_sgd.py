@@ -213,9 +213,10 @@ def add_steps_option(parser):
     compiled step (int8store.steps_function)."""
     parser.add_argument('--steps-per-call', type=int, metavar='K',
                         help='make up to K minibatch updates in one call of the compiled step '
-                             '(the same results; it pays in JAX mode on a GPU, where a call '
-                             'costs more than a small model\'s step; default: %i there, 1 on '
-                             'the C backend and JAX on the CPU)' % int8store.ACCELERATOR_STEPS)
+                             '(the same results; it pays in JAX mode, where a call costs more '
+                             'than a small model\'s step; default: %i there, but 1 for LeNet5 '
+                             'or over several devices on a CPU, and on the C backend)'
+                             % int8store.ACCELERATOR_STEPS)
 
 
 def add_run_options(parser):
@@ -321,15 +322,19 @@ def augmented_training_set(train_set_x, augment, seed, dataset):
     return train_set_x.dataset.augment(augmentation, seed)
 
 
-def training_steps(index, cost, updates, givens, steps_per_call, mode):
+def training_steps(index, cost, updates, givens, steps_per_call, mode, train_set_x,
+                   convolutional=False):
     """
     int8store: the compiled function that makes up to steps_per_call
     updates a call (int8store.steps_function: the same cost, updates and
     givens as train_model), or None for one update a call. steps_per_call
-    None: int8store's default for the mode (int8store.default_steps).
+    None: int8store's default for the mode, the model (convolutional or
+    not) and the devices train_set_x lies on (int8store.default_steps).
     """
     if steps_per_call is None:
-        steps_per_call = int8store.default_steps(mode)
+        blocks = getattr(getattr(train_set_x, 'dataset', None), 'blocks', None)
+        steps_per_call = int8store.default_steps(mode, convolutional,
+                                                 blocks.devices if blocks else 1)
     if steps_per_call < 1:
         raise int8store.ArgumentError('--steps-per-call %i: expected 1 or more' % steps_per_call)
     if steps_per_call == 1:
@@ -456,8 +461,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                     replicated, the gradients reduced by XLA
     :param steps_per_call: minibatch updates made in one call of the
                            compiled step (int8store.steps_function; the same
-                           results); None: int8store.default_steps(mode), 100
-                           in JAX mode on a GPU, else 1
+                           results); None: int8store.default_steps, 100
+                           in JAX mode (on a CPU: one device), else 1
     :param checkpoint, resume: write the run's checkpoint there (at each
                                validation, when stopped, at the end); go on
                                from one (run_checkpoint, above)
@@ -540,7 +545,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
         mode=compile_mode
     )
     # -- int8store: several of those steps a call (training_steps, above)
-    train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode)
+    train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode,
+                                 train_set_x)
 
     # -- int8store's JAX mode: keep the parameters' updates on the device,
     # rather than copying them to host memory after every step.

@@ -153,7 +153,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                                   givens=givens(train_set_x, train_set_y), mode=compile_mode)
     # -- int8store: several of those steps a call (logistic_sgd.training_steps)
     train_steps = training_steps(index, cost, updates, givens(train_set_x, train_set_y),
-                                 steps_per_call, mode)
+                                 steps_per_call, mode, train_set_x)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':

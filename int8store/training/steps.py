@@ -23,6 +23,8 @@ have given: the same error lines, whatever the number of steps a call.
 
 from contextlib import closing
 
+import numpy as np
+
 from ..backend import activate, function_mode
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
@@ -30,26 +32,62 @@ from ..errors import ArgumentError
 __all__ = ["steps_function", "TrainingSteps", "minibatch_calls", "default_steps",
            "ACCELERATOR_STEPS"]
 
-#: Updates a call by default in JAX mode on a GPU (or another accelerator):
+#: Updates a call by default in JAX mode where many pay (:func:`default_steps`):
 #: on an H200, K = 100 took 0.16 to 0.19 of K = 1's time a step for the
 #: logistic regression (batch 10 to 600) and 0.41 to 0.63 for LeNet5 (batch
 #: 100, 500), and K = 10 less (``bench/steps_per_call.py``, docs/benchmarks.md).
 ACCELERATOR_STEPS = 100
 
 
-def default_steps(mode):
-    """The updates a call int8store's tutorials make by default in ``mode``:
-    :data:`ACCELERATOR_STEPS` in JAX mode on a GPU (or another
-    accelerator); 1 on the C backend, whose calls cost little (K = 10 took
-    1.03 to 1.35 the time of K = 1 a step for the logistic regression here),
-    and in JAX mode on the CPU, where XLA runs a convolution inside a loop
-    many times slower than alone (LeNet5 at batch 100: 16 times K = 1's time
-    a step with K = 10; the logistic regression gains there)."""
+def default_steps(mode, convolutional=False, devices=1):
+    """The updates a call int8store's tutorials make by default in ``mode``
+    for a model (``convolutional``: with convolutions) whose training split
+    lies on ``devices`` devices: 1 on the C backend, whose calls cost little
+    (K = 10 took 0.94 to 1.03 the time of K = 1 a step for the logistic
+    regression here); :data:`ACCELERATOR_STEPS` in JAX mode on a GPU (or
+    another accelerator), and on the CPU for a model without convolutions
+    on one device (the logistic regression at batch 10 to 600 and the MLP at
+    20: K = 100 took 0.19 to 0.78 of K = 1's time a step); else 1 on the
+    CPU, where XLA runs a convolution inside a loop many times slower than
+    alone (LeNet5 at batch 100: 20 times K = 1's time a step with K = 10),
+    and loops over several CPU devices are not measured (older XLA:CPU
+    runtimes stopped them on busy cores).
+
+    >>> default_steps("c")
+    1
+    """
     if check_mode(mode) == "c":
         return 1
     import jax
 
-    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_STEPS
+    if jax.default_backend() != "cpu":
+        return ACCELERATOR_STEPS
+    return 1 if convolutional or devices > 1 else ACCELERATOR_STEPS
+
+
+#: The longest rows (bytes) of a parameter matrix that int8store's JAX-mode
+#: loop carries transposed on a CPU (:func:`carried_transposed`).
+SHORT_ROWS = 128
+
+
+def carried_transposed(variable):
+    """Whether the loop of :func:`steps_function` in JAX mode carries the
+    parameter ``variable`` transposed: on XLA:CPU, a matrix of more rows
+    than columns whose rows are at most :data:`SHORT_ROWS` bytes (the
+    logistic regression's 784 x 10 weights). XLA:CPU's products write a
+    result a row at a time, and the gradient of such a matrix, ``x.T @
+    delta``, has rows shorter than a vector register or two: carried as
+    10 x 784, the gradient is ``delta.T @ x`` with rows of 784, and the
+    logistic step at batch 10 takes 0.46 of its time (6 against 13 us,
+    ``bench/steps_per_call.py``); from rows of 64 float32 on, no gain. The
+    parameter is transposed once on the way into a call and once out: its
+    values are the user's, in the user's shape."""
+    import jax
+
+    value = variable.get_value(borrow=True, return_internal_type=True)
+    shape, itemsize = getattr(value, "shape", ()), np.dtype(variable.dtype).itemsize
+    return (jax.default_backend() == "cpu" and len(shape) == 2 and shape[0] > shape[1]
+            and shape[1] * itemsize <= SHORT_ROWS)
 
 
 class TrainingSteps:
@@ -134,10 +172,14 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     # givens applied, the shared variables it reads as they are.
     given = api.clone_replace([cost] + [value for _, value in updates], replace=dict(givens or {}))
     index_in_step = index.type()
-    values = [variable.type() for variable in params]
-    outputs = api.clone_replace(given, replace={index: index_in_step, **dict(zip(params, values))})
+    flipped = [mode == "jax" and carried_transposed(variable) for variable in params]
+    carried = [(variable.T if flip else variable).type() for variable, flip in zip(params, flipped)]
+    in_step = [value.T if flip else value for value, flip in zip(carried, flipped)]
+    cost_in_step, *updated = api.clone_replace(
+        given, replace={index: index_in_step, **dict(zip(params, in_step))})
+    outputs = [cost_in_step] + [value.T if flip else value for value, flip in zip(updated, flipped)]
     read = [v for v in api.graph_inputs(outputs) if isinstance(v, SharedVariable)]
-    step = api.module("graph.fg").FunctionGraph([index_in_step, *values, *read], outputs,
+    step = api.module("graph.fg").FunctionGraph([index_in_step, *carried, *read], outputs,
                                                  clone=False)
     if mode == "jax":  # rewritten as int8store's JAX mode rewrites the graph around it
         # (its inputs never overwritten, as those of a compiled function)
@@ -145,8 +187,10 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
         function_mode("jax").optimizer.rewrite(step)
     op = MultiStep(step, steps, len(params), mode=function_mode("c"))
     first, count = index.type(), index.type()
-    results = op(first, count, *params, *read)
-    compiled = api.function([first, count], results[0], updates=list(zip(params, results[1:])),
+    results = op(first, count, *[variable.T if flip else variable
+                                 for variable, flip in zip(params, flipped)], *read)
+    updated = [value.T if flip else value for value, flip in zip(results[1:], flipped)]
+    compiled = api.function([first, count], results[0], updates=list(zip(params, updated)),
                             mode=function_mode(mode))
     return TrainingSteps(compiled, int(steps))
 
