@@ -32,6 +32,8 @@ __all__ = ["MODELS", "build", "build_step"]
 
 #: name -> (batch size, learning rate) of the classic tutorials
 MODELS = {"logistic regression": (600, 0.13), "LeNet5": (500, 0.1)}
+#: the MLP tutorial's weight of the weights' squared sum in its cost
+MLP_L2 = 0.0001
 
 
 def build(name, splits, batch_size, learning_rate, mode="c", n_out=None):
@@ -58,12 +60,24 @@ def build_step(name, train, batch_size, learning_rate, n_out=10, augment=False):
     if name == "logistic regression":
         top = LogisticRegression(input=x, n_in=train.n_features, n_out=n_out)
         params = top.params
+    elif name == "MLP":
+        params, top = _mlp(x, train.n_features, n_out)
     else:
         params, top = _lenet5(x, train.image_shape, batch_size, n_out)
     cost = top.negative_log_likelihood(y)
+    if name == "MLP":  # the MLP tutorial's L2 term (its L1 weight is 0)
+        cost = cost + MLP_L2 * sum((W ** 2).sum() for W in params[::2])
     updates = [(p, p - learning_rate * g) for p, g in zip(params, T.grad(cost, params))]
     batch_x, batch_y = train.minibatch(index, batch_size, augment=augment)
     return params, index, cost, updates, {x: batch_x, y: batch_y}
+
+
+def _mlp(x, n_in, n_out, n_hidden=500):
+    """The MLP tutorial's layers: a tanh hidden layer of 500, a softmax."""
+    hidden = HiddenLayer(numpy.random.RandomState(1234), input=x, n_in=n_in, n_out=n_hidden,
+                         activation=T.tanh)
+    top = LogisticRegression(input=hidden.output, n_in=n_hidden, n_out=n_out)
+    return hidden.params + top.params, top
 
 
 def _lenet5(x, image_shape, batch_size, n_out, nkerns=(20, 50)):

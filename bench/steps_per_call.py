@@ -7,7 +7,8 @@ plain JAX, called once per step (``jax.jit``) and K = 100 steps per call
 Every way trains on int8 images resident on JAX's default device (a GPU when
 JAX sees one): 60,000 generated 28x28 images, each minibatch sliced from the
 int8 array and widened to float32 inside the step, parameters kept on the
-device. Logistic regression at batch 10, 100 and 600; LeNet5 at 100 and 500.
+device. Logistic regression at batch 10, 100 and 600; the MLP (784-500-10, tanh)
+at 20, its tutorial's; LeNet5 at 100 and 500.
 A second table gives the C backend's K = 1 and K = 10 (``--c-rows``), where
 a call costs little and many steps per call do not pay.
 
@@ -41,24 +42,24 @@ sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
 
 import numpy as np  # noqa: E402
 
-from models import build_step  # noqa: E402  (sets floatX to float32)
+from models import MLP_L2, build_step  # noqa: E402  (sets floatX to float32)
 from synthetic import digit_like_images  # noqa: E402
 
 from int8store import SharedDataset, keep_on_device, place, steps_function  # noqa: E402
 
 EXAMPLES = 60000
 CASES = {"logistic-10": ("logistic regression", 10), "logistic-100": ("logistic regression", 100),
-         "logistic-600": ("logistic regression", 600), "lenet5-100": ("LeNet5", 100),
-         "lenet5-500": ("LeNet5", 500)}
-RATES = {"logistic regression": 0.13, "LeNet5": 0.1}
+         "logistic-600": ("logistic regression", 600), "mlp-20": ("MLP", 20),
+         "lenet5-100": ("LeNet5", 100), "lenet5-500": ("LeNet5", 500)}
+RATES = {"logistic regression": 0.13, "MLP": 0.01, "LeNet5": 0.1}
 
 
 # -- the same steps in plain JAX -----------------------------------------------------
 
 def _plain(model, codes, labels, batch, rate, steps):
     """``(params, step, scan)``: the model's parameters (as int8store's are
-    initialised for logistic regression: zeros; LeNet5: uniform, as the
-    tutorial), one SGD step on minibatch ``i`` (jitted), and ``steps``
+    initialised for logistic regression: zeros; the MLP's hidden layer and
+    LeNet5: uniform, as the tutorials), one SGD step on minibatch ``i`` (jitted), and ``steps``
     steps from minibatch ``first`` in one call (``lax.scan``, jitted)."""
     import jax
     import jax.numpy as jnp
@@ -70,6 +71,15 @@ def _plain(model, codes, labels, batch, rate, steps):
         def forward(params, x):
             W, b = params
             return x @ W + b
+    elif model == "MLP":
+        bound = np.sqrt(6.0 / (784 + 500))
+        params = [jnp.asarray(np.random.RandomState(1234).uniform(-bound, bound, (784, 500)),
+                              jnp.float32), jnp.zeros(500, jnp.float32),
+                  jnp.zeros((500, 10), jnp.float32), jnp.zeros(10, jnp.float32)]
+
+        def forward(params, x):
+            W0, b0, W1, b1 = params
+            return jnp.tanh(x @ W0 + b0) @ W1 + b1
     else:
         def uniform(shape, fan_in, fan_out):
             bound = np.sqrt(6.0 / (fan_in + fan_out))
@@ -93,7 +103,10 @@ def _plain(model, codes, labels, batch, rate, steps):
             return h @ W3 + b3
 
     def loss(params, x, y):
-        return -jnp.mean(jax.nn.log_softmax(forward(params, x))[jnp.arange(y.shape[0]), y])
+        nll = -jnp.mean(jax.nn.log_softmax(forward(params, x))[jnp.arange(y.shape[0]), y])
+        if model == "MLP":  # the tutorial's L2 term
+            nll = nll + MLP_L2 * sum((W ** 2).sum() for W in params[::2])
+        return nll
 
     def one(params, codes, labels, i):
         rows = jax.lax.dynamic_slice_in_dim(codes, i * batch, batch)
