@@ -89,15 +89,31 @@ def test_k_updates_a_call_are_k_calls_of_one(mode, seed):
         keep_on_device(params, [one, steps.function])
     grouped = list(np.asarray(steps(first))) + list(np.asarray(steps(first + 8, 4)))
     assert len(grouped) == 12
-    np.testing.assert_array_equal(np.float32(grouped), np.float32(singles))
     # JAX mode on a CPU carries W (64 x 10) through its loop transposed, b (a vector) as it is
     transposed = [mode == "jax" and carried_transposed(p) for p in params]
     assert transposed == [mode == "jax" and jax_on_cpu(), False]
-    for a, b in zip(values(params), by_one):
+    pairs = [(np.asarray(grouped, cost.dtype), np.asarray(singles, cost.dtype))]
+    for a, b in pairs + list(zip(values(params), by_one)):
         if not any(transposed):  # exact: the same step, in the same order
             np.testing.assert_array_equal(a, b)
         else:  # the same sums of products, added in another order: a few units in the last place
             np.testing.assert_allclose(a, b, rtol=0, atol=16 * np.finfo(b.dtype).eps * abs(b).max())
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_on_a_cpu_only_matrices_of_short_rows_are_carried_transposed():
+    """Rows of at most 128 bytes, more rows than columns: the logistic
+    weights (784 x 10) and the MLP's output layer (500 x 10), float32 or
+    float64; not the MLP's hidden layer (784 x 500), a wide matrix, a
+    vector, nor rows of 20 float64 (160 bytes)."""
+    cases = {(784, 10, "float32"): True, (500, 10, "float32"): True, (784, 10, "float64"): True,
+             (784, 500, "float32"): False, (10, 784, "float32"): False,
+             (784, 20, "float64"): False, (784, 32, "float32"): True, (784, 33, "float32"): False}
+    on_cpu = jax_on_cpu()
+    for (rows, columns, dtype), expected in cases.items():
+        variable = theano.shared(np.zeros((rows, columns), dtype))
+        assert carried_transposed(variable) == (on_cpu and expected), (rows, columns, dtype)
+    assert not carried_transposed(theano.shared(np.zeros(784, "float32")))
 
 
 @pytest.mark.parametrize("mode", MODES)
