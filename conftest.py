@@ -8,7 +8,8 @@ from int8store.backend import chosen_backend
 # are not collected for doctests (the JAX tests skip, saying why).
 _JAX_MODULES = ["int8store/backend/jax/conversions.py",
                 "int8store/backend/jax/aesara_conversions.py", "int8store/backend/jax/pooling.py",
-                "int8store/backend/jax/pytensor_conversions.py", "int8store/backend/jax/shuffle.py"]
+                "int8store/backend/jax/pytensor_conversions.py", "int8store/backend/jax/shuffle.py",
+                "int8store/backend/jax/channels_last.py"]
 collect_ignore = [] if importlib.util.find_spec("jax") else list(_JAX_MODULES)
 # Each backend's own modules import it: collected for doctests on that backend only.
 collect_ignore += (["int8store/backend/ops/conv.py", "int8store/backend/ops/pooling.py",

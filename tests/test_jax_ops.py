@@ -118,3 +118,35 @@ def test_partially_specified_shapes():
     c, jax = both_modes([x], y, "SpecifyShape")
     values = rng.normal(size=(4, 3)).astype(np.float32)
     assert_same([c(values)], [jax(values)])
+
+
+@pytest.mark.parametrize("padding", [((0, 0), (0, 0)), ((1, 1), (1, 1)), ((2, 2), (1, 1)),
+                                     ((0, 2), (1, 0))])
+def test_channels_last_forms_give_the_library_forms_bits(padding):
+    """XLA:CPU's fast form of conv2d and both gradients (what int8store's
+    conversions use on the CPU, inside loops too) against lax's NCHW
+    correlation and its pullbacks: the same bits."""
+    import jax
+
+    from int8store.backend.jax.channels_last import (correlate, correlate_grad_inputs,
+                                                     correlate_grad_weights, gradients_apply)
+
+    img = rng.normal(size=(3, 4, 9, 8)).astype(np.float32)
+    kern = rng.normal(size=(5, 4, 3, 3)).astype(np.float32)
+
+    def nchw(img, kern):
+        return jax.lax.conv_general_dilated(img, kern, (1, 1), padding,
+                                            dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    out, pullback = jax.vjp(nchw, img, kern)
+    cotangent = rng.normal(size=out.shape).astype(np.float32)
+    d_img, d_kern = pullback(cotangent)
+    assert gradients_apply((1, 1), padding, (3, 3))
+    np.testing.assert_array_equal(correlate(img, kern, (1, 1), padding), out)
+    np.testing.assert_array_equal(correlate_grad_weights(img, cotangent, padding), d_kern)
+    np.testing.assert_array_equal(correlate_grad_inputs(kern, cotangent, padding), d_img)
+    # strides, dilations, groups and paddings of a kernel's size or more keep the pullbacks
+    assert not gradients_apply((2, 1), padding, (3, 3))
+    assert not gradients_apply((1, 1), padding, (3, 3), dilation=(2, 2))
+    assert not gradients_apply((1, 1), padding, (3, 3), groups=2)
+    assert not gradients_apply((1, 1), ((3, 3), (0, 0)), (3, 3))

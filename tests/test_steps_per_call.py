@@ -30,12 +30,12 @@ theano = tensor_library()
 T = theano.tensor
 
 
-def digits_split(n=300, seed=None):
+def digits_split(n=300, seed=None, dtype="float32"):
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     data = SharedDataset.from_arrays((digits.images[:n] * 16).astype(np.uint8), digits.target[:n],
-                                     name="train", dtype="float32")
+                                     name="train", dtype=dtype)
     return data.shuffle(seed) if seed is not None else data
 
 
@@ -169,6 +169,43 @@ def test_many_updates_a_call_hold_no_minibatch_more_on_the_device():
     assert hundred.output_size_in_bytes - single.output_size_in_bytes == 99 * cost_bytes
 
 
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_convolutions_inside_the_loop_take_xla_cpus_fast_form():
+    """Inside a loop's body XLA:CPU does not put a convolution into the one
+    form its fast kernels take (images and outputs batch-major and
+    channels-last, filters HWIO: ``b01f_01io->b01f``), and ran LeNet5's
+    many-steps loop 13-17 times slower than its steps alone; int8store's
+    conversions write conv2d and both gradients in that form on the CPU.
+    Every convolution of a two-layer convolutional step's compiled loop is
+    in it."""
+    import re
+
+    if not jax_on_cpu():
+        pytest.skip("the channels-last forms are for XLA:CPU")
+    split = digits_split(n=200, dtype=theano.config.floatX)  # as the layers' parameters
+    place([split], "jax")
+    index, x, y = T.lscalar(), T.matrix("x"), T.ivector("y")
+    rng = np.random.RandomState(1)
+    layer0 = convolutional_mlp.LeNetConvPoolLayer(rng, x.reshape((10, 1, 8, 8)), (4, 1, 3, 3),
+                                                  (10, 1, 8, 8))
+    layer1 = convolutional_mlp.LeNetConvPoolLayer(rng, layer0.output, (6, 4, 2, 2), (10, 4, 3, 3))
+    top = logistic_sgd.LogisticRegression(input=layer1.output.flatten(2), n_in=6, n_out=10)
+    params = top.params + layer1.params + layer0.params
+    cost = top.negative_log_likelihood(y)
+    updates = [(p, p - 0.1 * g) for p, g in zip(params, T.grad(cost, params))]
+    givens = dict(zip((x, y), split.minibatch(index, 10)))
+    steps = steps_function([index], cost, updates, givens, steps=4, mode="jax")
+    keep_on_device(params, [steps.function])
+    steps(0)
+    function = steps.function
+    arguments = [np.int64(0), np.int64(4)] + [c.storage[0] for c in function.input_storage[2:]]
+    compiled = function.maker.linker.jitted.lower(*arguments).compile().as_text()
+    assert "while" in compiled
+    forms = re.findall(r"convolution\(.*?dim_labels=(\S+?),", compiled)
+    assert len(forms) == 5, forms  # two forward, two weights' gradients, one images'
+    assert set(forms) == {"b01f_01io->b01f"}
+
+
 # -- an epoch's minibatches in calls ----------------------------------------------
 
 def test_calls_never_cross_a_shard_and_end_where_asked():
@@ -247,13 +284,11 @@ def test_over_four_devices_ten_updates_a_call_print_the_same_lines(tmp_path):
 def test_one_update_a_call_by_default_where_more_do_not_pay():
     from int8store import ACCELERATOR_STEPS, default_steps
 
-    assert default_steps("c") == 1 and default_steps("c", convolutional=True) == 1
+    assert default_steps("c") == 1 and default_steps("c", devices=4) == 1
     if has_jax:
-        on_cpu = jax_on_cpu()
-        assert default_steps("jax") == ACCELERATOR_STEPS  # logistic regression, the MLP
-        # LeNet5's convolutions, and loops over several devices, only off the CPU
-        assert default_steps("jax", convolutional=True) == (1 if on_cpu else ACCELERATOR_STEPS)
-        assert default_steps("jax", devices=4) == (1 if on_cpu else ACCELERATOR_STEPS)
+        assert default_steps("jax") == ACCELERATOR_STEPS
+        # loops over several devices only off the CPU
+        assert default_steps("jax", devices=4) == (1 if jax_on_cpu() else ACCELERATOR_STEPS)
     with pytest.raises(ArgumentError, match="mode='gpu' is not one of c, jax"):
         default_steps("gpu")
 
@@ -261,15 +296,12 @@ def test_one_update_a_call_by_default_where_more_do_not_pay():
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 @pytest.mark.parametrize("model", ["logistic", "lenet5"])
 def test_the_tutorials_choose_their_updates_a_call(model):
-    """With no --steps-per-call, the tutorials ask default_steps for their
-    model: in JAX mode on the CPU, 100 a call for logistic regression (the
-    same lines as one a call), one for LeNet5."""
+    """With no --steps-per-call, the tutorials make default_steps's updates
+    a call in JAX mode, 100, and print the same lines as with one a call."""
     from int8store import default_steps
 
     lines, _ = tutorial_lines(model, "jax", False, None, everything=True)
-    expected = default_steps("jax", convolutional=model == "lenet5")
     said = [line for line in lines if "minibatch updates a call" in line]
-    assert said == ([f"... up to {expected} minibatch updates a call"] if expected > 1 else [])
-    if expected > 1:
-        one, _ = tutorial_lines(model, "jax", False, 1)
-        assert [line for line in lines if line in one] == one
+    assert said == [f"... up to {default_steps('jax')} minibatch updates a call"]
+    one, _ = tutorial_lines(model, "jax", False, 1)
+    assert [line for line in lines if line in one] == one

@@ -283,7 +283,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     )
     # -- int8store: several of those steps a call (logistic_sgd.training_steps)
     train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode,
-                                 train_set_x, convolutional=True)
+                                 train_set_x)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':

@@ -214,8 +214,8 @@ def add_steps_option(parser):
     parser.add_argument('--steps-per-call', type=int, metavar='K',
                         help='make up to K minibatch updates in one call of the compiled step '
                              '(the same results; it pays in JAX mode, where a call costs more '
-                             'than a small model\'s step; default: %i there, but 1 for LeNet5 '
-                             'or over several devices on a CPU, and on the C backend)'
+                             'than a small model\'s step; default: %i there, but 1 over '
+                             'several CPU devices, and on the C backend)'
                              % int8store.ACCELERATOR_STEPS)
 
 
@@ -322,19 +322,17 @@ def augmented_training_set(train_set_x, augment, seed, dataset):
     return train_set_x.dataset.augment(augmentation, seed)
 
 
-def training_steps(index, cost, updates, givens, steps_per_call, mode, train_set_x,
-                   convolutional=False):
+def training_steps(index, cost, updates, givens, steps_per_call, mode, train_set_x):
     """
     int8store: the compiled function that makes up to steps_per_call
     updates a call (int8store.steps_function: the same cost, updates and
     givens as train_model), or None for one update a call. steps_per_call
-    None: int8store's default for the mode, the model (convolutional or
-    not) and the devices train_set_x lies on (int8store.default_steps).
+    None: int8store's default for the mode and the devices train_set_x
+    lies on (int8store.default_steps).
     """
     if steps_per_call is None:
         blocks = getattr(getattr(train_set_x, 'dataset', None), 'blocks', None)
-        steps_per_call = int8store.default_steps(mode, convolutional,
-                                                 blocks.devices if blocks else 1)
+        steps_per_call = int8store.default_steps(mode, blocks.devices if blocks else 1)
     if steps_per_call < 1:
         raise int8store.ArgumentError('--steps-per-call %i: expected 1 or more' % steps_per_call)
     if steps_per_call == 1:

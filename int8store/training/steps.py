@@ -39,19 +39,16 @@ __all__ = ["steps_function", "TrainingSteps", "minibatch_calls", "default_steps"
 ACCELERATOR_STEPS = 100
 
 
-def default_steps(mode, convolutional=False, devices=1):
+def default_steps(mode, devices=1):
     """The updates a call int8store's tutorials make by default in ``mode``
-    for a model (``convolutional``: with convolutions) whose training split
-    lies on ``devices`` devices: 1 on the C backend, whose calls cost little
-    (K = 10 took 0.94 to 1.03 the time of K = 1 a step for the logistic
-    regression here); :data:`ACCELERATOR_STEPS` in JAX mode on a GPU (or
-    another accelerator), and on the CPU for a model without convolutions
-    on one device (the logistic regression at batch 10 to 600 and the MLP at
-    20: K = 100 took 0.19 to 0.78 of K = 1's time a step); else 1 on the
-    CPU, where XLA runs a convolution inside a loop many times slower than
-    alone (LeNet5 at batch 100: 20 times K = 1's time a step with K = 10),
-    and loops over several CPU devices are not measured (older XLA:CPU
-    runtimes stopped them on busy cores).
+    when the training split lies on ``devices`` devices: 1 on the C backend,
+    whose calls cost little (K = 10 took 0.94 to 1.03 the time of K = 1 a
+    step for the logistic regression here); :data:`ACCELERATOR_STEPS` in JAX
+    mode (on an H200, K = 100 took 0.16 to 0.63 of K = 1's time a step for
+    the logistic regression and LeNet5; on this CPU 0.19 to 0.93 for the
+    logistic regression, the MLP and LeNet5), but 1 over several CPU devices,
+    where loops are not measured (older XLA:CPU runtimes stopped them on busy
+    cores).
 
     >>> default_steps("c")
     1
@@ -60,9 +57,9 @@ def default_steps(mode, convolutional=False, devices=1):
         return 1
     import jax
 
-    if jax.default_backend() != "cpu":
-        return ACCELERATOR_STEPS
-    return 1 if convolutional or devices > 1 else ACCELERATOR_STEPS
+    if devices > 1 and jax.default_backend() == "cpu":
+        return 1
+    return ACCELERATOR_STEPS
 
 
 #: The longest rows (bytes) of a parameter matrix that int8store's JAX-mode

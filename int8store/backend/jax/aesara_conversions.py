@@ -13,6 +13,8 @@ from aesara.tensor.shape import SpecifyShape
 
 from ..ops.nnet import aesara_nnet_quietly
 from ..setup.fixes import in_versions
+from .channels_last import (correlate, correlate_grad_inputs, correlate_grad_weights,
+                            gradients_apply, on_cpu)
 from .pooling import tiled_max_pool_grad
 
 with aesara_nnet_quietly():
@@ -114,27 +116,42 @@ def _conv2d_function(op):
     strides = tuple(int(s) for s in op.subsample)
     dilation = tuple(int(d) for d in op.filter_dilation)
     groups = int(op.num_groups)
-
-    def padding(kernel_shape):
-        extents = [(k - 1) * d for k, d in zip(kernel_shape, dilation)]
-        mode = op.border_mode
-        if mode == "valid":
-            return [(0, 0), (0, 0)]
-        if mode == "full":
-            return [(e, e) for e in extents]
-        if mode == "half":  # Aesara pads the dilated kernel's size // 2 on both sides
-            return [((e + 1) // 2, (e + 1) // 2) for e in extents]
-        return [(m, m) if isinstance(m, int) else tuple(m) for m in mode]
+    channels_last = on_cpu()
 
     def conv(img, kern):
         if op.filter_flip:
             kern = kern[:, :, ::-1, ::-1]  # a true convolution; lax correlates
+        if channels_last:  # XLA:CPU's fast form, inside loops too (.channels_last)
+            return correlate(img, kern, strides, _padding(op, kern.shape[2:]), dilation, groups)
         return jax.lax.conv_general_dilated(
-            img, kern, window_strides=strides, padding=padding(kern.shape[2:]),
+            img, kern, window_strides=strides, padding=_padding(op, kern.shape[2:]),
             rhs_dilation=dilation, dimension_numbers=("NCHW", "OIHW", "NCHW"),
             feature_group_count=groups)
 
     return conv
+
+
+def _padding(op, kernel_spatial):
+    """The op's padding, (low, high) per spatial axis."""
+    extents = [(k - 1) * int(d) for k, d in zip(kernel_spatial, op.filter_dilation)]
+    mode = op.border_mode
+    if mode == "valid":
+        return [(0, 0), (0, 0)]
+    if mode == "full":
+        return [(e, e) for e in extents]
+    if mode == "half":  # Aesara pads the dilated kernel's size // 2 on both sides
+        return [((e + 1) // 2, (e + 1) // 2) for e in extents]
+    return [(m, m) if isinstance(m, int) else tuple(m) for m in mode]
+
+
+def _channels_last_gradients(op, kernel_spatial):
+    """The op's padding if its gradient is written channels-last
+    (:mod:`.channels_last`), else None."""
+    padding = _padding(op, kernel_spatial)
+    if on_cpu() and gradients_apply(op.subsample, padding, kernel_spatial, op.filter_dilation,
+                                    op.num_groups):
+        return padding
+    return None
 
 
 def _static_shape(node, what, hint):
@@ -165,8 +182,12 @@ def jax_funcify_AbstractConv2d(op, **kwargs):
 def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
     conv = _conv2d_function(op)
     kernel_shape = _static_shape(node, "the filters", op.kshp)
+    padding = _channels_last_gradients(op, kernel_shape[2:])
 
     def conv_grad_weights(img, topgrad, *shape):
+        if padding is not None:
+            grad = correlate_grad_weights(img, topgrad, padding)
+            return grad[:, :, ::-1, ::-1] if op.filter_flip else grad
         return _pullback(lambda kern: conv(img, kern), kernel_shape, img.dtype, topgrad)
 
     return conv_grad_weights
@@ -178,6 +199,10 @@ def jax_funcify_AbstractConv2d_gradInputs(op, node=None, **kwargs):
     image_shape = _static_shape(node, "the images", op.imshp)
 
     def conv_grad_inputs(kern, topgrad, *shape):
+        padding = _channels_last_gradients(op, kern.shape[2:])
+        if padding is not None:
+            return correlate_grad_inputs(kern[:, :, ::-1, ::-1] if op.filter_flip else kern,
+                                         topgrad, padding)
         return _pullback(lambda img: conv(img, kern), image_shape, kern.dtype, topgrad)
 
     return conv_grad_inputs

@@ -15,6 +15,8 @@ import numpy as np
 from ..ops.conv import Conv2d, Conv2dGradInputs, Conv2dGradWeights
 from ..ops.im2col import padding as conv_padding
 from ..ops.pooling import MaxPool2d, MaxPool2dGrad, lowest, pool_out_len
+from .channels_last import (correlate, correlate_grad_inputs, correlate_grad_weights,
+                            gradients_apply, on_cpu)
 from .pooling import tiled_max_pool_grad
 
 __all__ = ["register"]
@@ -39,18 +41,31 @@ def _dtype(node, default):
 # -- conv2d and its gradients ----------------------------------------------------------------
 
 def _conv_function(op, dtype):
-    """``conv(img, kern)``, the op's convolution through ``jax.lax.conv_general_dilated``."""
+    """``conv(img, kern)``, the op's convolution through ``jax.lax.conv_general_dilated``
+    (channels-last on the CPU: :mod:`.channels_last`)."""
     strides = tuple(op.subsample)
+    channels_last = on_cpu()
 
     def conv(img, kern):
         img, kern = jnp.asarray(img).astype(dtype), jnp.asarray(kern).astype(dtype)
         if op.filter_flip:
             kern = kern[:, :, ::-1, ::-1]  # a true convolution: lax correlates
-        padding = [(p, p) for p in conv_padding(op.border_mode, kern.shape[2:])]
+        padding = _padding(op, kern.shape[2:])
+        if channels_last:
+            return correlate(img, kern, strides, padding)
         return jax.lax.conv_general_dilated(img, kern, window_strides=strides, padding=padding,
                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
 
     return conv
+
+
+def _padding(op, kernel_spatial):
+    return [(p, p) for p in conv_padding(op.border_mode, kernel_spatial)]
+
+
+def _channels_last_gradients(op, kernel_spatial):
+    """Whether the op's gradient is written channels-last (:mod:`.channels_last`)."""
+    return on_cpu() and gradients_apply(op.subsample, _padding(op, kernel_spatial), kernel_spatial)
 
 
 def _spatial(node, shape, what):
@@ -85,6 +100,11 @@ def jax_funcify_Conv2dGradWeights(op, node=None, **kwargs):
 
     def conv2d_grad_weights(img, topgrad, shape):
         kernel_shape = (topgrad.shape[1], img.shape[1]) + _spatial(node, shape, "filters")
+        if _channels_last_gradients(op, kernel_shape[2:]):
+            grad = correlate_grad_weights(jnp.asarray(img).astype(dtype),
+                                          jnp.asarray(topgrad).astype(dtype),
+                                          _padding(op, kernel_shape[2:]))
+            return grad[:, :, ::-1, ::-1] if op.filter_flip else grad
         return _transpose(lambda kern: conv(img, kern), kernel_shape, dtype, topgrad)
 
     return conv2d_grad_weights
@@ -96,6 +116,11 @@ def jax_funcify_Conv2dGradInputs(op, node=None, **kwargs):
 
     def conv2d_grad_inputs(kern, topgrad, shape):
         image_shape = (topgrad.shape[0], kern.shape[1]) + _spatial(node, shape, "images")
+        if _channels_last_gradients(op, kern.shape[2:]):
+            kern = jnp.asarray(kern).astype(dtype)
+            return correlate_grad_inputs(kern[:, :, ::-1, ::-1] if op.filter_flip else kern,
+                                         jnp.asarray(topgrad).astype(dtype),
+                                         _padding(op, kern.shape[2:]))
         return _transpose(lambda img: conv(img, kern), image_shape, dtype, topgrad)
 
     return conv2d_grad_inputs
