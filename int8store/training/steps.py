@@ -10,9 +10,10 @@ that makes up to ``steps`` consecutive updates a call: the minibatch index is
 the only input, the data stays where it was placed, and the model is not
 written again. In JAX mode the steps run in one XLA loop
 (:class:`~int8store.backend.ops.multistep.MultiStep`: ``lax.fori_loop``,
-each minibatch sliced and widened inside it); the C backend's calls cost
-little, and there the steps are made one by one, the same arithmetic as a
-call each (``bench/steps_per_call.py`` measures both).
+each minibatch sliced and widened inside it; on a CPU, weight matrices of
+short rows carried transposed, :func:`carried_transposed`); the C backend's
+calls cost little, and there the steps are made one by one, the same
+arithmetic as a call each (``bench/steps_per_call.py`` measures both).
 
 :func:`minibatch_calls` groups an epoch's minibatches into such calls: runs
 of consecutive minibatches, within one shard of a streamed split, each
