@@ -145,6 +145,11 @@ def test_channels_last_forms_give_the_library_forms_bits(padding):
     np.testing.assert_array_equal(correlate(img, kern, (1, 1), padding), out)
     np.testing.assert_array_equal(correlate_grad_weights(img, cotangent, padding), d_kern)
     np.testing.assert_array_equal(correlate_grad_inputs(kern, cotangent, padding), d_img)
+    # a true convolution's kernel (filter_flip): the correlating one turned half-way round
+    np.testing.assert_array_equal(correlate_grad_weights(img, cotangent, padding, flip=True),
+                                  d_kern[:, :, ::-1, ::-1])
+    np.testing.assert_array_equal(
+        correlate_grad_inputs(kern[:, :, ::-1, ::-1], cotangent, padding, flip=True), d_img)
     # strides, dilations, groups and paddings of a kernel's size or more keep the pullbacks
     assert not gradients_apply((2, 1), padding, (3, 3))
     assert not gradients_apply((1, 1), padding, (3, 3), dilation=(2, 2))

@@ -60,6 +60,16 @@ def jax_on_cpu():
     return jax.default_backend() == "cpu"
 
 
+def compiled(function, explicit):
+    """XLA's executable of a JAX-mode ``function`` called with the integer
+    inputs ``explicit`` (called once first, so that its shared values are
+    where the calls keep them)."""
+    function(*explicit)
+    arguments = [np.int64(v) for v in explicit] + \
+        [c.storage[0] for c in function.input_storage[len(explicit):]]
+    return function.maker.linker.jitted.lower(*arguments).compile()
+
+
 def values(params):
     return [np.array(p.get_value()) for p in params]
 
@@ -155,13 +165,8 @@ def test_many_updates_a_call_hold_no_minibatch_more_on_the_device():
     many = steps_function([index], cost, updates, givens, steps=100, mode="jax")
     keep_on_device(params, [one, many.function])
 
-    def analysis(function, explicit):
-        function(*explicit)
-        arguments = [np.int64(v) for v in explicit] + \
-            [c.storage[0] for c in function.input_storage[len(explicit):]]
-        return function.maker.linker.jitted.lower(*arguments).compile().memory_analysis()
-
-    single, hundred = analysis(one, [0]), analysis(many.function, [0, 100])
+    single = compiled(one, [0]).memory_analysis()
+    hundred = compiled(many.function, [0, 100]).memory_analysis()
     carried = sum(np.asarray(p.get_value()).nbytes for p in params)
     cost_bytes = np.dtype(cost.dtype).itemsize
     assert hundred.temp_size_in_bytes <= single.temp_size_in_bytes + carried + 100 * cost_bytes
@@ -196,12 +201,9 @@ def test_convolutions_inside_the_loop_take_xla_cpus_fast_form():
     givens = dict(zip((x, y), split.minibatch(index, 10)))
     steps = steps_function([index], cost, updates, givens, steps=4, mode="jax")
     keep_on_device(params, [steps.function])
-    steps(0)
-    function = steps.function
-    arguments = [np.int64(0), np.int64(4)] + [c.storage[0] for c in function.input_storage[2:]]
-    compiled = function.maker.linker.jitted.lower(*arguments).compile().as_text()
-    assert "while" in compiled
-    forms = re.findall(r"convolution\(.*?dim_labels=(\S+?),", compiled)
+    text = compiled(steps.function, [0, 4]).as_text()
+    assert "while" in text
+    forms = re.findall(r"convolution\(.*?dim_labels=(\S+?),", text)
     assert len(forms) == 5, forms  # two forward, two weights' gradients, one images'
     assert set(forms) == {"b01f_01io->b01f"}
 

@@ -171,11 +171,14 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     given = api.clone_replace([cost] + [value for _, value in updates], replace=dict(givens or {}))
     index_in_step = index.type()
     flipped = [mode == "jax" and carried_transposed(variable) for variable in params]
-    carried = [(variable.T if flip else variable).type() for variable, flip in zip(params, flipped)]
-    in_step = [value.T if flip else value for value, flip in zip(carried, flipped)]
+
+    def turned(values):  # the parameters' values as the loop carries them, and back
+        return [value.T if flip else value for value, flip in zip(values, flipped)]
+
+    carried = [value.type() for value in turned(params)]
     cost_in_step, *updated = api.clone_replace(
-        given, replace={index: index_in_step, **dict(zip(params, in_step))})
-    outputs = [cost_in_step] + [value.T if flip else value for value, flip in zip(updated, flipped)]
+        given, replace={index: index_in_step, **dict(zip(params, turned(carried)))})
+    outputs = [cost_in_step] + turned(updated)
     read = [v for v in api.graph_inputs(outputs) if isinstance(v, SharedVariable)]
     step = api.module("graph.fg").FunctionGraph([index_in_step, *carried, *read], outputs,
                                                  clone=False)
@@ -185,10 +188,9 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
         function_mode("jax").optimizer.rewrite(step)
     op = MultiStep(step, steps, len(params), mode=function_mode("c"))
     first, count = index.type(), index.type()
-    results = op(first, count, *[variable.T if flip else variable
-                                 for variable, flip in zip(params, flipped)], *read)
-    updated = [value.T if flip else value for value, flip in zip(results[1:], flipped)]
-    compiled = api.function([first, count], results[0], updates=list(zip(params, updated)),
+    results = op(first, count, *turned(params), *read)
+    compiled = api.function([first, count], results[0],
+                            updates=list(zip(params, turned(results[1:]))),
                             mode=function_mode(mode))
     return TrainingSteps(compiled, int(steps))
 

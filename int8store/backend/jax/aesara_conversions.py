@@ -186,8 +186,7 @@ def jax_funcify_AbstractConv2d_gradWeights(op, node=None, **kwargs):
 
     def conv_grad_weights(img, topgrad, *shape):
         if padding is not None:
-            grad = correlate_grad_weights(img, topgrad, padding)
-            return grad[:, :, ::-1, ::-1] if op.filter_flip else grad
+            return correlate_grad_weights(img, topgrad, padding, op.filter_flip)
         return _pullback(lambda kern: conv(img, kern), kernel_shape, img.dtype, topgrad)
 
     return conv_grad_weights
@@ -201,8 +200,7 @@ def jax_funcify_AbstractConv2d_gradInputs(op, node=None, **kwargs):
     def conv_grad_inputs(kern, topgrad, *shape):
         padding = _channels_last_gradients(op, kern.shape[2:])
         if padding is not None:
-            return correlate_grad_inputs(kern[:, :, ::-1, ::-1] if op.filter_flip else kern,
-                                         topgrad, padding)
+            return correlate_grad_inputs(kern, topgrad, padding, op.filter_flip)
         return _pullback(lambda img: conv(img, kern), image_shape, kern.dtype, topgrad)
 
     return conv_grad_inputs

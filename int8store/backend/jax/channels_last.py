@@ -12,8 +12,9 @@ step then runs inside the loop as fast as alone, to the same bits
 (``tests/test_jax_ops.py``). Used on the CPU only; elsewhere the library's
 forms stand.
 
-``padding`` is ``[(low, high), (low, high)]`` per spatial axis, the kernels
-are correlating ones (a true convolution's flipped by the caller).
+``padding`` is ``[(low, high), (low, high)]`` per spatial axis; the kernels
+are correlating ones, or for the gradients with ``flip`` a true
+convolution's (the op's ``filter_flip``).
 """
 
 import jax
@@ -49,25 +50,28 @@ def gradients_apply(strides, padding, kernel_spatial, dilation=(1, 1), groups=1)
                     for side in (low, high)))
 
 
-def correlate_grad_weights(img, topgrad, padding):
+def correlate_grad_weights(img, topgrad, padding, flip=False):
     """The gradient of :func:`correlate` (stride 1) with respect to its
     kernel: ``d[o, i, y, x] = sum over b, p, q of img_padded[b, i, p + y, q +
     x] * topgrad[b, o, p, q]``, a correlation whose batch is the images'
-    channels and whose channels are their batch."""
+    channels and whose channels are their batch (``flip``: turned half-way
+    round, a true convolution's kernel's gradient)."""
     out = jax.lax.conv_general_dilated(
         jnp.transpose(img, (1, 2, 3, 0)), jnp.transpose(topgrad, (2, 3, 0, 1)),
         window_strides=(1, 1), padding=padding, dimension_numbers=_CHANNELS_LAST)
-    return jnp.transpose(out, (3, 0, 1, 2))
+    grad = jnp.transpose(out, (3, 0, 1, 2))
+    return grad[:, :, ::-1, ::-1] if flip else grad
 
 
-def correlate_grad_inputs(kern, topgrad, padding):
+def correlate_grad_inputs(kern, topgrad, padding, flip=False):
     """The gradient of :func:`correlate` (stride 1) with respect to its
     images: the full correlation of ``topgrad`` with the kernel turned
-    half-way round, its input and output channels swapped, less the
-    forward's padding."""
+    half-way round (``flip``: a true convolution's kernel, as it is), its
+    input and output channels swapped, less the forward's padding."""
     kernel_spatial = kern.shape[2:]
     full = [(k - 1 - low, k - 1 - high) for (low, high), k in zip(padding, kernel_spatial)]
+    turned = kern if flip else kern[:, :, ::-1, ::-1]
     out = jax.lax.conv_general_dilated(
-        jnp.transpose(topgrad, _TO_NHWC), jnp.transpose(kern[:, :, ::-1, ::-1], (2, 3, 0, 1)),
+        jnp.transpose(topgrad, _TO_NHWC), jnp.transpose(turned, (2, 3, 0, 1)),
         window_strides=(1, 1), padding=full, dimension_numbers=_CHANNELS_LAST)
     return jnp.transpose(out, _FROM_NHWC)

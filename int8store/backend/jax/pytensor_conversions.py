@@ -64,8 +64,10 @@ def _padding(op, kernel_spatial):
 
 
 def _channels_last_gradients(op, kernel_spatial):
-    """Whether the op's gradient is written channels-last (:mod:`.channels_last`)."""
-    return on_cpu() and gradients_apply(op.subsample, _padding(op, kernel_spatial), kernel_spatial)
+    """The op's padding if its gradient is written channels-last
+    (:mod:`.channels_last`), else None."""
+    padding = _padding(op, kernel_spatial)
+    return padding if on_cpu() and gradients_apply(op.subsample, padding, kernel_spatial) else None
 
 
 def _spatial(node, shape, what):
@@ -100,11 +102,11 @@ def jax_funcify_Conv2dGradWeights(op, node=None, **kwargs):
 
     def conv2d_grad_weights(img, topgrad, shape):
         kernel_shape = (topgrad.shape[1], img.shape[1]) + _spatial(node, shape, "filters")
-        if _channels_last_gradients(op, kernel_shape[2:]):
-            grad = correlate_grad_weights(jnp.asarray(img).astype(dtype),
-                                          jnp.asarray(topgrad).astype(dtype),
-                                          _padding(op, kernel_shape[2:]))
-            return grad[:, :, ::-1, ::-1] if op.filter_flip else grad
+        padding = _channels_last_gradients(op, kernel_shape[2:])
+        if padding is not None:
+            return correlate_grad_weights(jnp.asarray(img).astype(dtype),
+                                          jnp.asarray(topgrad).astype(dtype), padding,
+                                          op.filter_flip)
         return _transpose(lambda kern: conv(img, kern), kernel_shape, dtype, topgrad)
 
     return conv2d_grad_weights
@@ -116,11 +118,11 @@ def jax_funcify_Conv2dGradInputs(op, node=None, **kwargs):
 
     def conv2d_grad_inputs(kern, topgrad, shape):
         image_shape = (topgrad.shape[0], kern.shape[1]) + _spatial(node, shape, "images")
-        if _channels_last_gradients(op, kern.shape[2:]):
-            kern = jnp.asarray(kern).astype(dtype)
-            return correlate_grad_inputs(kern[:, :, ::-1, ::-1] if op.filter_flip else kern,
-                                         jnp.asarray(topgrad).astype(dtype),
-                                         _padding(op, kern.shape[2:]))
+        padding = _channels_last_gradients(op, kern.shape[2:])
+        if padding is not None:
+            return correlate_grad_inputs(jnp.asarray(kern).astype(dtype),
+                                         jnp.asarray(topgrad).astype(dtype), padding,
+                                         op.filter_flip)
         return _transpose(lambda img: conv(img, kern), image_shape, dtype, topgrad)
 
     return conv2d_grad_inputs
