@@ -157,6 +157,17 @@ RUN = textwrap.dedent("""
         errors = lib.function([start], T.neq(T.argmax(p, axis=1), y), mode=mode,
                               givens={{x: valid.x[start:start + B], y: valid.y[start:start + B]}})
         int8store.keep_on_device([W, b], [step, errors], devices=devices)
+
+        def scores(chunk, classic=False):  # a call a window, and one call in all
+            givens = {{x: valid.x[start:start + chunk], y: valid.y[start:start + chunk]}}
+            window = lib.function([start], T.neq(T.argmax(p, axis=1), y), mode=mode,
+                                  givens=givens)
+            one_call = int8store.scoring_function([start], T.neq(T.argmax(p, axis=1), y),
+                                                  givens, valid, chunk, classic, mode="jax")
+            return (evaluate_in_chunks(window, valid.blocks or valid, chunk, classic),
+                    one_call(), one_call.calls)
+
+        train.scores = scores
         return train, valid, step, errors, W
 
     train4, valid4, step4, errors4, W4 = trainer(4)
@@ -168,6 +179,7 @@ RUN = textwrap.dedent("""
     hlo = step4.maker.linker.jitted.lower(*args).compile().as_text()
     costs4 = [float(step4(k)) for _ in range(EPOCHS) for k in range(n)]
     score4 = evaluate_in_chunks(errors4, valid4.blocks, B)
+    one_call4 = [train4.scores(chunk, classic) for chunk in (B, 40) for classic in (False, True)]
     train1, valid1, step1, errors1, W1 = trainer(None, train4.blocks.order(B))
     costs1 = [float(step1(k)) for _ in range(EPOCHS) for k in range(n)]
     score1 = evaluate_in_chunks(errors1, valid1.n_examples, B)
@@ -181,6 +193,7 @@ RUN = textwrap.dedent("""
         "n_batches": n, "codes": np.asarray(train1.data.get_value()).tolist(),
         "all_gather": hlo.count("all-gather"), "all_reduce": hlo.count("all-reduce"),
         "costs4": costs4, "costs1": costs1, "score4": score4, "score1": score1,
+        "one_call4": one_call4,
         "W4": np.asarray(W4.get_value()).tolist(), "W1": np.asarray(W1.get_value()).tolist(),
     }}))
 """)
@@ -230,6 +243,19 @@ def test_results_equal_one_device_fed_the_same_order(four_devices):
     np.testing.assert_allclose(seen["costs4"], seen["costs1"], rtol=1e-5)
     np.testing.assert_allclose(seen["W4"], seen["W1"], rtol=1e-4, atol=1e-6)
     assert seen["score4"] == seen["score1"] and seen["score4"][1] == 300
+
+
+@needs_jax
+def test_a_split_over_four_devices_is_scored_in_one_call_as_in_chunks(four_devices):
+    """Each device its own rows, padding never counted: the same mean and
+    count as a call a window, in chunks of 100 (25 local rows of 75 a
+    device) and 40 (10: a last window overlapping the one before), every
+    example or whole chunks only; one call each."""
+    counts = []
+    for (chunked, one_call, calls) in four_devices["one_call4"]:
+        assert one_call == chunked and calls == 1
+        counts.append(chunked[1])
+    assert counts == [300, 300, 300, 280]  # classic: 7 whole windows of 10 on every device
 
 
 @needs_jax

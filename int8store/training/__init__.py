@@ -1,7 +1,8 @@
 """The training loop's own tools: many minibatch updates in one call of the
 compiled step (:mod:`.steps`: :func:`~.steps.steps_function`, and the
 epoch's minibatches grouped into such calls, :func:`~.steps.minibatch_calls`),
-and a checkpoint that holds a run, to resume it exactly (:mod:`.run`:
+a split scored every example once (:mod:`.scoring`: in JAX mode in one call,
+:func:`~.scoring.scoring_function`), and a checkpoint that holds a run, to resume it exactly (:mod:`.run`:
 :class:`~.run.RunCheckpoint`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,

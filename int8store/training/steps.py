@@ -8,12 +8,15 @@ of updates). :func:`steps_function` compiles, from the cost, updates and
 ``givens`` a classic tutorial gives ``function([index], ...)``, one function
 that makes up to ``steps`` consecutive updates a call: the minibatch index is
 the only input, the data stays where it was placed, and the model is not
-written again. In JAX mode the steps run in one XLA loop
-(:class:`~int8store.backend.ops.multistep.MultiStep`: ``lax.fori_loop``,
-each minibatch sliced and widened inside it; on a CPU, weight matrices of
-short rows carried transposed, :func:`carried_transposed`); the C backend's
-calls cost little, and there the steps are made one by one, the same
-arithmetic as a call each (``bench/steps_per_call.py`` measures both).
+written again. In JAX mode the steps run in one XLA loop that int8store
+calls directly, not through the library's ``Function``
+(:class:`~int8store.backend.jax.direct.JaxSteps`: ``lax.fori_loop``, of a
+fixed trip count when the call is full, each minibatch sliced and widened
+inside it, the parameters donated; on a CPU, weight matrices of short rows
+carried transposed, :func:`carried_transposed`); the C backend's calls cost
+little, and there the steps are made one by one
+(:class:`~int8store.backend.ops.multistep.MultiStep`), the same arithmetic as
+a call each (``bench/steps_per_call.py`` measures both).
 
 :func:`minibatch_calls` groups an epoch's minibatches into such calls: runs
 of consecutive minibatches, within one shard of a streamed split, each
@@ -92,15 +95,20 @@ class TrainingSteps:
     """What :func:`steps_function` returns: ``train_steps(first, count)``
     updates on minibatches ``first`` to ``first + count - 1`` (``count``
     from 1 to :attr:`steps`, by default all) and returns their costs;
-    :attr:`function` is the compiled function (for
-    :func:`~int8store.keep_on_device`)."""
+    :attr:`function` is what is called: the library's compiled function on
+    the C backend, int8store's own XLA loop in JAX mode
+    (:class:`~int8store.backend.jax.direct.JaxSteps`, called directly).
 
-    def __init__(self, function, steps):
-        self.function, self.steps = function, steps
+    In JAX mode the costs are a device array, brought to the host only if
+    read; a full call returns all :attr:`steps` of them as they are."""
+
+    def __init__(self, call, steps, function=None):
+        self._call, self.steps, self.function = call, steps, function
 
     def __call__(self, first, count=None):
         count = self.steps if count is None else int(count)
-        return self.function(first, count)[:count]
+        costs = self._call(first, count)
+        return costs if count == self.steps else costs[:count]
 
     def __repr__(self):
         return f"TrainingSteps(up to {self.steps} minibatch updates a call)"
@@ -180,19 +188,20 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
         given, replace={index: index_in_step, **dict(zip(params, turned(carried)))})
     outputs = [cost_in_step] + turned(updated)
     read = [v for v in api.graph_inputs(outputs) if isinstance(v, SharedVariable)]
+    if mode == "jax":  # one XLA loop, called directly (its parameters donated)
+        from ..backend.jax.direct import JaxSteps, jax_graph
+
+        step = jax_graph([index_in_step, *carried, *read], outputs)
+        call = JaxSteps(step, params, steps, flipped)
+        return TrainingSteps(call, int(steps), call)
     step = api.module("graph.fg").FunctionGraph([index_in_step, *carried, *read], outputs,
                                                  clone=False)
-    if mode == "jax":  # rewritten as int8store's JAX mode rewrites the graph around it
-        # (its inputs never overwritten, as those of a compiled function)
-        step.attach_feature(api.Supervisor(step.inputs))
-        function_mode("jax").optimizer.rewrite(step)
     op = MultiStep(step, steps, len(params), mode=function_mode("c"))
     first, count = index.type(), index.type()
-    results = op(first, count, *turned(params), *read)
-    compiled = api.function([first, count], results[0],
-                            updates=list(zip(params, turned(results[1:]))),
+    results = op(first, count, *params, *read)
+    compiled = api.function([first, count], results[0], updates=list(zip(params, results[1:])),
                             mode=function_mode(mode))
-    return TrainingSteps(compiled, int(steps))
+    return TrainingSteps(compiled, int(steps), compiled)
 
 
 def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):

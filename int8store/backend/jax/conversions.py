@@ -21,17 +21,28 @@ from ...errors import ArgumentError
 from ..ops.augment import Augment
 from ..ops.gather import GatherRows
 from ..ops.minibatch import Minibatch
-from ..ops.multistep import MultiStep
 from ..setup.activation import activate
 from .sharding import AXIS, sharded_layout
 from ...order.blocks import check_shuffled_over
 from .shuffle import permuted_in_classes_jax
 
-__all__ = ["convert"]
+__all__ = ["convert", "typify"]
 
 _api = activate()
 _jax_funcify = _api.module("link.jax.dispatch").jax_funcify
+_jax_typify = _api.module("link.jax.dispatch").jax_typify
 Argmax = _api.module("tensor.math").Argmax
+
+
+def typify(data, dtype=None, **kwargs):
+    """A constant of a converted graph as the generated code holds it: an
+    array is put on the device as it is (the library's ``jax_typify`` goes
+    through ``jnp.array``, which compiles a small XLA program for each shape
+    and dtype, a dozen at a tutorial's start); anything else as the
+    library's ``jax_typify`` gives it."""
+    if isinstance(data, np.ndarray) and data.ndim:
+        return jax.device_put(np.asarray(data, dtype=dtype))
+    return _jax_typify(data, dtype=dtype, **kwargs)
 
 
 @functools.singledispatch
@@ -61,35 +72,6 @@ def jax_funcify_Minibatch(op, node=None, **kwargs):
         return jax.lax.dynamic_slice_in_dim(data, index * stride, size, axis=0)
 
     return minibatch
-
-
-@convert.register(MultiStep)
-def jax_funcify_MultiStep(op, node=None, **kwargs):
-    # The step converted as the outer graph is (int8store's conversions), made
-    # count times in one XLA loop, the updated values carried from step to
-    # step: count may change from call to call without compiling again. (Only
-    # int8store's JAX mode converts it, checking the first and last
-    # minibatches on the host.)
-    fgraph_to_python = _api.module("link.utils").fgraph_to_python
-    jax_typify = _api.module("link.jax.dispatch").jax_typify
-    step = fgraph_to_python(op.step, convert, type_conversion_fn=jax_typify,
-                            fgraph_name="int8store_step")
-    n_state = op.n_state
-    cost_dtype = jax.dtypes.canonicalize_dtype(op.step.outputs[0].type.dtype)
-
-    def multistep(first, count, *values):
-        state, data = tuple(values[:n_state]), values[n_state:]
-
-        def one_step(k, carry):
-            costs, state = carry
-            cost, *updated = step(first + k, *state, *data)
-            return costs.at[k].set(cost), tuple(updated)
-
-        costs = jnp.zeros(op.steps, cost_dtype)
-        costs, state = jax.lax.fori_loop(0, count, one_step, (costs, state))
-        return (costs, *state)
-
-    return multistep
 
 
 @convert.register(Augment)

@@ -183,8 +183,8 @@ def keep_on_device(variables, functions=(), devices=None):
             replicate(variable, mesh)
         _store_device_arrays(variable.container)
         storages.add(id(variable.container.storage))
-    for function in functions:
-        for container in function.input_storage:
+    for function in functions:  # (int8store's own JAX functions have no containers)
+        for container in getattr(function, "input_storage", ()):
             if id(container.storage) in storages:
                 _store_device_arrays(container)
     return variables

@@ -25,7 +25,7 @@ import threading
 from ...errors import ArgumentError, MissingDependencyError
 from ..setup.activation import activate
 
-__all__ = ["jax_mode", "require_jax"]
+__all__ = ["jax_mode", "require_jax", "minibatch_check"]
 
 _JAX_MODE = None
 _lock = threading.Lock()
@@ -62,15 +62,12 @@ def _make_jax_mode():
     rewriting = api.module("graph.rewriting.basic")
     GraphRewriter, in2out, node_rewriter = (rewriting.GraphRewriter, rewriting.in2out,
                                             rewriting.node_rewriter)
-    jax_typify = api.module("link.jax.dispatch").jax_typify
     JAXLinker = api.module("link.jax.linker").JAXLinker
     fgraph_to_python = api.module("link.utils").fgraph_to_python
     Subtensor = api.module("tensor.subtensor").Subtensor
 
-    from ..ops.minibatch import Minibatch, check_index, minibatch_of_slice
-    from ..ops.multistep import MultiStep
-    from .conversions import convert, sharded_steps
-    from .sharding import placed_blocks, sharded_layout
+    from ..ops.minibatch import Minibatch, minibatch_of_slice
+    from .conversions import convert, typify
 
     class CheckedJAXLinker(JAXLinker):
         """Aesara's JAX linker with int8store's conversions and a host-side
@@ -78,12 +75,10 @@ def _make_jax_mode():
 
         def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
             self._index_checks = [_index_check(fgraph, node) for node in fgraph.apply_nodes
-                                  if isinstance(node.op, Minibatch)] + \
-                                 [_steps_check(fgraph, node) for node in fgraph.apply_nodes
-                                  if isinstance(node.op, MultiStep)]
+                                  if isinstance(node.op, Minibatch)]
             # What JAXLinker.fgraph_convert does, with int8store's conversions
             # (Aesara's for every other op).
-            return fgraph_to_python(fgraph, convert, type_conversion_fn=jax_typify,
+            return fgraph_to_python(fgraph, convert, type_conversion_fn=typify,
                                     fgraph_name="jax_funcified_fgraph",
                                     input_storage=input_storage, storage_map=storage_map,
                                     **kwargs)
@@ -102,36 +97,6 @@ def _make_jax_mode():
 
             return checked
 
-    def _minibatch_check(node):
-        """``check(index)`` for a minibatch node: its rows lie in the data."""
-        data = node.inputs[0]
-        rows = data.type.shape[0]
-        name = data.name or "data"
-        if rows is None:
-            raise ArgumentError(
-                f"{name}: in JAX mode minibatches need data of a static length "
-                "(int8store's shared datasets have one)"
-            )
-        size, stride, batches = node.op.size, node.op.stride, node.op.batches
-        layout = sharded_layout(data)
-        blocks = placed_blocks(data)
-        if layout is not None and stride == size and blocks is not None \
-                and blocks.devices == layout[1]:
-            def check_rows(index):  # a minibatch: real rows on every device
-                blocks.check_minibatch(index, size, name)
-        else:
-            if layout is not None:  # checked in one block: each device slices its own
-                devices = layout[1]
-                (size, stride), rows = sharded_steps(node.op, devices), rows // devices
-
-            def check_rows(index):
-                check_index(index, size, rows, name, stride)
-
-        def check(index):  # (a shuffled split's index also counts its epochs)
-            check_rows(index if batches is None else int(index) % batches)
-
-        return check
-
     def _input_position(fgraph, variable, name):
         if variable not in fgraph.inputs:
             raise ArgumentError(
@@ -142,39 +107,12 @@ def _make_jax_mode():
 
     def _index_check(fgraph, node):
         """``check(args)`` of a minibatch node's index, or None for a constant one."""
-        index, check = node.inputs[1], _minibatch_check(node)
+        index, check = node.inputs[1], minibatch_check(node)
         if isinstance(index, Constant):
             check(index.data)
             return None
         position = _input_position(fgraph, index, node.inputs[0].name or "data")
         return lambda args: check(args[position])
-
-    def _steps_check(fgraph, node):
-        """``check(args)`` of a MultiStep node: ``count`` steps, and the
-        minibatches of its first and last steps (those between lie between)."""
-        op = node.op
-        checks = []
-        for inner in op.step.apply_nodes:
-            if not isinstance(inner.op, Minibatch):
-                continue
-            if inner.inputs[1] is not op.index:
-                raise ArgumentError(
-                    f"{inner.inputs[0].name or 'data'}: in JAX mode, many steps a call take "
-                    "each minibatch at the step's own index (the classic slice "
-                    "data[index * size:(index + 1) * size])")
-            checks.append(_minibatch_check(inner))
-        first = _input_position(fgraph, node.inputs[0], "the first minibatch")
-        count = _input_position(fgraph, node.inputs[1], "the count of steps")
-
-        def check(args):
-            begin, steps = int(args[first]), int(args[count])
-            if not 1 <= steps <= op.steps:
-                raise ArgumentError(f"count={steps}: a call makes 1 to {op.steps} steps")
-            for check_index_of in checks:
-                check_index_of(begin)
-                check_index_of(begin + steps - 1)
-
-        return check
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):
@@ -224,3 +162,39 @@ def _make_jax_mode():
             .excluding(*JAXLinker.incompatible_rewrites)
     first = in2out(classic_slices_to_minibatches, name="int8store_minibatches")
     return Mode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, query))
+
+
+def minibatch_check(node):
+    """``check(index)`` for a minibatch node (:class:`~int8store.backend.ops.minibatch.Minibatch`):
+    raises unless the rows of minibatch ``index`` lie in the data (JAX would clamp them)."""
+    from ..ops.minibatch import check_index
+    from .conversions import sharded_steps
+    from .sharding import placed_blocks, sharded_layout
+
+    data = node.inputs[0]
+    rows = data.type.shape[0]
+    name = data.name or "data"
+    if rows is None:
+        raise ArgumentError(
+            f"{name}: in JAX mode minibatches need data of a static length "
+            "(int8store's shared datasets have one)"
+        )
+    size, stride, batches = node.op.size, node.op.stride, node.op.batches
+    layout = sharded_layout(data)
+    blocks = placed_blocks(data)
+    if layout is not None and stride == size and blocks is not None \
+            and blocks.devices == layout[1]:
+        def check_rows(index):  # a minibatch: real rows on every device
+            blocks.check_minibatch(index, size, name)
+    else:
+        if layout is not None:  # checked in one block: each device slices its own
+            devices = layout[1]
+            (size, stride), rows = sharded_steps(node.op, devices), rows // devices
+
+        def check_rows(index):
+            check_index(index, size, rows, name, stride)
+
+    def check(index):  # (a shuffled split's index also counts its epochs)
+        check_rows(index if batches is None else int(index) % batches)
+
+    return check

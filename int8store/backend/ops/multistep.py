@@ -8,14 +8,11 @@ step starting from the values the one before left: up to ``steps`` updates
 for one call of the compiled function (:func:`int8store.steps_function`
 builds it from a classic tutorial's cost, updates and ``givens``).
 
-In JAX mode it becomes one ``lax.fori_loop`` (its conversion is in
-:mod:`int8store.backend.jax.conversions`): the minibatch is sliced inside the
-loop, so never more than one minibatch is widened at once, and ``count`` may
-be anything from 1 to ``steps`` without compiling again; int8store's JAX mode
-checks the minibatches of the first and the last step on the host
-(:mod:`int8store.backend.jax.mode`). Elsewhere its ``perform`` runs the
-step's compiled function ``count`` times: the same arithmetic as ``count``
-calls, no faster (a call of the C backend costs little).
+Its ``perform`` runs the step's compiled function ``count`` times: the same
+arithmetic as ``count`` calls, no faster (a call of the C backend costs
+little). In JAX mode :func:`int8store.steps_function` builds no such op: its
+loop is int8store's own XLA function, called directly
+(:class:`int8store.backend.jax.direct.JaxSteps`).
 """
 
 import numpy as np

@@ -1,0 +1,215 @@
+"""int8store's own compiled JAX functions, called without the library's
+``Function``: many training steps a call (:class:`JaxSteps`) and a split
+scored in one call (:class:`JaxScore`).
+
+A function the library compiles (``function(..., mode=...)``) goes through
+its ``Function`` and its linker's thunk on every call: inputs filtered,
+outputs stored, updates written back through containers. For the two
+functions int8store builds itself that is all the host work of a call, and
+on a GPU it costs more than a small model's step. Here the graph, rewritten
+as int8store's JAX mode rewrites a function's (:func:`jax_graph`: the
+classic slices as minibatch ops) and converted with int8store's conversions
+(:func:`python_function`), is given to ``jax.jit`` as a function of plain
+arguments and called with the shared variables' arrays as they lie on the
+device: the parameters donated (XLA writes their updates over them), the
+data read where it is, nothing brought back to the host that the caller
+does not ask for. Minibatch indices are checked on the host before each
+call, as int8store's JAX mode checks them (JAX would clamp them).
+"""
+
+import numpy as np
+
+from ...errors import ArgumentError
+from ..setup.activation import activate
+from .mode import jax_mode, minibatch_check, require_jax
+
+__all__ = ["jax_graph", "python_function", "JaxSteps", "JaxScore"]
+
+
+def jax_graph(inputs, outputs):
+    """A function graph of ``outputs`` over ``inputs`` (the explicit ones
+    first, then the shared variables the outputs read, in the order given),
+    rewritten as int8store's JAX mode rewrites a compiled function's graph:
+    its inputs are never overwritten."""
+    api = activate()
+    graph = api.module("graph.fg").FunctionGraph(list(inputs), list(outputs), clone=False)
+    graph.attach_feature(api.Supervisor(graph.inputs))
+    jax_mode().optimizer.rewrite(graph)
+    return graph
+
+
+def python_function(graph, name):
+    """The graph as a Python function of its inputs that JAX can trace,
+    through int8store's conversions (then the library's)."""
+    from .conversions import convert, typify
+
+    fgraph_to_python = activate().module("link.utils").fgraph_to_python
+    return fgraph_to_python(graph, convert, type_conversion_fn=typify, fgraph_name=name)
+
+
+def index_checks(graph, what):
+    """``check(index)`` for each minibatch op of ``graph``, whose index must
+    be the graph's first input (``what`` names the function, for the
+    message)."""
+    from ..ops.minibatch import Minibatch
+
+    checks = []
+    for node in graph.apply_nodes:
+        if not isinstance(node.op, Minibatch):
+            continue
+        if node.inputs[1] is not graph.inputs[0]:
+            raise ArgumentError(
+                f"{node.inputs[0].name or 'data'}: in JAX mode, {what} take each minibatch at "
+                "the function's own index (the classic slice data[index * size:(index + 1) * "
+                "size], or data[start:start + size] for a window)")
+        checks.append(minibatch_check(node))
+    return checks
+
+
+def _held(variables):
+    """The arrays the shared ``variables`` hold now."""
+    return [variable.container.storage[0] for variable in variables]
+
+
+class JaxSteps:
+    """Up to ``steps`` training steps in one call of one XLA loop.
+
+    ``step`` is a function graph (see :func:`jax_graph`) whose inputs are the
+    minibatch index, the values the step updates, then the shared variables
+    it reads, and whose outputs are the step's cost and the updated values.
+    ``params`` are the shared variables updated (their values enter the loop
+    transposed where ``flipped`` says so, and leave it in their own shape).
+
+    ``steps_call(first, count)`` makes the steps on minibatches ``first`` to
+    ``first + count - 1`` and returns their ``steps`` costs (0 past
+    ``count``) as a device array; the parameters hold the updated values. A
+    full call (``count == steps``) runs a loop of a fixed trip count, a
+    shorter one a loop of ``count`` trips (each compiled once, on first use).
+    The parameters' arrays are donated: values borrowed from them before a
+    call (``get_value(borrow=True)``) are gone after it.
+    """
+
+    def __init__(self, step, params, steps, flipped=None):
+        jax = require_jax()
+        import jax.numpy as jnp
+
+        self.steps, self.params = int(steps), list(params)
+        flipped = list(flipped or [False] * len(self.params))
+        n_state = len(self.params)
+        self.read = list(step.inputs[1 + n_state:])
+        self._checks = index_checks(step, "many steps a call")
+        one_step = python_function(step, "int8store_step")
+        cost_dtype = jax.dtypes.canonicalize_dtype(step.outputs[0].type.dtype)
+
+        def turned(values):  # between the parameters' shapes and the loop's
+            return tuple(value.T if flip else value for value, flip in zip(values, flipped))
+
+        def int8store_steps(first, count, state, data):  # (its name is XLA's program's)
+            def body(k, carry):
+                costs, state = carry
+                cost, *updated = one_step(first + k, *state, *data)
+                return costs.at[k].set(cost), tuple(updated)
+
+            costs = jnp.zeros(self.steps, cost_dtype)
+            costs, state = jax.lax.fori_loop(0, count, body, (costs, turned(state)))
+            return costs, turned(state)
+
+        def int8store_full_steps(first, state, data):  # a loop of a fixed trip count
+            return int8store_steps(first, self.steps, state, data)
+
+        self._full = jax.jit(int8store_full_steps, donate_argnums=1)
+        self._partial = jax.jit(int8store_steps, donate_argnums=2)
+
+    def _arguments(self, first, count):
+        """The jitted function for a call of ``count`` steps, and its arguments."""
+        state, data = tuple(_held(self.params)), tuple(_held(self.read))
+        if count == self.steps:
+            return self._full, (first, state, data)
+        return self._partial, (first, count, state, data)
+
+    def __call__(self, first, count=None):
+        first = int(first)
+        count = self.steps if count is None else int(count)
+        if not 1 <= count <= self.steps:
+            raise ArgumentError(f"count={count}: a call makes 1 to {self.steps} steps")
+        for check in self._checks:
+            check(first)
+            check(first + count - 1)
+        jitted, arguments = self._arguments(first, count)
+        costs, updated = jitted(*arguments)
+        for variable, value in zip(self.params, updated):
+            variable.container.storage[0] = value
+        return costs
+
+    def lower(self, first=0, count=None):
+        """JAX's lowering of a call (``.compile()`` gives XLA's executable:
+        its memory analysis, its text), with the values held now."""
+        jitted, arguments = self._arguments(int(first), self.steps if count is None else int(count))
+        return jitted.lower(*arguments)
+
+
+class JaxScore:
+    """Every window of a scoring plan in one call (see
+    :mod:`int8store.order.windows`).
+
+    ``window`` is a function graph whose inputs are a window's start, then
+    the shared variables it reads, and whose one output is the per-example
+    values of the window (e.g. ``neq(y_pred, y)``). ``score(starts,
+    weights)`` returns, as a device scalar, the sum of the values whose
+    weight is 1 over the windows ``starts`` (int32 for integer or boolean
+    values, exact; the values' own float type otherwise), in one loop of a
+    fixed trip count: one compilation for every call whose plan has that
+    many windows. :meth:`keep` and :meth:`run` are the two halves of a
+    call, for a plan checked once and kept on the device.
+    """
+
+    def __init__(self, window):
+        jax = require_jax()
+        import jax.numpy as jnp
+
+        self.read = list(window.inputs[1:])
+        self._checks = index_checks(window, "a split scored in one call")
+        values_of = python_function(window, "int8store_window")
+        dtype = np.dtype(window.outputs[0].type.dtype)
+        total_dtype = jnp.int32 if dtype.kind in "biu" else jax.dtypes.canonicalize_dtype(dtype)
+
+        def int8store_score(starts, weights, data):
+            def body(k, total):
+                (values,) = values_of(starts[k], *data)
+                counted = jnp.where(weights[k], values, jnp.zeros((), values.dtype))
+                return total + jnp.sum(counted, dtype=total_dtype)
+
+            return jax.lax.fori_loop(0, starts.shape[0], body, jnp.zeros((), total_dtype))
+
+        self._score = jax.jit(int8store_score)
+
+    def check(self, starts):
+        """Raise unless every window from ``starts`` (numpy) lies in the data."""
+        if len(starts):
+            for check in self._checks:
+                check(int(np.min(starts)))
+                check(int(np.max(starts)))
+
+    def keep(self, starts, weights):
+        """A plan checked once and held on the device, for :meth:`run` to
+        use as often as asked (a split held whole: the same plan each time)."""
+        import jax
+
+        self.check(starts)
+        return jax.device_put(starts), jax.device_put(weights)
+
+    def run(self, starts, weights):
+        """The sum, without the check: a plan :meth:`keep` holds."""
+        return self._score(starts, weights, tuple(_held(self.read)))
+
+    def wait_for_inputs(self):
+        """Wait until what the window reads is computed (the parameters the
+        training calls before are updating), so that a timing of the score
+        is the score's alone."""
+        import jax
+
+        jax.block_until_ready(_held(self.read))
+
+    def __call__(self, starts, weights):
+        self.check(starts)
+        return self.run(starts, weights)

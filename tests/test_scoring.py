@@ -1,0 +1,181 @@
+"""A split scored every example once (int8store.scoring_function): in JAX
+mode in one call of one XLA loop (one a shard when streamed), the same
+counts as the chunked calls of evaluate_in_chunks, whatever the last chunk,
+held whole or streamed, in C and JAX modes (over four devices:
+tests/test_sharding.py)."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import logistic_sgd
+from int8store import (ArgumentError, MinibatchIndexError, SharedDataset, evaluate_in_chunks,
+                       place, scoring_function, stream, tensor_library)
+from int8store.order.blocks import Blocks
+from int8store.order.windows import block_windows, padded_plan, row_windows
+
+has_jax = importlib.util.find_spec("jax") is not None
+MODES = ["c", pytest.param("jax", marks=pytest.mark.skipif(
+    not has_jax, reason="JAX is not installed in this environment"))]
+theano = tensor_library()
+T = theano.tensor
+
+
+# -- the plans: which rows each window reads, which values count --------------------
+
+@pytest.mark.graph_free
+@pytest.mark.parametrize("rows, chunk", [(rows, chunk) for rows in (1, 5, 6, 7, 12, 13)
+                                         for chunk in (1, 3, 6) if chunk <= rows])
+@pytest.mark.parametrize("classic", [False, True])
+def test_a_plan_counts_every_example_once_and_reads_no_row_past_the_data(rows, chunk, classic):
+    limit = rows // chunk * chunk if classic else rows
+    starts, weights = row_windows(rows, chunk, limit)
+    counted = np.zeros(rows, int)
+    for start, weight in zip(starts, weights):
+        assert 0 <= start and start + chunk <= rows
+        np.add.at(counted, start + np.flatnonzero(weight), 1)
+    assert counted.tolist() == [1] * limit + [0] * (rows - limit)
+
+
+@pytest.mark.graph_free
+@pytest.mark.parametrize("n", [10, 11, 13, 16])
+@pytest.mark.parametrize("classic", [False, True])
+def test_a_plan_over_devices_counts_each_real_row_once_and_padding_never(n, classic):
+    blocks = Blocks(n, 4)
+    starts, weights = block_windows(blocks, 8, classic)
+    counted = np.zeros(n, int)
+    for start, weight in zip(starts, weights):
+        rows = blocks.global_rows(int(start), 2).reshape(-1)
+        assert (rows[weight] >= 0).all()  # padding never counts
+        np.add.at(counted, rows[weight], 1)
+    real = n // 8 * 8 if classic and n // 4 >= 2 else n
+    assert sorted(set(counted.tolist())) == ([0, 1] if real < n else [1])
+    assert counted.sum() == (blocks.fewest_rows // 2 * 2 * 4 if classic else n)
+
+
+@pytest.mark.graph_free
+def test_a_padded_plan_adds_windows_that_count_nothing():
+    starts, weights = padded_plan(row_windows(5, 3), 4)
+    assert starts.tolist() == [0, 2, 0, 0] and weights.sum() == 5
+    with pytest.raises(ArgumentError, match="cannot be padded"):
+        padded_plan(row_windows(9, 3), 2)
+
+
+# -- scoring a model -------------------------------------------------------------
+
+def digits_split(n, name="valid"):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return SharedDataset.from_arrays((digits.images[:n] * 16).astype(np.uint8),
+                                     digits.target[:n], name=name, dtype=theano.config.floatX)
+
+
+def trained_model(n_in=64):
+    """A logistic regression with fixed random weights: some right, some wrong."""
+    x, y = T.matrix("x"), T.ivector("y")
+    model = logistic_sgd.LogisticRegression(input=x, n_in=n_in, n_out=10)
+    rng = np.random.default_rng(5)
+    model.W.set_value(rng.normal(size=(n_in, 10)).astype(theano.config.floatX))
+    return model, x, y
+
+
+def chunked(model, x, y, split, chunk, classic, on=None):
+    """The classic way: a compiled window a call, scored by evaluate_in_chunks."""
+    from int8store import function_mode
+
+    start = T.lscalar()
+    window = theano.function([start], T.neq(model.y_pred, y), mode=function_mode("c"),
+                             givens={x: split.x[start:start + chunk],
+                                     y: split.y[start:start + chunk]})
+    return evaluate_in_chunks(window, split if on is None else on, chunk, classic)
+
+
+def one_call(model, x, y, split, chunk, classic, mode):
+    start = T.lscalar()
+    return scoring_function([start], T.neq(model.y_pred, y),
+                            {x: split.x[start:start + chunk], y: split.y[start:start + chunk]},
+                            split, chunk, classic, mode=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunk", [50, 64, 300])
+@pytest.mark.parametrize("classic", [False, True])
+def test_a_split_held_whole_is_scored_as_in_chunks(mode, chunk, classic):
+    """300 examples in chunks of 50 (whole), 64 (a last partial chunk of 44,
+    read as the last 64 rows) and 300 (one): the same mean and count as a
+    call a chunk; in JAX mode one call a score, however many chunks."""
+    split = digits_split(300)
+    model, x, y = trained_model()
+    expected = chunked(model, x, y, split, chunk, classic)
+    if mode == "jax":
+        place([split], "jax")
+    score = one_call(model, x, y, split, chunk, classic, mode)
+    assert score() == expected and score() == expected
+    assert expected[1] == (300 // chunk * chunk if classic else 300)
+    assert 0 < expected[0] < 1  # some right, some wrong
+    assert score.calls == (2 if mode == "jax" else 2 * -(-expected[1] // chunk))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("classic", [False, True])
+def test_a_streamed_split_is_scored_a_call_a_shard(mode, classic):
+    """Shards of 70 (a short last one of 20): one call a shard in JAX mode,
+    each example once, the same mean and count as the split held whole."""
+    split = digits_split(230)
+    model, x, y = trained_model()
+    expected = chunked(model, x, y, split, 30, classic)
+    shards = stream(split.x, split.y, max_device_bytes=70 * (64 + 4), batch_size=10, mode=mode,
+                    prefetch=1)
+    assert shards.shard_size == 70 and shards.n_shards == 4
+    score = one_call(model, x, y, shards, 30, classic, mode)
+    assert score() == pytest.approx(expected) and score()[1] == expected[1]
+    if mode == "jax":
+        assert score.calls == 2 * 4
+    shards.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_counts_are_exact_integers_and_an_empty_score_is_nan(mode):
+    """Errors are counted, not averaged in floats: the mean times the count
+    is a whole number of errors."""
+    split = digits_split(97)
+    model, x, y = trained_model()
+    if mode == "jax":
+        place([split], "jax")
+    mean, count = one_call(model, x, y, split, 10, False, mode)()
+    assert count == 97 and abs(mean * count - round(mean * count)) < 1e-9
+    # classic_count with a chunk as large as the split: one whole chunk
+    assert one_call(model, x, y, split, 97, True, mode)()[1] == 97
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_a_window_past_the_data_is_refused_before_jax_runs():
+    """The plans never reach past the data; a window asked for by hand
+    that would is refused on the host (JAX would clamp it)."""
+    from int8store.backend import activate
+    from int8store.backend.jax.direct import JaxScore, jax_graph
+
+    api = activate()
+    split = digits_split(100)
+    place([split], "jax")
+    model, x, y = trained_model()
+    start, inner = T.lscalar(), T.lscalar()
+    (values,) = api.clone_replace([T.neq(model.y_pred, y)],
+                                  replace={x: split.x[start:start + 10],
+                                           y: split.y[start:start + 10]})
+    (values,) = api.clone_replace([values], replace={start: inner})
+    SharedVariable = api.module("compile.sharedvalue").SharedVariable
+    shared = [v for v in api.graph_inputs([values]) if isinstance(v, SharedVariable)]
+    window = JaxScore(jax_graph([inner, *shared], [values]))
+    assert int(window(np.array([0, 90]), np.ones((2, 10), bool))) >= 0
+    with pytest.raises(MinibatchIndexError, match="does not fit"):
+        window(np.array([0, 91]), np.ones((2, 10), bool))
+
+
+def test_a_chunk_larger_than_a_split_held_whole_is_refused():
+    split = digits_split(20)
+    model, x, y = trained_model()
+    with pytest.raises(ArgumentError, match="larger than the 20 examples"):
+        one_call(model, x, y, split, 30, False, "c")()
