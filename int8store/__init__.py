@@ -65,6 +65,7 @@ _LAZY = {
     "save_checkpoint": "store.checkpoint",
     "fits_in_memory": "streaming.loading",
     "steps_function": "training.steps",
+    "set_up_run": "backend.jax.run_setup",
     "RunCheckpoint": "training.run",
     "RunState": "training.run",
     "run_identity": "training.run",

@@ -42,7 +42,8 @@ from int8store import conv2d, pool_2d
 
 from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
                           add_augment_options, add_normalize_option, add_progress_option,
-                          add_run_options, add_steps_option, resume_point, run_checkpoint,
+                          add_jax_run_options, add_run_options, add_steps_option, report_timings,
+                          resume_point, run_checkpoint, set_up_jax_run,
                           save_run, augmented_training_set, join_processes, load_data,
                           load_for_training, model_looked_at, run_from_command_line,
                           trained_minibatches, training_steps)
@@ -171,7 +172,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (logistic_sgd.load_for_training)
-    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+    datasets, streams, batch_size, (n_train_batches, valid_split, test_split, n_out) = \
         load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
                           devices, normalize)
     train_set_x, train_set_y = datasets[0]
@@ -233,28 +234,29 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     cost = layer3.negative_log_likelihood(y)
 
     # the zero-one loss of each of the batch_size examples from `start`:
-    # int8store.evaluate_in_chunks scores every example of a split once with
-    # them, in chunks the model was built for (the classic scored whole
-    # minibatches only: classic_count)
+    # int8store.scoring_function scores every example of a split once with
+    # them, in chunks the model was built for, test_model() giving the error
+    # and how many examples it is over (in JAX mode in one call; the classic
+    # scored whole minibatches only: classic_count)
     start = T.lscalar()
-    test_model = theano.function(
+    test_model = int8store.scoring_function(
         [start],
         T.neq(layer3.y_pred, y),
         givens={
             x: test_set_x[start: start + batch_size],
             y: test_set_y[start: start + batch_size]
         },
-        mode=compile_mode
+        split=test_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
     )
 
-    validate_model = theano.function(
+    validate_model = int8store.scoring_function(
         [start],
         T.neq(layer3.y_pred, y),
         givens={
             x: valid_set_x[start: start + batch_size],
             y: valid_set_y[start: start + batch_size]
         },
-        mode=compile_mode
+        split=valid_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
     )
 
     # every parameter, and an SGD step on each
@@ -283,13 +285,11 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     )
     # -- int8store: several of those steps a call (logistic_sgd.training_steps)
     train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode,
-                                 train_set_x)
+                                 streams[0] if streams else train_set_x.dataset, batch_size)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        int8store.keep_on_device(params, [train_model, validate_model, test_model]
-                                 + ([train_steps.function] if train_steps else []),
-                                 devices=devices)
+        int8store.keep_on_device(params, [train_model], devices=devices)
 
     ###############
     # TRAIN MODEL #
@@ -334,8 +334,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
             if (iter + 1) % validation_frequency == 0:
 
-                this_validation_loss, valid_count = int8store.evaluate_in_chunks(
-                    validate_model, n_valid, batch_size, classic_count)
+                this_validation_loss, valid_count = validate_model()
                 epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
                             'examples' % (epoch, minibatch_index + 1, n_train_batches,
                                           this_validation_loss * 100., valid_count))
@@ -348,8 +347,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     best_validation_loss = this_validation_loss
                     best_iter = iter
 
-                    test_score, test_count = int8store.evaluate_in_chunks(
-                        test_model, n_test, batch_size, classic_count)
+                    test_score, test_count = test_model()
                     epoch_lines(epoch, ('     epoch %i, minibatch %i/%i, test error of '
                                         'best model %f %% over %i examples') %
                                 (epoch, minibatch_index + 1, n_train_batches,
@@ -358,9 +356,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     # the tutorial's own checkpoint, replaced at each improvement
                     # (never half-written)
                     if model_path and int8store.is_main_process():  # (one of several)
-                        int8store.save_checkpoint(model_path, *[p.get_value() for p in params])
+                        int8store.save_checkpoint(model_path,
+                                                  *[p.get_value(borrow=True) for p in params])
                     if run is not None:  # -- int8store: the best model, for the run's checkpoint
-                        best_params = [p.get_value() for p in params]
+                        best_params = [numpy.array(p.get_value(borrow=True)) for p in params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
@@ -396,7 +395,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         'test_score': float(test_score),
         'test_count': test_count,
         'epochs': epoch,
-        'params': [numpy.asarray(p.get_value()) for p in params],
+        'seconds': end_time - start_time,
+        'scoring_seconds': validate_model.seconds + test_model.seconds,
+        'scoring_calls': validate_model.calls + test_model.calls,
+        'params': [numpy.array(p.get_value(borrow=True)) for p in params],
         'datasets': streams or datasets,
         'train_model': train_model,
         'interrupted': bool(interrupted),
@@ -430,8 +432,10 @@ def main(argv=None):
     add_normalize_option(parser)
     add_run_options(parser)
     add_progress_option(parser)
+    add_jax_run_options(parser)
     args = parser.parse_args(argv)
     join_processes(args)
+    setup = set_up_jax_run(args)
     result, status = run_from_command_line(
         evaluate_lenet5, steps_per_call=args.steps_per_call, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
@@ -453,6 +457,8 @@ def main(argv=None):
     print()
     print('Images in memory, as int8 against the classic float32:')
     print(int8store.memory_table(result['datasets']))
+    if args.timings:
+        report_timings(result, setup)
     return status  # 0, or 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 

@@ -95,9 +95,9 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     int8store.place(..., devices=N)).
 
     Returns the classic [(x, y)] * 3, the streams (None when held whole),
-    the batch size (cut to the smallest split or shard) and the counts
-    (training minibatches, validation and test examples or their streams,
-    which int8store.evaluate_in_chunks scores alike, and classes).
+    the batch size (cut to the smallest split or shard), and the training
+    minibatches, the validation and test splits (datasets or streams, which
+    int8store.scoring_function scores alike) and the number of classes.
     normalize: the float view's normalization (int8store.load_data's; the
     classic 'unit' unless asked).
     """
@@ -114,22 +114,25 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
                                          normalize=normalize)
         datasets = [(s.x, s.y) for s in streams]
         labels = [s.labels for s in streams]
+        splits = streams
     elif devices not in (None, 1):
         # -- int8store over several devices: each split's rows spread over
         # them (a store is read by each process for its own devices' rows)
         datasets = load_data(dataset, max_memory=max_memory, mode='jax', devices=devices,
                              normalize=normalize)
         labels = [x.dataset.labels for x, _ in datasets]
+        splits = [x.dataset for x, _ in datasets]
     else:
         datasets = load_data(dataset, max_memory=max_memory, normalize=normalize)
+        # counted from the labels in host memory (x.get_value(borrow=True)
+        # .shape[0] gives the same count, but decodes every image to give it)
+        labels = [x.dataset.labels for x, _ in datasets]
+        splits = [x.dataset for x, _ in datasets]
         # -- int8store's JAX mode: the data goes to JAX's device once, and
         # the functions compile for JAX (the classic slices in their givens
         # become static-size minibatches there).
         if mode == 'jax':
             int8store.place(datasets, 'jax')
-        # counted from the labels (x.get_value(borrow=True).shape[0] gives
-        # the same count, but decodes every image to give it)
-        labels = [y.get_value(borrow=True) for _, y in datasets]
     smallest, what = min(len(l) for l in labels), 'split'
     if streams and min(s.shard_size for s in streams) < smallest:
         smallest, what = min(s.shard_size for s in streams), 'shard'
@@ -157,12 +160,13 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
                                                 ', '.join('%i rows' % b.rows_per_device
                                                           for b in blocks),
                                                 batch_size, batch_size // devices))
-        counts = (blocks[0].n_batches(batch_size), blocks[1], blocks[2])
-    elif streams:  # a streamed split counts its batches shard by shard, and is scored so
-        counts = (streams[0].n_batches(batch_size), streams[1], streams[2])
+        n_train_batches = blocks[0].n_batches(batch_size)
+    elif streams:  # a streamed split counts its batches shard by shard
+        n_train_batches = streams[0].n_batches(batch_size)
     else:
-        counts = (len(labels[0]) // batch_size, len(labels[1]), len(labels[2]))
-    return datasets, streams, batch_size, counts + (1 + int(max(l.max() for l in labels)),)
+        n_train_batches = len(labels[0]) // batch_size
+    n_out = 1 + int(max(numpy.max(l) for l in labels))
+    return datasets, streams, batch_size, (n_train_batches, splits[1], splits[2], n_out)
 
 
 def devices_option(text):
@@ -322,22 +326,30 @@ def augmented_training_set(train_set_x, augment, seed, dataset):
     return train_set_x.dataset.augment(augmentation, seed)
 
 
-def training_steps(index, cost, updates, givens, steps_per_call, mode, train_set_x):
+def training_steps(index, cost, updates, givens, steps_per_call, mode, split, batch_size):
     """
     int8store: the compiled function that makes up to steps_per_call
     updates a call (int8store.steps_function: the same cost, updates and
-    givens as train_model), or None for one update a call. steps_per_call
-    None: int8store's default for the mode and the devices train_set_x
-    lies on (int8store.default_steps).
+    givens as train_model), or None on the C backend for one update a call
+    (train_model's calls). steps_per_call None: int8store's default for the
+    mode and the devices the training split lies on
+    (int8store.default_steps), but no more than an epoch's minibatches, or
+    a shard's (a call ends where the loop looks at the model, and at a
+    shard's end): then the calls run loops of one fixed length.
     """
     if steps_per_call is None:
-        blocks = getattr(getattr(train_set_x, 'dataset', None), 'blocks', None)
-        steps_per_call = int8store.default_steps(mode, blocks.devices if blocks else 1)
+        blocks = getattr(split, 'blocks', None)
+        fit = split.n_batches(batch_size)
+        if hasattr(split, 'shard_size'):  # streamed
+            fit = min(fit, split.shard_size // batch_size)
+        steps_per_call = min(int8store.default_steps(mode, blocks.devices if blocks else 1),
+                             max(fit, 1))
     if steps_per_call < 1:
         raise int8store.ArgumentError('--steps-per-call %i: expected 1 or more' % steps_per_call)
-    if steps_per_call == 1:
+    if steps_per_call == 1 and mode != 'jax':
         return None
-    print('... up to %i minibatch updates a call' % steps_per_call)
+    print('... up to %i minibatch update%s a call' % (steps_per_call,
+                                                      's' if steps_per_call > 1 else ''))
     return int8store.steps_function([index], cost, updates, givens=givens,
                                     steps=steps_per_call, mode=mode)
 
@@ -391,6 +403,46 @@ def add_device_options(parser):
                              'address; then --devices defaults to all of every process\'s')
     parser.add_argument('--num-processes', type=int, metavar='N', help='processes in the run')
     parser.add_argument('--process-id', type=int, metavar='I', help='this one (0 to N-1)')
+
+
+def add_jax_run_options(parser):
+    """--no-compile-cache, --deterministic and --timings: how a run in JAX
+    mode is set up (int8store.set_up_run), and its times reported."""
+    parser.add_argument('--no-compile-cache', action='store_true',
+                        help="JAX mode: compile every XLA program anew (default: keep them in "
+                             "a cache folder, ~/.cache/int8store/jax, so that a second run "
+                             "compiles nothing)")
+    parser.add_argument('--deterministic', action=argparse.BooleanOptionalAction, default=None,
+                        help='JAX mode on a GPU: deterministic GPU ops, the same lines held '
+                             'whole or streamed, stopped and resumed (default: on)')
+    parser.add_argument('--timings', action='store_true',
+                        help="print where the run's time went: XLA's compilations, the "
+                             "training loop, the scoring of the splits")
+
+
+def set_up_jax_run(args):
+    """int8store's JAX mode: the run set up before anything uses JAX (the
+    float type, float32 on an accelerator unless floatX was named; XLA's
+    compilation cache; deterministic GPU ops), and one line saying so.
+    None on the C backend."""
+    if args.mode != 'jax':
+        return None
+    try:
+        setup = int8store.set_up_run(compile_cache=not args.no_compile_cache,
+                                     deterministic=args.deterministic)
+    except int8store.Int8StoreError as error:
+        print('error: %s' % error, file=sys.stderr)
+        sys.exit(2)
+    print('... ' + setup.describe())
+    return setup
+
+
+def report_timings(result, setup):
+    """--timings: the training loop's seconds, the scoring's among them, and
+    XLA's compilations (JAX mode)."""
+    print('timings: training loop %.2f s, of which scoring the splits %.2f s in %i calls%s'
+          % (result['seconds'], result['scoring_seconds'], result['scoring_calls'],
+             '; ' + setup.compilations.describe() if setup is not None else ''))
 
 
 def join_processes(args):
@@ -471,7 +523,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     """
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (load_for_training, above)
-    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+    datasets, streams, batch_size, (n_train_batches, valid_split, test_split, n_out) = \
         load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
                           devices)
     train_set_x, train_set_y = datasets[0]
@@ -495,27 +547,29 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     cost = classifier.negative_log_likelihood(y)
 
     # the zero-one loss of each of the batch_size examples from `start`:
-    # int8store.evaluate_in_chunks scores every example of a split once with
-    # them (the classic scored whole minibatches only: classic_count)
+    # int8store.scoring_function scores every example of a split once with
+    # them, test_model() giving the error and how many examples it is over
+    # (in JAX mode in one call; the classic scored whole minibatches only:
+    # classic_count)
     start = T.lscalar()
-    test_model = theano.function(
+    test_model = int8store.scoring_function(
         inputs=[start],
         outputs=T.neq(classifier.y_pred, y),
         givens={
             x: test_set_x[start: start + batch_size],
             y: test_set_y[start: start + batch_size]
         },
-        mode=compile_mode
+        split=test_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
     )
 
-    validate_model = theano.function(
+    validate_model = int8store.scoring_function(
         inputs=[start],
         outputs=T.neq(classifier.y_pred, y),
         givens={
             x: valid_set_x[start: start + batch_size],
             y: valid_set_y[start: start + batch_size]
         },
-        mode=compile_mode
+        split=valid_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
     )
 
     # gradients of the cost, and the SGD step on each parameter
@@ -544,14 +598,12 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     )
     # -- int8store: several of those steps a call (training_steps, above)
     train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode,
-                                 train_set_x)
+                                 streams[0] if streams else train_set_x.dataset, batch_size)
 
     # -- int8store's JAX mode: keep the parameters' updates on the device,
     # rather than copying them to host memory after every step.
     if mode == 'jax':
-        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model]
-                                 + ([train_steps.function] if train_steps else []),
-                                 devices=devices)
+        int8store.keep_on_device(classifier.params, [train_model], devices=devices)
 
     ###############
     # TRAIN MODEL #
@@ -592,8 +644,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
-                this_validation_loss, valid_count = int8store.evaluate_in_chunks(
-                    validate_model, n_valid, batch_size, classic_count)
+                this_validation_loss, valid_count = validate_model()
 
                 epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
                             'examples' % (epoch, minibatch_index + 1, n_train_batches,
@@ -606,8 +657,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
 
                     best_validation_loss = this_validation_loss
 
-                    test_score, test_count = int8store.evaluate_in_chunks(
-                        test_model, n_test, batch_size, classic_count)
+                    test_score, test_count = test_model()
 
                     epoch_lines(epoch, '     epoch %i, minibatch %i/%i, test error of best model '
                                 '%f %% over %i examples' % (epoch, minibatch_index + 1,
@@ -617,10 +667,12 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                     # save the best model (the tutorial's own checkpoint:
                     # replaced each time, as the classic did; never half-written)
                     if model_path and int8store.is_main_process():  # (one of several)
-                        int8store.save_checkpoint(model_path, W=classifier.W.get_value(),
-                                                  b=classifier.b.get_value())
+                        int8store.save_checkpoint(model_path,
+                                                  W=classifier.W.get_value(borrow=True),
+                                                  b=classifier.b.get_value(borrow=True))
                     if run is not None:  # -- int8store: the best model, for the run's checkpoint
-                        best_params = [p.get_value() for p in classifier.params]
+                        best_params = [numpy.array(p.get_value(borrow=True))
+                                       for p in classifier.params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
@@ -654,8 +706,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     return {'best_validation_loss': float(best_validation_loss),
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
             'seconds': end_time - start_time, 'datasets': streams or datasets,
+            'scoring_seconds': validate_model.seconds + test_model.seconds,
+            'scoring_calls': validate_model.calls + test_model.calls,
             'train_model': train_model, 'interrupted': bool(interrupted),
-            'params': [numpy.array(p.get_value()) for p in classifier.params]}
+            'params': [numpy.array(p.get_value(borrow=True)) for p in classifier.params]}
 
 
 def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
@@ -703,8 +757,10 @@ def main(argv=None):
     add_steps_option(parser)
     add_run_options(parser)
     add_progress_option(parser)
+    add_jax_run_options(parser)
     args = parser.parse_args(argv)
     join_processes(args)
+    setup = set_up_jax_run(args)
     result, status = run_from_command_line(
         sgd_optimization_mnist, checkpoint=args.checkpoint, resume=args.resume, learning_rate=args.learning_rate, n_epochs=args.epochs,
         dataset=args.dataset, batch_size=args.batch_size, model_path=args.save_model,
@@ -723,6 +779,8 @@ def main(argv=None):
     print()
     print('Images in memory, as int8 against the classic float32:')
     print(int8store.memory_table(result['datasets']))
+    if args.timings:
+        report_timings(result, setup)
     return status  # 0, or 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 

@@ -26,8 +26,9 @@ from int8store import tensor_library
 theano = tensor_library()
 T = theano.tensor
 
-from logistic_sgd import (LogisticRegression, add_data_options, add_progress_option,
-                          add_run_options, add_steps_option, load_data, load_for_training,
+from logistic_sgd import (LogisticRegression, add_data_options, add_jax_run_options,
+                          add_progress_option, add_run_options, add_steps_option, load_data,
+                          load_for_training, report_timings, set_up_jax_run,
                           resume_point, run_checkpoint, run_from_command_line,
                           model_looked_at, save_run, trained_minibatches, training_steps)
 
@@ -105,7 +106,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     """
     # -- int8store: the splits, in memory or streamed, and the batch counts
     # (logistic_sgd.load_for_training)
-    datasets, streams, batch_size, (n_train_batches, n_valid, n_test, n_out) = \
+    datasets, streams, batch_size, (n_train_batches, valid_split, test_split, n_out) = \
         load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory)
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
@@ -128,17 +129,19 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
         return {x: set_x[index * batch_size:(index + 1) * batch_size],
                 y: set_y[index * batch_size:(index + 1) * batch_size]}
 
-    # the zero-one loss of each of the batch_size examples from `start`, for
-    # int8store.evaluate_in_chunks (see logistic_sgd.py)
+    # the zero-one loss of each of the batch_size examples from `start`, from
+    # which int8store.scoring_function scores a split (see logistic_sgd.py)
     start = T.lscalar()
 
     def window(set_x, set_y):
         return {x: set_x[start:start + batch_size], y: set_y[start:start + batch_size]}
 
-    test_model = theano.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
-                                 givens=window(test_set_x, test_set_y), mode=compile_mode)
-    validate_model = theano.function([start], T.neq(classifier.logRegressionLayer.y_pred, y),
-                                     givens=window(valid_set_x, valid_set_y), mode=compile_mode)
+    test_model = int8store.scoring_function(
+        [start], T.neq(classifier.logRegressionLayer.y_pred, y), window(test_set_x, test_set_y),
+        test_split, batch_size, classic_count, mode)
+    validate_model = int8store.scoring_function(
+        [start], T.neq(classifier.logRegressionLayer.y_pred, y),
+        window(valid_set_x, valid_set_y), valid_split, batch_size, classic_count, mode)
 
     # -- int8store: a run stopped anywhere goes on from its checkpoint
     # (logistic_sgd.run_checkpoint): the parameters are set here
@@ -153,12 +156,12 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                                   givens=givens(train_set_x, train_set_y), mode=compile_mode)
     # -- int8store: several of those steps a call (logistic_sgd.training_steps)
     train_steps = training_steps(index, cost, updates, givens(train_set_x, train_set_y),
-                                 steps_per_call, mode, train_set_x)
+                                 steps_per_call, mode,
+                                 streams[0] if streams else train_set_x.dataset, batch_size)
 
     # -- int8store's JAX mode: the parameters' updates stay on the device
     if mode == 'jax':
-        int8store.keep_on_device(classifier.params, [train_model, validate_model, test_model]
-                                 + ([train_steps.function] if train_steps else []))
+        int8store.keep_on_device(classifier.params, [train_model])
 
     print('... training')
     patience = 10000
@@ -194,8 +197,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if (iter + 1) % validation_frequency == 0:
-                this_validation_loss, valid_count = int8store.evaluate_in_chunks(
-                    validate_model, n_valid, batch_size, classic_count)
+                this_validation_loss, valid_count = validate_model()
                 epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
                             'examples' % (epoch, minibatch_index + 1, n_train_batches,
                                           this_validation_loss * 100., valid_count))
@@ -205,14 +207,14 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                         patience = max(patience, iter * patience_increase)
                     best_validation_loss = this_validation_loss
                     best_iter = iter
-                    test_score, test_count = int8store.evaluate_in_chunks(
-                        test_model, n_test, batch_size, classic_count)
+                    test_score, test_count = test_model()
                     epoch_lines(epoch, '     epoch %i, minibatch %i/%i, test error of best model '
                                 '%f %% over %i examples' % (epoch, minibatch_index + 1,
                                                             n_train_batches, test_score * 100.,
                                                             test_count))
                     if run is not None:  # -- int8store: the best model, for the run's checkpoint
-                        best_params = [p.get_value() for p in classifier.params]
+                        best_params = [numpy.array(p.get_value(borrow=True))
+                                       for p in classifier.params]
 
             # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
             stop = patience <= iter or int8store.stop_requested()
@@ -244,8 +246,10 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
           ' ran for %.2fm' % ((end_time - start_time) / 60.), file=sys.stderr)
     return {'best_validation_loss': float(best_validation_loss), 'best_iter': best_iter + 1,
             'test_score': float(test_score), 'test_count': test_count, 'epochs': epoch,
-            'interrupted': bool(interrupted),
-            'params': [numpy.array(p.get_value()) for p in classifier.params]}
+            'interrupted': bool(interrupted), 'seconds': end_time - start_time,
+            'scoring_seconds': validate_model.seconds + test_model.seconds,
+            'scoring_calls': validate_model.calls + test_model.calls,
+            'params': [numpy.array(p.get_value(borrow=True)) for p in classifier.params]}
 
 
 def main(argv=None):
@@ -259,12 +263,16 @@ def main(argv=None):
     add_steps_option(parser)
     add_run_options(parser)
     add_progress_option(parser)
+    add_jax_run_options(parser)
     args = parser.parse_args(argv)
-    _, status = run_from_command_line(
+    setup = set_up_jax_run(args)
+    result, status = run_from_command_line(
         test_mlp, checkpoint=args.checkpoint, resume=args.resume, n_epochs=args.epochs, dataset=args.dataset, batch_size=args.batch_size,
         n_hidden=args.hidden, mode=args.mode, classic_count=args.classic_count,
         max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
         progress=args.progress, steps_per_call=args.steps_per_call)
+    if result is not None and args.timings:
+        report_timings(result, setup)
     return status  # 0, 2 after an error, 130 (SIGINT) / 143 (SIGTERM) when interrupted
 
 

@@ -1,0 +1,245 @@
+"""What a training run in JAX mode sets up before its first graph:
+:func:`set_up_run`.
+
+* **The float type.** PyTensor and Aesara default ``floatX`` to float64, and
+  their JAX dispatch then turns on JAX's 64-bit mode: on a GPU the classic
+  LeNet5 run took 113 s in float64 against 33 s in float32, the classic
+  tutorials' own setting. On an accelerator the run trains in float32 unless
+  the user named ``floatX`` (in ``PYTENSOR_FLAGS``/``AESARA_FLAGS``, the
+  library's configuration file, or by setting it before the call); on a CPU,
+  and wherever the user chose, ``floatX`` is left as it is.
+* **XLA's persistent compilation cache**, in a folder under the user's cache
+  directory (:func:`compile_cache_folder`): a second run of the same model
+  loads its programs instead of compiling them (every program, however
+  small, is kept; the folder is capped at :data:`CACHE_BYTES`, the least
+  recently used dropped first).
+* **Deterministic GPU ops** (:data:`DETERMINISTIC_FLAGS`, in ``XLA_FLAGS``
+  before JAX starts its backends): XLA picks GPU convolution algorithms by
+  timing them, so two compiled programs of one model (held whole and
+  streamed) could round differently.
+* **A count of XLA's compilations** (:class:`Compilations`, from
+  ``jax.monitoring``): what a run compiled and what it loaded from the cache.
+
+Nothing here runs on ``import``: a program calls :func:`set_up_run` (the
+tutorials do, before loading their data). It is the one place int8store
+changes ``XLA_FLAGS`` and JAX's configuration, and only when asked.
+"""
+
+import configparser
+import os
+import sys
+from pathlib import Path
+
+from ...errors import ArgumentError
+from ..setup.activation import activate
+from .mode import require_jax
+
+__all__ = ["set_up_run", "RunSetup", "Compilations", "compile_cache_folder",
+           "user_named_float_type", "DETERMINISTIC_FLAGS", "CACHE_BYTES"]
+
+#: XLA's flags for run-to-run deterministic GPU programs.
+DETERMINISTIC_FLAGS = ("--xla_gpu_deterministic_ops=true",)
+#: The compilation cache's ceiling: its least recently used programs go
+#: first beyond it (a LeNet5 run's programs take a few MB).
+CACHE_BYTES = 1 << 30
+
+
+def compile_cache_folder():
+    """Where the compilation cache lives: ``$XDG_CACHE_HOME/int8store/jax``,
+    by default ``~/.cache/int8store/jax``."""
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "int8store" / "jax"
+
+
+def user_named_float_type():
+    """Where the user named ``floatX``, or None: the library's flags variable
+    (``PYTENSOR_FLAGS`` or ``AESARA_FLAGS``), its configuration file
+    (``PYTENSORRC``/``~/.pytensorrc``, ``AESARARC``/``~/.aesararc``), or a
+    value the program set before (any but the library's float64)."""
+    api = activate()
+    prefix = api.NAME.upper()
+    flags = os.environ.get(f"{prefix}_FLAGS", "")
+    if any(item.split("=", 1)[0].strip() == "floatX" for item in flags.split(",")):
+        return f"{prefix}_FLAGS"
+    files = os.environ.get(f"{prefix}RC") or os.pathsep.join(
+        str(Path.home() / f".{api.NAME}rc{suffix}") for suffix in ("", ".txt"))
+    for name in filter(None, files.split(os.pathsep)):
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(name)
+        except configparser.Error:
+            continue  # the library reports its own file's errors
+        if parser.has_option("global", "floatX"):
+            return name
+    if api.lib.config.floatX != "float64":
+        return "the program"
+    return None
+
+
+class Compilations:
+    """XLA's compilations since this was made, counted by ``jax.monitoring``:
+    :attr:`compiled` programs compiled, :attr:`loaded` loaded from the
+    persistent cache instead, :attr:`seconds` the time both took."""
+
+    _listening = []  # the live counters: jax.monitoring keeps its listeners for good
+
+    def __init__(self):
+        self.compiled = self.loaded = 0
+        self.seconds = 0.0
+        self._hits = 0
+        if not Compilations._listening:
+            import jax.monitoring as monitoring
+
+            monitoring.register_event_listener(Compilations._event)
+            monitoring.register_event_duration_secs_listener(Compilations._duration)
+        Compilations._listening.append(self)
+
+    @staticmethod
+    def _event(event, **kwargs):
+        if event == "/jax/compilation_cache/cache_hits":
+            for counter in Compilations._listening:
+                counter._hits += 1
+
+    @staticmethod
+    def _duration(event, seconds, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            for counter in Compilations._listening:
+                counter.seconds += seconds
+                if counter._hits:  # (a hit is announced before its load's duration)
+                    counter._hits -= 1
+                    counter.loaded += 1
+                else:
+                    counter.compiled += 1
+
+    def close(self):
+        """Stop counting."""
+        if self in Compilations._listening:
+            Compilations._listening.remove(self)
+
+    def describe(self):
+        """``"3 XLA programs compiled (1.2 s), 0 loaded from the cache"``."""
+        return (f"{self.compiled} XLA program{'s' if self.compiled != 1 else ''} compiled, "
+                f"{self.loaded} loaded from the cache ({self.seconds:.1f} s)")
+
+
+class RunSetup:
+    """What :func:`set_up_run` set up: the ``platform`` JAX runs on
+    (``"gpu"``, ``"cpu"``, ...) and its ``device`` kind, the ``float_type``
+    the run trains in and ``why``, whether GPU ops are ``deterministic``,
+    the compilation cache's ``cache`` folder (None: off) and the run's
+    ``compilations``."""
+
+    def __init__(self, platform, device, float_type, why, deterministic, cache, compilations):
+        self.platform, self.device = platform, device
+        self.float_type, self.why = float_type, why
+        self.deterministic, self.cache, self.compilations = deterministic, cache, compilations
+
+    @property
+    def accelerator(self):
+        return self.platform != "cpu"
+
+    def describe(self):
+        """One line: the device, the float type and why, the GPU ops, the cache."""
+        parts = [f"JAX on {self.platform} ({self.device})", f"{self.float_type}: {self.why}"]
+        if self.platform == "gpu":
+            parts.append("deterministic GPU ops" if self.deterministic else
+                         "GPU ops as XLA picks them (not deterministic)")
+        parts.append(f"compilation cache {_short(self.cache)}" if self.cache else
+                     "no compilation cache")
+        return "; ".join(parts)
+
+
+def _short(path):
+    """``path`` with the home folder written ``~``."""
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+def set_up_run(compile_cache=True, deterministic=None):
+    """Set up a training run in JAX mode (see the module docstring); call it
+    before anything builds a graph or uses JAX.
+
+    Parameters
+    ----------
+    compile_cache : bool or path
+        True: XLA's persistent compilation cache in
+        :func:`compile_cache_folder`; a path: there; False: none.
+    deterministic : bool or None
+        Deterministic GPU ops (:data:`DETERMINISTIC_FLAGS`); None: on GPUs
+        (they are what makes a run held whole and streamed, or stopped and
+        resumed, print the same lines there). They must be set before JAX
+        starts its backends: if it had, the setting is refused.
+
+    Returns
+    -------
+    RunSetup
+    """
+    jax = require_jax()
+    if deterministic is not False:
+        _add_xla_flags(jax, DETERMINISTIC_FLAGS)
+    cache = None
+    if compile_cache:
+        cache = Path(compile_cache_folder() if compile_cache is True else compile_cache)
+        _use_cache(jax, cache)
+    devices = jax.devices()
+    platform, device = jax.default_backend(), devices[0].device_kind
+    api = activate()
+    float_type, why = api.lib.config.floatX, None
+    named = user_named_float_type()
+    flags = f"{api.NAME.upper()}_FLAGS"
+    if named is not None:
+        why = f"floatX as named in {named}"
+    elif platform != "cpu":
+        float_type = api.lib.config.floatX = "float32"
+        _x64_as(jax, float_type)
+        why = (f"int8store's choice on an accelerator ({flags}=floatX=float64 to train in "
+               "float64)")
+    else:
+        other = "float32" if float_type == "float64" else "float64"
+        why = f"{api.NAME}'s default floatX ({flags}=floatX={other} to change)"
+    return RunSetup(platform, device, float_type, why,
+                    deterministic is not False and platform == "gpu", cache, Compilations())
+
+
+def _add_xla_flags(jax, flags):
+    """Add ``flags`` to ``XLA_FLAGS`` (those not named there already), which
+    XLA reads when JAX starts its backends: refused once it has."""
+    present = os.environ.get("XLA_FLAGS", "")
+    missing = [flag for flag in flags if flag.split("=", 1)[0] not in present]
+    if not missing:
+        return
+    if _backends_started(jax):
+        raise ArgumentError(
+            f"deterministic GPU ops need {' '.join(missing)} in XLA_FLAGS before JAX starts its "
+            "backends, and JAX had started them: set up the run before using JAX, or set "
+            "XLA_FLAGS yourself (or leave deterministic ops off)")
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [present] + missing))
+
+
+def _backends_started(jax):
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    started = getattr(bridge, "backends_are_initialized", None)
+    return bool(started()) if started is not None else bool(getattr(bridge, "_backends", None))
+
+
+def _use_cache(jax, folder):
+    """XLA's persistent compilation cache in ``folder``, every program kept."""
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    for name, value in (("jax_persistent_cache_min_compile_time_secs", 0),
+                        ("jax_persistent_cache_min_entry_size_bytes", 0),
+                        ("jax_compilation_cache_max_size", CACHE_BYTES)):
+        try:
+            jax.config.update(name, value)
+        except AttributeError:  # (an older JAX without that setting)
+            pass
+
+
+def _x64_as(jax, float_type):
+    """JAX's 64-bit mode as the library's JAX dispatch sets it for
+    ``float_type`` when first imported: set again if it was imported before."""
+    api = activate()
+    if f"{api.NAME}.link.jax.dispatch" in sys.modules:
+        jax.config.update("jax_enable_x64", float_type == "float64")

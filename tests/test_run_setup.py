@@ -1,0 +1,124 @@
+"""A run in JAX mode set up before its first graph (int8store.set_up_run):
+float32 on an accelerator unless the user named floatX, XLA's compilation
+cache (a second run compiles nothing; --no-compile-cache keeps none),
+deterministic GPU ops in XLA_FLAGS before JAX starts, and the tutorials'
+first line saying so. Each case runs in a fresh process: floatX, XLA_FLAGS
+and JAX's backends are the process's."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.own_flags, pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode != 0,
+    reason="JAX is not installed in this environment")]
+
+
+def fresh(script, tmp_path, **env):
+    """The JSON the script prints last, run in a fresh process whose home
+    and cache are ``tmp_path`` and whose library flags are ``env``'s only."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.endswith("_FLAGS") and not key.endswith("RC")}
+    environment.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), **env)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, env=environment, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+SET_UP = """
+    import json, os, jax, int8store
+    from int8store.backend import activate
+    lib = activate().lib
+    if {pretend_gpu!r}:  # what JAX says on a machine with a GPU
+        jax.default_backend = lambda: "gpu"
+    setup = int8store.set_up_run(deterministic={deterministic!r})
+    print(json.dumps({{"float": setup.float_type, "floatX": lib.config.floatX, "why": setup.why,
+                      "x64": bool(jax.config.jax_enable_x64), "line": setup.describe(),
+                      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                      "deterministic": setup.deterministic}}))
+"""
+
+
+def test_on_an_accelerator_a_run_trains_in_float32_and_says_why(tmp_path):
+    seen = fresh(SET_UP.format(pretend_gpu=True, deterministic=None), tmp_path)
+    assert seen["float"] == seen["floatX"] == "float32" and not seen["x64"]
+    assert "int8store's choice on an accelerator" in seen["why"] and "floatX=float64" in seen["why"]
+    assert seen["line"].startswith("JAX on gpu") and "deterministic GPU ops" in seen["line"]
+    assert "--xla_gpu_deterministic_ops=true" in seen["xla_flags"] and seen["deterministic"]
+
+
+@pytest.mark.parametrize("named", ["flags", "file", "program"])
+def test_a_float_type_the_user_named_is_kept(tmp_path, named):
+    from int8store.backend import activate
+
+    prefix = activate().NAME.upper()
+    env, before = {}, ""
+    if named == "flags":
+        env = {f"{prefix}_FLAGS": "floatX=float64"}
+    elif named == "file":
+        rc = tmp_path / "my.rc"
+        rc.write_text("[global]\nfloatX = float64\n")
+        env = {f"{prefix}RC": str(rc)}
+    script = SET_UP.format(pretend_gpu=True, deterministic=None)
+    if named == "program":  # set by the program itself before the call
+        script = script.replace("lib = activate().lib", "lib = activate().lib\n"
+                                "    lib.config.floatX = 'float32'")
+    seen = fresh(script, tmp_path, **env)
+    expected = "float32" if named == "program" else "float64"
+    assert seen["float"] == seen["floatX"] == expected
+    assert seen["why"].startswith("floatX as named in")
+
+
+def test_on_a_cpu_nothing_changes_and_deterministic_ops_may_be_declined(tmp_path):
+    seen = fresh(SET_UP.format(pretend_gpu=False, deterministic=False), tmp_path)
+    assert seen["float"] == seen["floatX"] == "float64"  # the library's default, left as it is
+    assert "default floatX" in seen["why"] and seen["xla_flags"] == ""
+    assert seen["line"].startswith("JAX on cpu") and "GPU ops" not in seen["line"]
+
+
+def test_deterministic_ops_are_refused_once_jax_has_started(tmp_path):
+    script = """
+        import json, jax, int8store
+        jax.devices()  # JAX's backends started: XLA has read its flags
+        try:
+            int8store.set_up_run()
+        except int8store.ArgumentError as error:
+            print(json.dumps(str(error)))
+    """
+    assert "JAX had started" in fresh(script, tmp_path)
+
+
+def tutorial(tmp_path, *options):
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"),
+                           "--dataset", "digits", "--mode", "jax", "--epochs", "2",
+                           "--batch-size", "100", "--save-model", "", "--timings", *options],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.splitlines()
+
+
+def test_a_second_run_compiles_nothing_and_the_cache_can_be_declined(tmp_path):
+    first, second = tutorial(tmp_path), tutorial(tmp_path)
+    assert first[0].startswith("... JAX on cpu") and "compilation cache" in first[0]
+    timings = [line for line in first + second if line.startswith("timings:")]
+    assert len(timings) == 2
+    assert "0 XLA programs compiled" not in timings[0]
+    assert "0 XLA programs compiled" in timings[1], timings[1]  # all loaded from the cache
+    assert [line for line in first if "error" in line] == \
+        [line for line in second if "error" in line]
+    cache = tmp_path / "cache" / "int8store" / "jax"
+    held = sorted(cache.iterdir())
+    assert held and any("int8store_full_steps" in path.name for path in held)
+    declined = tutorial(tmp_path, "--no-compile-cache")
+    assert "no compilation cache" in declined[0]
+    assert sorted(cache.iterdir()) == held  # nothing written
+    assert "0 loaded from the cache" in [line for line in declined if "timings" in line][0]
