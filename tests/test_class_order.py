@@ -371,3 +371,12 @@ def test_sorted_means_far_fewer_runs_than_chance():
     assert not label_runs(shuffled).sorted
     assert not label_runs(np.zeros(100, int)).sorted  # one class: nothing to mix
     assert not label_runs(np.arange(200) % 2).sorted
+
+
+def test_a_seed_outside_32_bits_is_refused_naming_the_range(tmp_path, capsys):
+    class_folders(tmp_path / "animals")
+    for seed in ("-1", str(1 << 32)):
+        assert main(["convert", str(tmp_path / "animals"), "-o", str(tmp_path / "a.h5"),
+                     "--seed", seed]) == 2
+        assert f"seed={seed}: expected an integer from 0 to 4294967295" in capsys.readouterr().err
+    assert not (tmp_path / "a.h5").exists()

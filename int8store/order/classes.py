@@ -138,5 +138,7 @@ def stratified_pick(labels, count, seed, stream):
 
 
 def _check_seed(seed):
-    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
-        raise ArgumentError(f"seed={seed!r}: expected a non-negative integer")
+    """The network's keys take 32 bits: a larger seed would repeat a smaller one's order."""
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+            and 0 <= seed < 1 << 32):
+        raise ArgumentError(f"seed={seed!r}: expected an integer from 0 to {(1 << 32) - 1}")

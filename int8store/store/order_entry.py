@@ -2,8 +2,8 @@
 ordered and cut the examples of the store when it was written.
 
 ``{"seed": S, "shuffled": [split, ...], "valid": cut, "test": cut}``:
-``seed``, the seed of the draws (a non-negative integer; null when none
-was made); ``shuffled``, the splits whose order was drawn from it (a
+``seed``, the seed of the draws (an integer from 0 to 2**32 - 1; null
+when none was made); ``shuffled``, the splits whose order was drawn from it (a
 source whose labels ran by class; empty when its order was kept); ``valid``
 and ``test`` (each optional), how that split was made, one of
 :data:`~int8store.codes.vocabulary.CUTS`. Checked before it is used; a
@@ -30,9 +30,9 @@ def read_order(value, splits, path):
     if not isinstance(value, dict):
         raise StoreFormatError(f"{where} is {shown(value)}, where an object belongs")
     seed = value.get("seed")
-    if seed is not None and not (is_count(seed) and seed < 1 << 64):
-        raise StoreFormatError(f"{where} holds {shown(seed)} as its seed, where a non-negative "
-                               "integer (or null) belongs")
+    if seed is not None and not (is_count(seed) and seed < 1 << 32):
+        raise StoreFormatError(f"{where} holds {shown(seed)} as its seed, where an integer "
+                               "from 0 to 2**32 - 1 (or null) belongs")
     shuffled = value.get("shuffled", [])
     if not (isinstance(shuffled, list) and all(isinstance(n, str) and n in splits for n in shuffled)
             and len(set(shuffled)) == len(shuffled)):
