@@ -1,7 +1,8 @@
 """The ``int8store`` command: convert archives, describe, verify and preview stores.
 
-    int8store convert SRC... -o OUT.h5 [--valid-size N] [--valid-seed S] [--lossy]
-                      [--resize HxW] [--keys SPLIT=IMAGES:LABELS] [--max-memory SIZE] [--force]
+    int8store convert SRC... -o OUT.h5 [--valid-size N] [--test-size N] [--seed S]
+                      [--keep-order] [--lossy] [--resize HxW] [--keys SPLIT=IMAGES:LABELS]
+                      [--max-memory SIZE] [--force]
     int8store info FILE
     int8store verify [--strong] FILE
     int8store manifest FILE
@@ -12,7 +13,8 @@
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
 ceiling reached) print one line on stderr and exit with status 2; an
 interrupt (Ctrl-C, SIGTERM) exits with 128 + the signal's number, leaving
-no output. A traceback means a bug in int8store.
+no output; a closed pipe (``int8store manifest FILE | head -1``) ends it
+quietly with 128 + SIGPIPE. A traceback means a bug in int8store.
 """
 
 import argparse
@@ -52,36 +54,71 @@ def _keys(text):
     return split, (images, labels)
 
 
+#: What convert reads, in words (its --help and its description).
+SOURCE_KINDS = (
+    "the four MNIST IDX files or a folder holding them (gzipped or not); mnist.pkl.gz; "
+    "CIFAR-10's cifar-10-python.tar.gz or its folder cifar-10-batches-py/ (colour, 32x32x3); "
+    "an .npz of image and label arrays; a folder, .zip or .tar(.gz) of class folders of "
+    "images (CLASS/IMAGE, or SPLIT/CLASS/IMAGE with SPLIT train, valid or test); an HDF5 "
+    "file of image and label datasets; an int8store store; or the names digits "
+    "(scikit-learn's, offline), mnist and cifar10 (downloaded into the cache)")
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="int8store", description="Convert image archives into int8store files and inspect them.")
     commands = parser.add_subparsers(dest="command", required=True)
     convert = commands.add_parser(
         "convert", help="convert an archive into an int8store .h5 file",
-        description="Convert IDX files (or a folder of them), .npz, mnist.pkl.gz, a folder or "
-                    ".zip/.tar(.gz) of class folders of images, or an HDF5 file into an int8store file.")
-    convert.add_argument("sources", nargs="+", metavar="SRC")
-    convert.add_argument("-o", "--output", required=True, metavar="OUT.h5")
+        description=f"Convert image data into an int8store file: the checksummed int8 codes "
+                    f"of train, valid and test. SRC is one of: {SOURCE_KINDS}. A source whose "
+                    "labels run by class (class folders, arrays sorted by label) is shuffled, "
+                    "from a seed recorded in the store; IDX, mnist.pkl.gz, CIFAR-10 and the "
+                    "digits keep their order, as their published figures need. Without a "
+                    "validation split, a sixth of train becomes one: drawn stratified by class "
+                    "(the last sixth, from a source that keeps its order). The same command "
+                    "writes the same store.")
+    convert.add_argument("sources", nargs="+", metavar="SRC", help="the source (see above)")
+    convert.add_argument("-o", "--output", required=True, metavar="OUT.h5",
+                         help="the store to write; a missing folder is created")
     convert.add_argument("--valid-size", type=_valid, metavar="N",
                          help="for a source without a validation split: N training examples "
                               "(an integer) or a fraction strictly between 0 and 1 (e.g. 0.1) "
-                              "become one (default: a sixth), as load_data(valid_size=N)")
-    convert.add_argument("--valid-seed", type=int, metavar="S",
-                         help="pick those examples by a shuffle seeded with S instead of "
-                              "taking the last ones, as load_data(valid_seed=S)")
+                              "become one, as load_data(valid_size=N) (default: a sixth)")
+    convert.add_argument("--test-size", type=_valid, metavar="N",
+                         help="for a source without a test split: cut one of N training "
+                              "examples (or a fraction), stratified by class, before the "
+                              "validation split, as load_data(test_size=N) (default: none)")
+    convert.add_argument("--seed", "--valid-seed", dest="seed", type=int, metavar="S",
+                         help="the seed of the shuffle of a source sorted by class and of the "
+                              "stratified cuts, recorded in the store; from a source that keeps "
+                              "its order, also draws the validation split stratified instead of "
+                              "taking the last ones; as load_data(valid_seed=S) (default: 0)")
+    convert.add_argument("--keep-order", action="store_true",
+                         help="keep the source's order even where its labels run by class "
+                              "(default: such a source is shuffled)")
     convert.add_argument("--lossy", action="store_true",
                          help="quantize data int8 cannot hold exactly to 256 levels and report "
                               "the largest error (default: refuse such data)")
-    convert.add_argument("--resize", type=_size, metavar="HxW", help="resize image files to H rows, W columns")
+    convert.add_argument("--resize", type=_size, metavar="HxW",
+                         help="resize image files to H rows, W columns (default: keep their "
+                              "size, which all must share)")
     convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
-                         help="the arrays of a split in an .npz or HDF5 source (repeatable)")
+                         help="the arrays of a split in an .npz or HDF5 source (repeatable; "
+                              "default: found by their names, or their shapes for one pair)")
     convert.add_argument("--max-memory", metavar="SIZE",
                          help="most memory the source may ask for at once (a label array, a "
                               "pickled array, one image), e.g. 2GiB (default: half the physical "
                               "memory); every size a file announces is also checked against the file")
-    convert.add_argument("--force", action="store_true", help="replace OUT.h5 if it exists")
-    info = commands.add_parser("info", help="describe an int8store file")
-    info.add_argument("file")
+    convert.add_argument("--force", action="store_true",
+                         help="replace OUT.h5 if it exists (default: refuse)")
+    info = commands.add_parser(
+        "info", help="describe an int8store file",
+        description="Describe an int8store file: its splits, image shape, encoding, bytes as "
+                    "int8 and float32, how its examples were ordered, and where it came from. "
+                    "Reads the manifest only (no options, nothing to default): "
+                    "'int8store verify' checks the data.")
+    info.add_argument("file", help="an int8store .h5 file")
     verify = commands.add_parser(
         "verify", help="check every checksum of an int8store file",
         description="Check the manifest, the HDF5 metadata and every chunk of data against "
@@ -91,8 +128,8 @@ def _parser():
     verify.add_argument("--strong", action="store_true",
                         help="also recompute each split's BLAKE3 digest (about twice the "
                              "time of a plain verify); a store written before strong digests "
-                             "is refused, saying so")
-    verify.add_argument("file")
+                             "is refused, saying so (default: XXH3-128 per chunk only)")
+    verify.add_argument("file", help="an int8store .h5 file")
     manifest = commands.add_parser(
         "manifest", help="print a store's manifest (JSON): a signature of it covers every byte "
                          "of the file once 'int8store verify --strong' passes",
@@ -101,13 +138,21 @@ def _parser():
                     "that this command still prints the signed text, and that 'int8store "
                     "verify --strong FILE' passes: the signature then covers every byte (the "
                     "metadata through the manifest's SHA-256, the data through each split's "
-                    "BLAKE3).")
-    manifest.add_argument("file")
+                    "BLAKE3). No options, nothing to default.")
+    manifest.add_argument("file", help="an int8store .h5 file")
     budget = commands.add_parser(
         "budget", help="will it fit? data and model memory, and the largest batch, int8 "
-                       "against float32")
-    budget.add_argument("--dataset", default="digits", help="anything load_data takes")
-    budget.add_argument("--model", choices=("logistic", "lenet5"), default="lenet5")
+                       "against float32",
+        description="Will a dataset and a tutorial's model fit a device? The data's bytes "
+                    "held as int8 and as float32, the model's memory at a batch size, and the "
+                    "largest batch that fits, each way. By default: the digits, the LeNet5 "
+                    "model (convolutional_mlp.py), its tutorial's batch size, the memory JAX "
+                    "or nvidia-smi reports for one device, 10 % of it kept free.")
+    budget.add_argument("--dataset", default="digits",
+                        help="anything load_data takes (default: %(default)s)")
+    budget.add_argument("--model", choices=("logistic", "lenet5"), default="lenet5",
+                        help="the tutorial's model: logistic (logistic_sgd.py) or lenet5 "
+                             "(convolutional_mlp.py) (default: %(default)s)")
     budget.add_argument("--batch-size", type=int, metavar="B",
                         help="the batch size to estimate (default: the tutorial's)")
     budget.add_argument("--device-memory", metavar="SIZE",
@@ -123,29 +168,35 @@ def _parser():
         "preview", help="a PNG grid of sample images, one row per class",
         description="Write a PNG grid of the first images of each class of a split, decoded "
                     "as training reads them: a store's int8 codes, or any source through the "
-                    "planning step load_data uses. See what a conversion gives before training.")
+                    "planning step load_data uses. See what a conversion gives before training; "
+                    "a class the split lacks is named.")
     preview.add_argument("sources", nargs="+", metavar="SRC",
                          help="a store, or anything convert and load_data take")
-    preview.add_argument("-o", "--output", required=True, metavar="GRID.png")
+    preview.add_argument("-o", "--output", required=True, metavar="GRID.png",
+                         help="the PNG to write; a missing folder is created")
     preview.add_argument("--split", default="train", choices=("train", "valid", "test"),
                          help="the split shown (default: %(default)s)")
     preview.add_argument("--count", type=int, default=8, metavar="N",
                          help="images per class (default: %(default)s)")
     preview.add_argument("--scale", type=int, metavar="K",
                          help="enlarge each image K times (default: to at least 32 pixels)")
-    preview.add_argument("--resize", type=_size, metavar="HxW", help="as for convert")
+    preview.add_argument("--resize", type=_size, metavar="HxW",
+                         help="as for convert (default: the images' own size)")
     preview.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
-                         help="as for convert")
-    preview.add_argument("--max-memory", metavar="SIZE", help="as for convert")
+                         help="as for convert (default: found by their names or shapes)")
+    preview.add_argument("--max-memory", metavar="SIZE",
+                         help="as for convert (default: half the physical memory)")
     preview.add_argument("--augment", metavar="LIST",
                          help="with --augmented: the augmentation, as the tutorials take it "
-                              "(e.g. translate=2,flip,cutout=8)")
+                              "(e.g. translate=2,flip,cutout=8; default: none)")
     preview.add_argument("--augmented", type=int, metavar="SEED",
                          help="draw the images augmented by --augment as training sees them: "
-                              "the grid's cells, row by row, as one minibatch under SEED")
+                              "the grid's cells, row by row, as one minibatch under SEED "
+                              "(default: as stored)")
     preview.add_argument("--epoch", type=int, default=0, metavar="E",
                          help="with --augmented: the epoch drawn (default: %(default)s)")
-    preview.add_argument("--force", action="store_true", help="replace GRID.png if it exists")
+    preview.add_argument("--force", action="store_true",
+                         help="replace GRID.png if it exists (default: refuse)")
     return parser
 
 
@@ -161,8 +212,11 @@ def main(argv=None):
         # ends here as an interrupt, not as a traceback.
         with interrupts_remembered():
             _run(args, argv)
+            sys.stdout.flush()  # (a closed pipe is met here, not as Python exits)
     except Int8StoreError as error:
         return _fail(str(error))
+    except BrokenPipeError:
+        return _pipe_closed()
     except KeyboardInterrupt as interrupt:
         _say(f"{interrupt or 'interrupted'}: {_what_was_written(args)}")
         return 128 + getattr(interrupt, "signal", signal.SIGINT)
@@ -181,10 +235,11 @@ def _run(args, argv):
     if args.command == "convert":
         from .converter import convert
         path = convert(args.sources, args.output, valid_size=args.valid_size,
-                       valid_seed=args.valid_seed, lossy=args.lossy, resize=args.resize,
+                       valid_seed=args.seed, lossy=args.lossy, resize=args.resize,
                        keys=dict(args.keys) if args.keys else None, force=args.force,
                        command_line=shlex.join(["int8store"] + argv),
-                       max_memory=args.max_memory, report=print)
+                       max_memory=args.max_memory, report=print, keep_order=args.keep_order,
+                       test_size=args.test_size)
         print(describe(path))
     elif args.command == "preview":
         from .preview import preview
@@ -192,7 +247,7 @@ def _run(args, argv):
         print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
                       force=args.force, keys=dict(args.keys) if args.keys else None,
                       resize=args.resize, max_memory=args.max_memory, augment=args.augment,
-                      augmented=args.augmented, epoch=args.epoch).describe())
+                      augmented=args.augmented, epoch=args.epoch, report=print).describe())
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":
@@ -229,6 +284,22 @@ def _what_was_written(args):
     return "nothing was written"
 
 
+def _pipe_closed():
+    """What reads stdout is gone (``int8store manifest FILE | head -1``): end
+    quietly, as a closed pipe ends other programs, with status 128 +
+    SIGPIPE (141); stdout goes to the null device, so that Python's last
+    flush as it exits meets no pipe either."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's capture)
+        pass
+    return 128 + getattr(signal, "SIGPIPE", 13)
+
+
 def _fail(message):
     _say(f"error: {message}")
     return 2
@@ -258,6 +329,9 @@ def describe(path):
     if names:
         shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
         lines.append(f"labels:       {len(names)} classes: {shown}")
+    if store.order is not None:
+        from .plan.arrangement import describe_order
+        lines.append(f"order:        {describe_order(store.order, cuts=True)}")
     pixels = int(__import__("numpy").prod(store.image_shape))
     rows = [("split", "examples", "int8 bytes", "float32 bytes", "code mean")]
     for name, count in store.splits.items():

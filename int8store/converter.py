@@ -2,14 +2,19 @@
 
 The source is read a chunk of images at a time (see :mod:`int8store.sources`),
 encoded and appended to the store, hashing as it goes; the output appears
-only once complete.
+only once complete. A source sorted by class is written shuffled (the
+planning step's rule, :mod:`int8store.plan.arrangement`), read by index or
+through a temporary spill file beside the output (:mod:`int8store.plan.rows`).
 """
+
+from pathlib import Path
 
 from tqdm import tqdm
 
 from .store.atomic import check_can_write
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
+from .plan.arrangement import describe_order
 from .plan.splits import DEFAULT_CHUNK_BYTES, plan_splits
 from .sources import read_source
 from .store.writer import StoreWriter
@@ -19,12 +24,15 @@ __all__ = ["convert"]
 
 def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resize=None,
             keys=None, force=False, command_line=None, chunk_bytes=DEFAULT_CHUNK_BYTES,
-            max_memory=None, report=None):
+            max_memory=None, report=None, keep_order=False, test_size=None):
     """Convert ``sources`` into the int8store file ``output``.
 
-    The splits, their encoding and image shape are settled by the same step
-    as :func:`~int8store.load_data`'s (:func:`~int8store.plan_splits`): the same
-    source with the same options gives the same validation examples either way.
+    The splits, their order, their encoding and image shape are settled by
+    the same step as :func:`~int8store.load_data`'s
+    (:func:`~int8store.plan_splits`): the same source with the same options
+    gives the same examples in the same order either way, and the same
+    command writes the same store (byte for byte with ``$SOURCE_DATE_EPOCH``
+    set: otherwise the time of writing differs).
 
     Parameters
     ----------
@@ -32,13 +40,14 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
         Anything :func:`~int8store.sources.read_source` reads: IDX files or a
         folder of them, ``.npz``, ``mnist.pkl.gz``, ``cifar-10-python.tar.gz``
         or its folder, a folder / ``.zip`` / ``.tar(.gz)`` of class folders of
-        images, an HDF5 file.
+        images, an HDF5 file, a store; or ``"digits"``, ``"mnist"``, ``"cifar10"``.
     output : path
         The ``.h5`` file to write; an existing one is replaced only with ``force``.
     valid_size, valid_seed
         For a source without a validation split: its size (default a sixth of
-        train, taken from the end) and, if given, the seed of a shuffle that
-        picks it instead (see :func:`~int8store.plan_splits`).
+        train). ``valid_seed`` (default 0) seeds the shuffle of a source sorted
+        by class and the stratified cuts; the seed is recorded in the store
+        (see :func:`~int8store.plan_splits`).
     lossy : bool
         Quantize data int8 cannot hold exactly to 256 levels; the store's
         encoding records the largest error.
@@ -55,7 +64,13 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
         array, a pickled array, one image), e.g. ``"2GiB"``; default half the
         physical memory (see :mod:`int8store.runtime.limits`).
     report : callable, optional
-        Called with a line of text saying how the validation split was made.
+        Called with a line of text saying how the validation split was made,
+        how the examples were ordered, and which output folder was created.
+    keep_order : bool
+        Keep the source's order even where its labels run by class.
+    test_size : int or float, optional
+        For a source without a test split: the training examples (a count,
+        or a fraction) cut into one, stratified by class.
 
     Returns
     -------
@@ -63,22 +78,26 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
     """
     with memory_ceiling(max_memory), interrupts_remembered():
         return _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force,
-                        command_line, chunk_bytes, report)
+                        command_line, chunk_bytes, report, keep_order, test_size)
 
 
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
-             chunk_bytes, report):
+             chunk_bytes, report, keep_order, test_size):
     check_can_write(output, force)  # before the reading, which may take long
     plan = plan_splits(read_source(sources, resize=resize, keys=keys), valid_size=valid_size,
-                       valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes)
+                       valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes,
+                       keep_order=keep_order, test_size=test_size)
     if report is not None:
         report(f"validation split: {plan.validation}")
+        report(f"order: {describe_order(plan.order)}")
     labels = {name: plan.labels(name) for name in plan.splits}
     total = sum(s.count for s in plan.splits.values())
     with StoreWriter(output, plan.encoding, plan.image_shape, labels, label_names=plan.label_names,
-                     source=plan.origin, command_line=command_line, force=force) as writer, \
+                     source=plan.origin, command_line=command_line, force=force,
+                     order=plan.order, report=report) as writer, \
             tqdm(total=total, unit="img", desc="converting", disable=None, leave=False) as bar:
-        for name, codes in plan.code_chunks(chunk_bytes):
+        for name, codes in plan.code_chunks(chunk_bytes, spill_dir=Path(output).parent):
             writer.append(name, codes)
             bar.update(len(codes))
     return writer.path
+

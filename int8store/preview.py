@@ -25,7 +25,7 @@ files) and in grey when they have one; other channel counts are refused.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,7 +44,8 @@ class Preview:
     """What :func:`preview` wrote: ``path``, the ``split``, ``classes`` (one
     row each, in label order, named in a column ``margin`` pixels wide),
     ``count`` cells per row, the images' ``shape``, the ``scale`` they were
-    enlarged by, and how pixels were shown (``shown``)."""
+    enlarged by, how pixels were shown (``shown``), and the classes of the
+    dataset that the split has no example of (``lacking``: their rows are empty)."""
 
     path: str
     split: str
@@ -54,6 +55,7 @@ class Preview:
     scale: int
     shown: str
     margin: int
+    lacking: list = field(default_factory=list)
 
     def cell(self, row, column):
         """Top-left pixel (y, x) of the cell of class ``row``, image ``column``."""
@@ -62,9 +64,11 @@ class Preview:
 
     def describe(self):
         rows, cols = self.shape[:2]
+        lacks = (f"; split {self.split!r} lacks {len(self.lacking)} of the {len(self.classes)} "
+                 f"classes: {', '.join(map(str, self.lacking))} (empty rows)" if self.lacking else "")
         return (f"{self.path}: {len(self.classes)} classes x {self.count} images of split "
                 f"{self.split!r} ({rows}x{cols}, shown {self.scale}x), one row per class "
-                f"({', '.join(map(str, self.classes))}); {self.shown}")
+                f"({', '.join(map(str, self.classes))}); {self.shown}{lacks}")
 
 
 def display_bytes(codes, encoding):
@@ -84,13 +88,14 @@ def display_bytes(codes, encoding):
 
 
 def preview(dataset, output, split="train", count=8, scale=None, force=False, keys=None,
-            resize=None, max_memory=None, augment=None, augmented=None, epoch=0):
+            resize=None, max_memory=None, augment=None, augmented=None, epoch=0, report=None):
     """Write a PNG grid of ``count`` images of each class of ``split`` of
     ``dataset`` (anything ``load_data`` takes, a store included) to
     ``output``; returns a :class:`Preview`. ``scale``: the integer factor
     images are enlarged by (default: to at least 32 pixels). ``augment``
     (an :class:`~int8store.Augmentation` or its text) with ``augmented``
-    (its seed): the images augmented as minibatch 0 of ``epoch`` would be."""
+    (its seed): the images augmented as minibatch 0 of ``epoch`` would be.
+    ``report``: told, in a line, of an output folder that was created."""
     from .runtime.limits import memory_ceiling
     from .store.atomic import atomic_output
 
@@ -102,23 +107,24 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         raise ArgumentError("an augmented preview needs both the augmentation (augment, "
                             "--augment LIST) and its seed (augmented, --augmented SEED)")
     with memory_ceiling(max_memory):
-        codes, labels, encoding, shape, names = _samples(dataset, split, count, keys, resize)
+        codes, labels, encoding, shape, names, n_classes = _sampled(dataset, split, count, keys,
+                                                                    resize)
     drawn = _drawn_shape(dataset, shape)
     how_augmented = ""
     if augment is not None:
         codes, how_augmented = _augmented(codes, augment, augmented, epoch, encoding, shape,
                                           dataset)
-    classes = list(range(int(labels.max()) + 1 if labels.size else 0))
-    if names:
-        classes = list(names)
+    classes = list(names) if names else list(range(n_classes))
+    present = set(labels.tolist())
+    lacking = [name for label, name in enumerate(classes) if label not in present]
     shown, how = display_bytes(codes, encoding)
     scale = scale or max(1, math.ceil(_MIN_CELL / max(shape[:2])))
     image, margin = _named_rows(_grid(shown, labels, len(classes), count, drawn, scale),
                                 classes, shape, scale)
-    with atomic_output(output, force=force) as temporary:
+    with atomic_output(output, force=force, report=report) as temporary:
         image.save(temporary, format="PNG")
     return Preview(str(output), split, classes, count, tuple(shape), scale, how + how_augmented,
-                   margin)
+                   margin, lacking)
 
 
 def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
@@ -202,6 +208,12 @@ def _first_of_each_class(labels, count):
 
 def _samples(dataset, split, count, keys, resize):
     """(codes, labels, encoding, image shape, class names) of the chosen examples."""
+    return _sampled(dataset, split, count, keys, resize)[:5]
+
+
+def _sampled(dataset, split, count, keys, resize):
+    """(codes, labels, encoding, image shape, class names, class count) of
+    the chosen examples; the classes counted over every split."""
     from .sources.locate import caller_file
     from .store.reader import is_store, open_store
 
@@ -211,12 +223,14 @@ def _samples(dataset, split, count, keys, resize):
         if split not in store.splits:
             raise ArgumentError(f"{path}: has no split {split!r}; it has "
                                 f"{', '.join(store.splits)}")
-        labels = store.read_labels(split)
+        every = {name: store.read_labels(name) for name in store.splits}
+        labels = every[split]
         chosen = _first_of_each_class(labels, count)
         codes = np.empty((len(chosen),) + tuple(store.image_shape), np.int8)
         for row, index in enumerate(chosen):
             store.read_rows(split, int(index), int(index) + 1, codes[row:row + 1])
-        return codes, labels[chosen], store.encoding, tuple(store.image_shape), store.label_names
+        return (codes, labels[chosen], store.encoding, tuple(store.image_shape), store.label_names,
+                _class_count(every.values()))
     from .plan.splits import plan_splits
     from .sources import read_source
 
@@ -228,5 +242,10 @@ def _samples(dataset, split, count, keys, resize):
     chosen = _first_of_each_class(labels, count)
     codes = plan.codes(split)[chosen]
     shape = tuple(plan.image_shape)
-    return codes.reshape((len(chosen),) + shape), labels[chosen], plan.encoding, shape, \
-        plan.label_names
+    return (codes.reshape((len(chosen),) + shape), labels[chosen], plan.encoding, shape,
+            plan.label_names, _class_count(s.labels for s in plan.splits.values()))
+
+
+def _class_count(label_arrays):
+    """1 + the largest label of any split (0 without labels)."""
+    return max((int(np.max(a)) + 1 for a in label_arrays if len(a)), default=0)

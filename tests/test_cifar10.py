@@ -25,6 +25,8 @@ from int8store import (DatasetNotFoundError, SizeLimitError, SourceFormatError,
                        UnsafePickleError, load_splits, open_store)
 from int8store.cli import main
 from int8store.codes.histogram import channel_code_counts
+from int8store.order.classes import stratified_pick
+from int8store.plan.arrangement import VALID_STREAM
 from int8store.sources import read_source
 from int8store.sources import cifar10
 from test_download import leftovers, remote_for, server  # noqa: F401 (server: a fixture)
@@ -148,8 +150,8 @@ def test_convert_and_load_data_give_the_same_channels_last_images(tmp_path, arch
     opened = open_store(store)
     assert opened.image_shape == (32, 32, 3) and opened.axes == ("example", "row", "column", "channel")
     assert opened.label_names == CIFAR10_CLASSES and opened.splits == {"train": 9, "valid": 3, "test": 3}
-    chosen = np.zeros(12, bool)
-    chosen[np.random.default_rng(4).permutation(12)[:3]] = True  # the planning step's rule
+    # the planning step's rule: a seed draws the validation split stratified by class
+    chosen = stratified_pick(train_labels, 3, seed=4, stream=VALID_STREAM)
     for name, (images, labels) in {"train": (train_images[~chosen], train_labels[~chosen]),
                                    "valid": (train_images[chosen], train_labels[chosen]),
                                    "test": expected["test"]}.items():

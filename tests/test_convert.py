@@ -12,9 +12,12 @@ from archives import (fake_mnist, fake_mnist_pickle_content, flip_bit, rewrite_m
                       tar_folder, write_idx, write_image_folder, write_mnist_idx_folder,
                       write_pickle_gz, zip_folder)
 from int8store import (StoreChecksumError, StoreFormatError, load_data, load_splits,
-                       open_store)
+                       open_store, plan_splits)
 from int8store.cli import main
 from int8store.converter import convert
+from int8store.order.classes import stratified_pick
+from int8store.plan.arrangement import VALID_STREAM
+from int8store.sources import read_source
 
 
 def stored(path):
@@ -28,8 +31,8 @@ def stored(path):
 
 
 def with_classic_valid(data):
-    """``data`` with the last sixth of train as valid, as every plan makes it
-    for a source without a validation split."""
+    """``data`` with the last sixth of train as valid, as the plan makes it
+    for a source that keeps its order and has no validation split."""
     if "valid" in data or "train" not in data:
         return data
     images, labels = data["train"]
@@ -38,8 +41,20 @@ def with_classic_valid(data):
             **{n: v for n, v in data.items() if n != "train"}}
 
 
-def assert_round_trip(path, expected):
-    expected = with_classic_valid(expected)
+def as_planned(source, data, keys=None):
+    """``data`` (each split's images and labels in the source's order) as the
+    planning step arranges ``source``: shuffled if it runs by class, its
+    validation split drawn stratified (that rule's own tests:
+    test_class_order.py). The readers' round trips stay exact."""
+    drawn = plan_splits(read_source(source, keys=keys)).drawn
+    return {name: tuple(a if part.rows is None else a[part.rows] for a in data[part.source])
+            for name, part in drawn.items()}
+
+
+def assert_round_trip(path, expected, source=None, keys=None):
+    """The store at ``path`` holds ``expected`` (in the source's order), as
+    planned from ``source`` (default: a source that keeps its order)."""
+    expected = with_classic_valid(expected) if source is None else as_planned(source, expected, keys)
     got = stored(path)
     assert list(got) == list(expected)
     for name, (images, labels) in expected.items():
@@ -74,7 +89,7 @@ def test_npz(tmp_path):
     np.savez(tmp_path / "a.npz", x_train=data["train"][0], y_train=data["train"][1],
              x_test=data["test"][0], y_test=data["test"][1])
     convert(tmp_path / "a.npz", tmp_path / "a.h5")
-    assert_round_trip(tmp_path / "a.h5", data)
+    assert_round_trip(tmp_path / "a.h5", data, source=tmp_path / "a.npz")
 
 
 def test_npz_with_keys_given(tmp_path, capsys):
@@ -86,7 +101,8 @@ def test_npz_with_keys_given(tmp_path, capsys):
     status, _, _ = run_cli(["convert", tmp_path / "b.npz", "-o", tmp_path / "b.h5",
                             "--keys", "train=p:q", "--keys", "test=r:s"], capsys)
     assert status == 0
-    assert_round_trip(tmp_path / "b.h5", data)
+    assert_round_trip(tmp_path / "b.h5", data, source=tmp_path / "b.npz",
+                      keys={"train": ("p", "q"), "test": ("r", "s")})
 
 
 def test_mnist_pickle_keeps_its_floats_exactly(tmp_path):
@@ -114,11 +130,11 @@ def test_scikit_learn_digits_as_png_folders_and_zip(tmp_path):
     order = write_image_folder(tmp_path / "digits", images, labels)
     expected = {"train": (images[order], labels[order])}
     convert(tmp_path / "digits", tmp_path / "folder.h5")
-    assert_round_trip(tmp_path / "folder.h5", expected)
+    assert_round_trip(tmp_path / "folder.h5", expected, source=tmp_path / "digits")
     assert open_store(tmp_path / "folder.h5").label_names == [str(d) for d in range(10)]
     zip_folder(tmp_path / "digits", tmp_path / "digits.zip", wrap="digits")
     convert(tmp_path / "digits.zip", tmp_path / "zip.h5")
-    assert_round_trip(tmp_path / "zip.h5", expected)
+    assert_round_trip(tmp_path / "zip.h5", expected, source=tmp_path / "digits.zip")
 
 
 def test_colour_images_in_split_folders_and_tar(tmp_path):
@@ -130,7 +146,7 @@ def test_colour_images_in_split_folders_and_tar(tmp_path):
         order = write_image_folder(tmp_path / "set" / split, images, labels, ["cat", "dog", "eel"])
         expected[split] = (images[order], labels[order])
     convert(tmp_path / "set", tmp_path / "folder.h5")
-    assert_round_trip(tmp_path / "folder.h5", expected)
+    assert_round_trip(tmp_path / "folder.h5", expected, source=tmp_path / "set")
     store = open_store(tmp_path / "folder.h5")
     assert store.axes == ("example", "row", "column", "channel")
     assert store.label_names == ["cat", "dog", "eel"]
@@ -142,7 +158,7 @@ def test_colour_images_in_split_folders_and_tar(tmp_path):
     for split, (images, labels) in stored(tmp_path / "dot.h5").items():  # ./ is not hidden
         np.testing.assert_array_equal(images, got[split][0])
         np.testing.assert_array_equal(labels, got[split][1])
-    # A tar is read in its own order (so its last sixth of train differs):
+    # A tar is read in its own order (so its validation split differs):
     # compare as sets of examples, valid taken back into train.
     valid = got.pop("valid")
     got["train"] = tuple(np.concatenate([got["train"][i], valid[i]]) for i in (0, 1))
@@ -158,9 +174,9 @@ def test_generic_hdf5_and_a_store_as_source(tmp_path):
             f[f"{split}/images"] = images
             f[f"{split}/labels"] = labels
     convert(tmp_path / "plain.h5", tmp_path / "a.h5")
-    assert_round_trip(tmp_path / "a.h5", data)
+    assert_round_trip(tmp_path / "a.h5", data, source=tmp_path / "plain.h5")
     convert(tmp_path / "a.h5", tmp_path / "b.h5")  # a store converts to an equal store
-    assert_round_trip(tmp_path / "b.h5", data)
+    assert_round_trip(tmp_path / "b.h5", data, source=tmp_path / "plain.h5")
 
 
 def test_valid_split_carved_by_seeded_shuffle(tmp_path):
@@ -172,8 +188,8 @@ def test_valid_split_carved_by_seeded_shuffle(tmp_path):
     assert [len(a[n][1]) for n in ("train", "valid", "test")] == [30, 10, 5]
     for name in a:
         np.testing.assert_array_equal(a[name][0], b[name][0])
-    chosen = np.zeros(40, bool)
-    chosen[np.random.default_rng(7).permutation(40)[:10]] = True
+    # a seed draws the validation split stratified by class (IDX keeps its order)
+    chosen = stratified_pick(data["train"][1], 10, seed=7, stream=VALID_STREAM)
     np.testing.assert_array_equal(a["valid"][0], data["train"][0][chosen])
     np.testing.assert_array_equal(a["train"][1], data["train"][1][~chosen])
     convert(folder, tmp_path / "c.h5", valid_size=10, valid_seed=8)

@@ -435,7 +435,8 @@ def test_negative_labels_are_refused(tmp_path, capsys):
     images = np.zeros((12, 2, 2), np.uint8)
     np.savez(path, x_train=images, y_train=np.array([0, 1, -1] * 4), x_test=images,
              y_test=np.zeros(12, np.int8))
-    refused(tmp_path, capsys, [path], "3 are negative")
+    # (the source's labels are checked before any split is cut from them)
+    refused(tmp_path, capsys, [path], "(train) labels", "4 are negative")
 
 
 def test_valid_size_says_how_it_was_read(tmp_path, capsys):

@@ -102,6 +102,9 @@ def load_for_training(dataset, batch_size, mode='c', max_device_bytes=None, seed
     classic 'unit' unless asked).
     """
     streams = None
+    if batch_size < 1:
+        raise int8store.ArgumentError('--batch-size %i: expected 1 or more examples a minibatch'
+                                      % batch_size)
     if devices not in (None, 1) and mode != 'jax':
         raise int8store.ArgumentError('--devices needs --mode jax: the C backend runs on one CPU')
     if devices not in (None, 1) and max_device_bytes:

@@ -2,10 +2,15 @@
 
 from ..errors import ArgumentError
 
-__all__ = ["SPLITS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "check_mode"]
+__all__ = ["SPLITS", "CUTS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "check_mode"]
 
 #: The splits every dataset ends with, in order.
 SPLITS = ("train", "valid", "test")
+
+#: How a store's validation and test splits were made (its manifest's
+#: ``order``): the source's own, the last examples of train, or a draw from
+#: train that takes each class in proportion.
+CUTS = ("source", "last", "stratified")
 
 #: How the float view of the images is normalized (see :func:`int8store.dequantize`).
 NORMALIZATIONS = ("unit", "batch", "dataset", "channel", "standard", "none")

@@ -5,15 +5,38 @@ import os
 from ..errors import ArgumentError, SourceFormatError
 from ..codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 
-__all__ = ["load_data", "load_splits"]
+__all__ = ["load_data", "load_splits", "say_if_sorted_by_class"]
+
+
+def say_if_sorted_by_class(labels, origin, split="train", report=None):
+    """Say, in one line (``report``, else stderr), that the training split
+    ``split`` of ``origin`` runs by class (see
+    :func:`~int8store.order.classes.label_runs`), with what to do; returns
+    whether it does. Its minibatches would each hold one class."""
+    from ..order.classes import label_runs
+
+    runs = label_runs(labels)
+    if runs.sorted:
+        line = (f"int8store: split {split!r} of {origin} is sorted by class ({runs.describe()}): "
+                "its minibatches hold one class each, which SGD learns poorly from; convert "
+                "the source again without --keep-order (a source sorted by class is then "
+                "shuffled), or take it in a new order each epoch (--seed, in JAX mode or "
+                "streamed)")
+        if report is not None:
+            report(line)
+        else:
+            import sys
+            print(line, file=sys.stderr)
+    return runs.sorted
 
 
 def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
                 cache_dir=None, lossy=False, mode="c", dtype=None, caller=None, max_memory=None,
-                devices=None):
+                devices=None, keep_order=False, test_size=None, report=None):
     """The train, valid and test splits of ``dataset`` as :class:`SharedDataset` objects.
 
-    Parameters are those of :func:`load_data`.
+    Parameters are those of :func:`load_data`; ``report`` is told (one
+    line) when the training split is sorted by class (default: stderr).
 
     Returns
     -------
@@ -36,7 +59,9 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                  if p.is_file()] if isinstance(dataset, (str, os.PathLike)) else []
         if found and is_store(found[0]):  # each process reads only its own devices' rows
             from .over_devices import load_store_over_devices
-            return load_store_over_devices(found[0], devices, normalize, dtype)
+            splits = load_store_over_devices(found[0], devices, normalize, dtype)
+            say_if_sorted_by_class(splits["train"].labels, found[0], report=report)
+            return splits
     from ..runtime.limits import memory_ceiling
 
     with memory_ceiling(max_memory):
@@ -45,7 +70,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         from ..memory.estimates import give_back_freed_memory
         from ..plan.splits import plan_splits
 
-        plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy)
+        plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy,
+                           keep_order=keep_order, test_size=test_size)
         del source
         encoding, image_shape = plan.encoding, plan.image_shape
         missing = [n for n in SPLITS if n not in plan.splits]
@@ -54,6 +80,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                 f"{plan.origin}: has splits {', '.join(plan.splits)}; load_data needs "
                 f"{', '.join(SPLITS)} (no {', '.join(missing)} split)"
             )
+        say_if_sorted_by_class(plan.labels("train"), plan.origin, report=report)
         # Each split's source images are released as its codes are taken.
         held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     del plan
@@ -82,7 +109,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
 
 
 def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
-              cache_dir=None, lossy=False, mode="c", dtype=None, max_memory=None, devices=None):
+              cache_dir=None, lossy=False, mode="c", dtype=None, max_memory=None, devices=None,
+              keep_order=False, test_size=None):
     """Load a dataset as ``[(train_x, train_y), (valid_x, valid_y), (test_x, test_y)]``.
 
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
@@ -112,8 +140,18 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
         (or which fraction) become one. Default: a sixth (MNIST's 60,000 →
         50,000/10,000, as the classic mnist.pkl.gz).
     valid_seed : int, optional
-        Pick those examples by a shuffle with this seed instead of taking
-        the last ones. ``int8store convert`` takes the same two options.
+        The seed of the planning step's draws (default 0): a source whose
+        labels run by class (class folders, arrays sorted by label) is
+        shuffled, and its validation split drawn stratified (each class in
+        proportion); a source whose order is kept (IDX, mnist.pkl.gz,
+        CIFAR-10, the digits, a store) gives the last examples of train
+        unless a seed is given, then a stratified draw too.
+        ``int8store convert`` takes the same options (``--seed``).
+    keep_order : bool
+        Keep the source's order even where its labels run by class.
+    test_size : int or float, optional
+        For a source without a test split: the training examples (a count,
+        or a fraction) cut into one, stratified by class.
     cache_dir : path, optional
         Where ``"mnist"`` and ``"cifar10"`` are cached (default
         ``$INT8STORE_DATA``, else ``~/.cache/int8store``).
@@ -150,5 +188,5 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
                          valid_seed=valid_seed, cache_dir=cache_dir, lossy=lossy, mode=mode,
                          dtype=dtype, caller=caller_file(), max_memory=max_memory,
-                         devices=devices)
+                         devices=devices, keep_order=keep_order, test_size=test_size)
     return [(splits[n].x, splits[n].y) for n in SPLITS]

@@ -1,11 +1,13 @@
 """One step from what a reader found to the final splits: the one place where
-the validation split is chosen, the encoding picked and the image shape
-settled. ``load_data`` and ``int8store convert`` both go through it::
+the examples of each split and their order are settled (a source sorted by
+class shuffled, the validation and test splits cut: :mod:`.arrangement`),
+the encoding picked and the image shape settled. ``load_data`` and
+``int8store convert`` both go through it::
 
     sources/  ->  plan_splits()  ->  store (convert)  |  shared dataset (load_data)
 
 A store's splits pass through as they are: already int8 codes, with their
-encoding.
+encoding, in their order.
 """
 
 from dataclasses import dataclass, field
@@ -14,18 +16,16 @@ from typing import Optional
 import numpy as np
 
 from ..codes.encoding import Encoding, encode, float_candidates, survey_encoding
-from ..errors import ArgumentError, EncodingError, SourceFormatError
+from ..errors import EncodingError, SourceFormatError
 from ..codes.labels import as_int32_labels
+from ..sources import Split
+from .arrangement import VALID_SHARE, arrange, validation_count
+from .rows import drawn_chunks
 
 __all__ = ["Plan", "plan_splits", "validation_count", "DEFAULT_CHUNK_BYTES", "VALID_SHARE"]
 
 #: Image bytes read and encoded at a time when streaming.
 DEFAULT_CHUNK_BYTES = 16 << 20
-
-#: Without a validation split, this share of train becomes one, taken from
-#: its end: MNIST's 60,000 training images split 50,000/10,000 as in the
-#: classic mnist.pkl.gz.
-VALID_SHARE = 6
 
 
 @dataclass
@@ -35,7 +35,9 @@ class Plan:
     Attributes
     ----------
     splits : dict
-        ``{name: Split}`` in order: train, valid, then the source's others.
+        ``{name: Split}`` in order: train, valid, test, then the source's
+        others; each gives its ``count``, ``labels``, image shape and dtype
+        (its images are read through :meth:`codes` or :meth:`code_chunks`).
     encoding : Encoding
     image_shape : tuple
         Shape of one image.
@@ -44,6 +46,14 @@ class Plan:
     label_names : list of str, optional
     encoded : bool
         Whether the splits already hold int8 codes (a store).
+    sources : dict
+        ``{name: Split}``: the source's own splits, which the final ones are
+        drawn from (``drawn``: ``{final split: Drawn}``, see :mod:`.arrangement`).
+    order : dict
+        How the examples were ordered and cut, as a store's manifest records
+        it (:class:`.arrangement.Arrangement`).
+    validation : str
+        How the validation split was made, in words.
     """
 
     splits: dict
@@ -52,9 +62,12 @@ class Plan:
     origin: str
     label_names: Optional[list] = None
     encoded: bool = False
-    done: dict = field(default_factory=dict)  # codes already made while choosing the encoding
-    carved: Optional[tuple] = None  # (the source's train Split, mask of its validation examples)
-    validation: str = ""  # how the validation split was made, in words
+    sources: dict = field(default_factory=dict)
+    drawn: dict = field(default_factory=dict)
+    order: dict = field(default_factory=dict)
+    validation: str = ""
+    done: dict = field(default_factory=dict)  # a source split's codes, made while choosing the encoding
+    _held: dict = field(default_factory=dict)  # a source split's codes, until each split drawn from it took its own
 
     def name_of(self, split):
         return f"{self.origin} ({split})"
@@ -67,55 +80,53 @@ class Plan:
         """The split's labels as int32, checked."""
         return as_int32_labels(self.splits[split].labels, name=f"{self.name_of(split)} labels")
 
-    def code_chunks(self, chunk_bytes=DEFAULT_CHUNK_BYTES):
+    def code_chunks(self, chunk_bytes=DEFAULT_CHUNK_BYTES, spill_dir=None):
         """``(split, codes)`` for every split, the codes shaped ``(n,) +
-        image_shape``, a chunk at a time, each split's in order. A carved
-        validation split comes out of the same pass over the source's train
-        as train itself: the source is read once."""
-        for name, split in self.splits.items():
-            rows = self.rows(name, chunk_bytes)
-            if name in self.done:  # encoded while the encoding was chosen
-                codes = self.done.pop(name)
-                for start in range(0, len(codes), rows):
-                    yield name, codes[start:start + rows].reshape((-1,) + self.image_shape)
-            elif self.carved is None or name not in ("train", "valid"):
-                for chunk in split.chunks(rows):
-                    yield name, self._encoded(chunk, name)
-            elif name == "train":
-                source, chosen = self.carved
-                start = 0
-                for chunk in source.chunks(max(1, chunk_bytes // max(1, source.image_nbytes))):
-                    picked = chosen[start:start + len(chunk)]
-                    start += len(chunk)
-                    codes = self._encoded(chunk, "train")
-                    # (the last examples, by default: most chunks go whole to one split)
-                    some, every = picked.any(), picked.all()
-                    if not every:
-                        yield "train", codes[~picked] if some else codes
-                    if some:
-                        yield "valid", codes if every else codes[picked]
+        image_shape``, a chunk at a time, each split's in order. Splits
+        drawn from one source split in its order (a validation split cut
+        from train) come out of one pass over it; a shuffled one is read by
+        index, or through a spill file in ``spill_dir`` (:mod:`.rows`)."""
+        sources, coded = dict(self.sources), set(self.done)
+        for name in coded:  # encoded while the encoding was chosen
+            split = sources[name]
+            sources[name] = Split.from_arrays(name, self.done.pop(name), split.labels, split.origin)
 
-    def _encoded(self, chunk, split):
-        codes = chunk if self.encoded else encode(
-            chunk, self.encoding, name=f"{self.name_of(split)} images")
-        return codes.reshape((len(codes),) + self.image_shape)
+        def encoded(images, source):
+            codes = images if (self.encoded or source in coded) else encode(
+                images, self.encoding, name=f"{self.name_of(source)} images")
+            return codes.reshape((len(codes),) + self.image_shape)
+
+        return drawn_chunks(sources, self.drawn,
+                            lambda s: max(1, chunk_bytes // max(1, s.image_nbytes)), encoded,
+                            spill_dir)
 
     def codes(self, split):
-        """All the split's codes in one array, flat ``(N, features)``; the
-        source's images of that split are released once encoded."""
-        source = self.splits[split]
-        if split in self.done:
-            codes = self.done.pop(split)
-        else:
-            images = source.images()
-            codes = images if self.encoded else encode(
-                images, self.encoding, name=f"{self.name_of(split)} images")
-        source.release()
-        return codes.reshape(len(codes), -1)
+        """All the split's codes in one array, flat ``(N, features)``; a
+        source split's images are released once every split drawn from it
+        has its codes."""
+        part = self.drawn[split]
+        name = part.source
+        if name not in self._held:
+            source = self.sources[name]
+            if name in self.done:
+                codes = self.done.pop(name)
+            else:
+                images = source.images()
+                codes = images if self.encoded else encode(
+                    images, self.encoding, name=f"{self.name_of(name)} images")
+            source.release()
+            self._held[name] = [codes.reshape(len(codes), -1),
+                                sum(p.source == name for p in self.drawn.values())]
+        held = self._held[name]
+        held[1] -= 1
+        codes = held[0][_as_slice(part.rows)]
+        if not held[1]:
+            del self._held[name]
+        return codes
 
 
 def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
-                chunk_bytes=DEFAULT_CHUNK_BYTES):
+                chunk_bytes=DEFAULT_CHUNK_BYTES, keep_order=False, test_size=None):
     """The :class:`Plan` for a source a reader returned.
 
     Parameters
@@ -126,80 +137,51 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
         (or which fraction, strictly between 0 and 1) become one. Default: a
         sixth.
     valid_seed : int, optional
-        Choose those examples by a shuffle with this seed; by default they
-        are the last ones of train, as in the classic mnist.pkl.gz.
+        The seed of the planning step's draws (default 0): the shuffle of a
+        split sorted by class, and the stratified cuts. A source whose order
+        is kept (IDX, mnist.pkl.gz, CIFAR-10, the digits) gives the last
+        examples of train as its validation split, as the classic
+        mnist.pkl.gz, unless a seed is given.
     lossy : bool
         Quantize data int8 cannot hold exactly to 256 levels (the encoding
         reports the largest error) instead of refusing it.
     chunk_bytes : int
         Image bytes surveyed at a time.
+    keep_order : bool
+        Keep the source's order even where its labels run by class.
+    test_size : int or float, optional
+        For a source without a test split: how many training examples (or
+        which fraction) become one, a stratified draw, before the validation
+        split is cut from the rest.
+
+    The rules: :mod:`int8store.plan.arrangement`.
     """
-    splits, carved, validation = _with_validation_split(source.splits, valid_size, valid_seed,
-                                                        source.origin)
+    for name, split in source.splits.items():  # (checked before they are counted by class)
+        split.labels = as_int32_labels(split.labels, name=f"{source.origin} ({name}) labels")
+    arrangement = arrange(source, valid_size, valid_seed, test_size, keep_order)
+    splits = {}
+    for name, part in arrangement.drawn.items():
+        split = source.splits[part.source]
+        splits[name] = split if part.rows is None and part.source == name else Split(
+            name, part.labels(source.splits), split.image_shape, split.dtype, None, split.origin)
     image_shape = _common_image_shape(splits, source)
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
-                encoded=source.encoding is not None, carved=carved, validation=validation)
+                encoded=source.encoding is not None, sources=dict(source.splits),
+                drawn=arrangement.drawn, order=arrangement.order,
+                validation=arrangement.validation)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
     return plan
 
 
-def validation_count(size, n_train, what="valid_size"):
-    """How many of ``n_train`` training examples a validation split of ``size``
-    takes: an integer count in 1..n_train-1, or a fraction strictly between 0
-    and 1 (a float: ``1.0`` is refused rather than read as one example)."""
-    if isinstance(size, (float, np.floating)):
-        if 0 < size < 1:
-            count = int(round(size * n_train))
-            if 0 < count < n_train:
-                return count
-    elif isinstance(size, (int, np.integer)) and not isinstance(size, bool) and 0 < size < n_train:
-        return int(size)
-    raise ArgumentError(
-        f"{what}={size!r}: expected an integer count in 1..{n_train - 1} (of the {n_train} "
-        "training examples) or a fraction strictly between 0 and 1 that leaves both "
-        "splits non-empty"
-    )
-
-
-def _with_validation_split(splits, valid_size, valid_seed, origin):
-    splits = dict(splits)
-    if "train" not in splits:
-        raise SourceFormatError(f"{origin}: has splits {', '.join(splits)}; a train split is needed")
-    if "valid" in splits:
-        if valid_size is not None or valid_seed is not None:
-            raise ArgumentError(
-                f"{origin}: already has a validation split; valid_size and valid_seed "
-                "(--valid-size, --valid-seed) apply only to sources without one"
-            )
-        return {name: splits[name] for name in _ordered(splits)}, None, "the source's own"
-    train = splits["train"]
-    count = (train.count // VALID_SHARE if valid_size is None
-             else validation_count(valid_size, train.count))
-    # (fewer than six training examples: the default validation split is empty)
-    chosen = np.zeros(train.count, dtype=bool)
-    if valid_seed is None:
-        chosen[train.count - count:] = True
-    else:
-        chosen[np.random.default_rng(valid_seed).permutation(train.count)[:count]] = True
-    splits["train"], splits["valid"] = train.take("train", ~chosen), train.take("valid", chosen)
-    # A streamed train is read once for both (Plan.code_chunks); one in memory
-    # was just split into two arrays, and its own can go.
-    carved = None if train.in_memory else (train, chosen)
-    if valid_size is None:
-        asked = "a sixth, the default"
-    elif isinstance(valid_size, (float, np.floating)):
-        asked = f"valid_size={valid_size!r}, read as a fraction"
-    else:
-        asked = f"valid_size={valid_size!r}, read as a count"
-    picked = f"picked by a shuffle seeded with {valid_seed}" if valid_seed is not None else "the last ones"
-    validation = f"{count} of the {train.count} training examples ({asked}), {picked}"
-    return {name: splits[name] for name in _ordered(splits)}, carved, validation
-
-
-def _ordered(splits):
-    from ..codes.vocabulary import SPLITS
-    return [n for n in SPLITS if n in splits] + [n for n in splits if n not in SPLITS]
+def _as_slice(rows):
+    """``rows`` as a slice where they are a run of consecutive examples (the
+    classic cut, the last ones: views, not copies), else as they are."""
+    if rows is None:
+        return slice(None)
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def _common_image_shape(splits, source):
@@ -219,7 +201,7 @@ def _choose_encoding(plan, divisor, lossy, chunk_bytes):
     """One encoding for every split: at once for 8-bit pixels; for float
     arrays in memory, by encoding them with each affine candidate in turn
     (one pass that checks and encodes, the codes kept); else a survey."""
-    splits = plan.splits.values()
+    splits = plan.sources.values()
     if all(s.dtype == np.uint8 for s in splits):
         return Encoding(128, divisor or 256)
     if all(s.in_memory and np.issubdtype(s.dtype, np.floating) for s in splits):
@@ -227,14 +209,14 @@ def _choose_encoding(plan, divisor, lossy, chunk_bytes):
             try:
                 plan.done = {name: encode(split.images(), encoding,
                                           name=f"{plan.name_of(name)} images")
-                             for name, split in plan.splits.items()}
+                             for name, split in plan.sources.items()}
                 return encoding
             except EncodingError:
                 plan.done = {}
 
     def chunks():
-        for name, split in plan.splits.items():
-            for chunk in split.chunks(plan.rows(name, chunk_bytes)):
+        for name, split in plan.sources.items():
+            for chunk in split.chunks(max(1, chunk_bytes // max(1, split.image_nbytes))):
                 yield f"{plan.name_of(name)} images", chunk
 
     return survey_encoding(chunks, divisor=divisor, lossy=lossy)

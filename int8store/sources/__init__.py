@@ -40,14 +40,19 @@ class Split:
         (the last chunk may be shorter).
     origin : str
         The file(s) the split comes from, for messages.
+    read_rows : callable, optional
+        ``read_rows(indices)``: the images at those indices, in that order,
+        for a reader that reaches any example without reading the ones
+        before it (image files in a folder or a zip); see :meth:`rows`.
     """
 
-    def __init__(self, name, labels, image_shape, dtype, read_chunks, origin):
+    def __init__(self, name, labels, image_shape, dtype, read_chunks, origin, read_rows=None):
         self.name = name
         self.labels = np.asarray(labels)
         self.image_shape = tuple(int(n) for n in image_shape)
         self.dtype = np.dtype(dtype)
         self._read_chunks = read_chunks
+        self._read_rows = read_rows
         self._array = None  # the images, when they are already one array in memory
         self.origin = origin
         if self.labels.ndim != 1:
@@ -87,6 +92,22 @@ class Split:
         """Whether the images are one array in memory (not streamed from a file)."""
         return self._array is not None
 
+    @property
+    def random_access(self):
+        """Whether :meth:`rows` reads examples in any order at the cost of
+        reading them in order (an array in memory, image files one by one)."""
+        return self._array is not None or self._read_rows is not None
+
+    def rows(self, indices):
+        """The images at ``indices`` (int array), in that order; only for a
+        split with :attr:`random_access`."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if self._array is not None:
+            return self._array[indices]
+        if self._read_rows is None:
+            raise SourceFormatError(f"{self.origin}: split {self.name!r} is read in its order only")
+        return self._read_rows(indices)
+
     def _chunks_of_array(self, rows):
         array = self._array
         return (array[i:i + rows] for i in range(0, len(array), rows))
@@ -95,7 +116,7 @@ class Split:
         """Drop the images held in memory (after they were encoded); the split
         cannot be read again."""
         self._array = None
-        self._read_chunks = None
+        self._read_chunks = self._read_rows = None
 
     def chunks(self, rows) -> Iterator[np.ndarray]:
         """The images, ``rows`` at a time; checks that there are ``count`` of them."""
@@ -129,23 +150,6 @@ class Split:
             start += len(chunk)
         return out
 
-    def take(self, name, keep):
-        """A split of the examples where the boolean mask ``keep`` is true, in order."""
-        keep = np.asarray(keep, dtype=bool)
-        if self._array is not None:
-            return Split.from_arrays(name, self._array[keep], self.labels[keep], self.origin)
-
-        def read_chunks(rows):
-            start = 0
-            for chunk in self.chunks(rows):
-                selected = chunk[keep[start:start + len(chunk)]]
-                start += len(chunk)
-                if len(selected):
-                    yield selected
-
-        return Split(name, self.labels[keep], self.image_shape, self.dtype, read_chunks,
-                     self.origin)
-
 
 @dataclass
 class SourceData:
@@ -166,6 +170,14 @@ class SourceData:
         Names of the classes, by label.
     encoding : Encoding, optional
         Set when the images are already int8 codes under this encoding (a store).
+    keeps_order : bool
+        Whether the order of the examples means something and is kept: the
+        classic sets' published splits and figures rest on it (IDX files,
+        ``mnist.pkl.gz``, CIFAR-10's batches, the digits), and a store's
+        order was settled when it was written. Such a source is never
+        shuffled, and its validation split is cut from train's end unless a
+        seed is given (see :mod:`int8store.plan`). Other sources (class
+        folders, named arrays) are shuffled when their labels run by class.
     """
 
     splits: dict
@@ -174,6 +186,7 @@ class SourceData:
     image_shape: Optional[tuple] = None
     label_names: Optional[list] = None
     encoding: Optional[object] = None
+    keeps_order: bool = False
 
 
 def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):

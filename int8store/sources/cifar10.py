@@ -275,7 +275,7 @@ def _source(found, origin, inside):
     label_names = found.pop(META, None)
     splits = {"train": _split("train", [found.pop(n) for n in TRAIN_BATCHES], origin),
               "test": _split("test", [found.pop(TEST_BATCH)], origin)}
-    return SourceData(splits, origin=origin, label_names=label_names)
+    return SourceData(splits, origin=origin, label_names=label_names, keeps_order=True)
 
 
 def _split(name, batches, origin):

@@ -28,4 +28,4 @@ def read_digits():
     for name, start, end in zip(("train", "valid", "test"), ends - DIGITS_SPLIT_SIZES, ends):
         chosen = order[start:end]
         splits[name] = Split.from_arrays(name, images[chosen], digits.target[chosen], "digits")
-    return SourceData(splits, origin="digits (scikit-learn)", divisor=_LEVELS)
+    return SourceData(splits, origin="digits (scikit-learn)", divisor=_LEVELS, keeps_order=True)

@@ -66,4 +66,4 @@ def read_store(path, verify=True):
         splits[name] = Split(name, store.read_labels(name, verify), store.image_shape, np.int8,
                              read_chunks, f"{path} ({name})")
     return SourceData(splits, origin=str(path), label_names=store.label_names,
-                      encoding=store.encoding)
+                      encoding=store.encoding, keeps_order=True)

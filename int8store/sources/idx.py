@@ -196,7 +196,7 @@ def read_idx_files(paths):
                               str(images_path))
     if not splits:
         raise SourceFormatError(f"{', '.join(map(str, paths))}: no IDX images and labels found")
-    return SourceData(splits, origin=", ".join(str(p) for p in paths))
+    return SourceData(splits, origin=", ".join(str(p) for p in paths), keeps_order=True)
 
 
 def find_idx_file(folder, stem):

@@ -348,11 +348,11 @@ def _read_tree(tree, resize):
     for split in ("train", "valid", "test"):
         chosen = [(c, n) for s, c, n in entries if s == split]
         if chosen:
+            names = [n for _, n in chosen]
+            read_chunks, read_rows = _readers(tree, names, reference.shape, first, resize)
             splits[split] = Split(
                 split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
-                reference.shape, np.uint8,
-                _chunk_reader(tree, [n for _, n in chosen], reference.shape, first, resize),
-                tree.label)
+                reference.shape, np.uint8, read_chunks, tree.label, read_rows)
     return SourceData(splits, origin=tree.label, label_names=classes)
 
 
@@ -362,7 +362,10 @@ def _read_one(tree, name):
     return next(tree.in_order({name}))[1]
 
 
-def _chunk_reader(tree, names, shape, first, resize):
+def _readers(tree, names, shape, first, resize):
+    """``read_chunks(rows)``, the images in order; and ``read_rows(indices)``,
+    those images in any order, for a folder or a zip (None for a tar, read
+    in its own order only)."""
     def pixels(name, data):
         image = decode_image(data, tree.where(name), resize)
         if image.shape != shape:
@@ -386,7 +389,13 @@ def _chunk_reader(tree, names, shape, first, resize):
         if filled:
             yield chunk[:filled].copy()
 
-    return read_chunks
+    def read_rows(indices):
+        out = np.empty((len(indices),) + shape, dtype=np.uint8)
+        for row, index in enumerate(indices.tolist()):
+            out[row] = pixels(names[index], tree.read(names[index]))
+        return out
+
+    return read_chunks, read_rows if tree.read is not None else None
 
 
 def _describe(shape):

@@ -203,7 +203,7 @@ def read_mnist_pickle(path):
               for name, (images, labels) in zip(_SPLITS, content)}
     # The classic file holds flat 28x28 images.
     image_shape = (28, 28) if splits["train"].image_shape == (784,) else None
-    return SourceData(splits, origin=str(path), image_shape=image_shape)
+    return SourceData(splits, origin=str(path), image_shape=image_shape, keeps_order=True)
 
 
 def _read_python2_arrays(path):

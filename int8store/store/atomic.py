@@ -83,8 +83,11 @@ def _alive(pid):
 
 
 @contextmanager
-def atomic_output(path, force=False):
+def atomic_output(path, force=False, report=None):
     """Yield a temporary path beside ``path``; publish it as ``path`` on success.
+
+    A missing folder for ``path`` is created, and ``report`` (if given) told
+    so in a line.
 
     On any exception (KeyboardInterrupt included), or if an interrupt was
     received while the block ran, the temporary file is removed and ``path``
@@ -101,7 +104,10 @@ def atomic_output(path, force=False):
     """
     path = check_can_write(path, force)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if report is not None:
+                report(f"created the folder {path.parent} for {path.name}")
         remove_stale_temporaries(path)
         handle, temporary = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name}.{_host()}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX)

@@ -47,6 +47,7 @@ from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
 from .manifest import (HDF5_SIGNATURE, MAGIC, field, is_count, is_number, manifest_digest,
                        read_manifest, shown)
+from .order_entry import ORDER, read_order
 from .split_entries import SplitEntry
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
@@ -161,6 +162,10 @@ class Store:
         Each split's histogram of codes: :meth:`code_counts`.
     provenance : dict
         writer, command_line, source, created, format_version.
+    order : dict or None
+        How the examples were ordered and cut when the store was written
+        (the seed, the splits shuffled: :mod:`int8store.store.order_entry`);
+        None for a store written before it was recorded.
     manifest : dict
         The manifest as read (see :mod:`int8store.store.manifest`).
     """
@@ -242,6 +247,7 @@ class Store:
                                             self.chunk_checksum, path,
                                             shape[-1] if len(shape) == 3 else None)
             self.code_means[name] = self._layout[name].code_mean
+        self.order = read_order(manifest.get(ORDER), self.splits, path)
 
     # -- reading --------------------------------------------------------------
 

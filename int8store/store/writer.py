@@ -25,10 +25,11 @@ import numpy as np
 from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..codes.histogram import channel_code_counts, code_counts, code_sum
-from ..errors import Int8StoreError, OutputError, StoreFormatError
+from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
 from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
+from .order_entry import ORDER
 from .split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS
 
 __all__ = ["StoreWriter", "CHUNK_BYTES", "MOST_RECORDED_CHANNELS"]
@@ -65,6 +66,16 @@ class StoreWriter:
         each split's codes are then given to :meth:`append`, in order.
     label_names, source, command_line
         Recorded in the file.
+    order : dict, optional
+        How the planning step ordered and cut the examples (its seed, the
+        splits it shuffled, how valid and test were made), recorded in the
+        manifest as ``order`` (:class:`~int8store.plan.arrangement.Arrangement`).
+    report : callable, optional
+        Told, in a line, of an output folder that had to be created.
+
+    The manifest's ``created`` is the time of writing, or the one
+    ``$SOURCE_DATE_EPOCH`` gives (seconds since 1970, the reproducible
+    builds' convention): then the same conversion writes the same bytes.
 
     Examples
     --------
@@ -79,7 +90,7 @@ class StoreWriter:
     """
 
     def __init__(self, path, encoding, image_shape, labels, label_names=None, source="",
-                 command_line=None, force=False):
+                 command_line=None, force=False, order=None, report=None):
         self.path = path
         self.encoding = encoding
         self.image_shape = tuple(int(n) for n in image_shape)
@@ -88,6 +99,8 @@ class StoreWriter:
         self.source = str(source)
         self.command_line = command_line if command_line is not None else shlex.join(sys.argv)
         self.force = force
+        self.order = order
+        self.report = report
         self.row_bytes = max(1, int(np.prod(self.image_shape, dtype=np.int64)))
         self.chunk_rows = max(1, CHUNK_BYTES // self.row_bytes)
         # Channels last, counted one by one in the manifest; None: not recorded.
@@ -97,7 +110,7 @@ class StoreWriter:
     def __enter__(self):
         self._interrupts = interrupts_remembered()
         self._interrupts.__enter__()
-        self._output = atomic_output(self.path, self.force)
+        self._output = atomic_output(self.path, self.force, report=self.report)
         try:
             self._temporary = self._output.__enter__()
             self.userblock_size = userblock_size_for(len(json.dumps(self._manifest(0, ""))) + 256
@@ -212,8 +225,8 @@ class StoreWriter:
             spec = {"kind": "affine", "offset": int(encoding.offset),
                     "divisor": int(encoding.divisor), "precision": encoding.precision}
         if not getattr(self, "_created", None):
-            self._created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return {
+            self._created = _created()
+        manifest = {
             "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
             "requires_int8store": FIRST_READER[FORMAT_VERSION],
             "writer": f"int8store {_version()}", "command_line": self.command_line,
@@ -224,6 +237,9 @@ class StoreWriter:
             "file_size": file_size, "metadata_sha256": metadata_sha256,
             "chunk_checksum": CHUNK_CHECKSUM,
         }
+        if self.order is not None:
+            manifest[ORDER] = self.order
+        return manifest
 
     def _write_manifest(self, entries):
         """Look up where HDF5 put each chunk, hash everything else, write the manifest."""
@@ -399,6 +415,21 @@ class _Writeback:
         if check and self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+def _created():
+    """The time recorded as ``created``: now, or ``$SOURCE_DATE_EPOCH``'s."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            when = datetime.fromtimestamp(int(epoch), timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise ArgumentError(f"SOURCE_DATE_EPOCH={epoch!r}: expected the time to record as "
+                              "whole seconds since 1970-01-01 UTC, such as 1700000000; unset "
+                              "it to record the time of writing") from None
+    else:
+        when = datetime.now(timezone.utc)
+    return when.isoformat(timespec="seconds")
 
 
 def _checked_labels(labels, name):

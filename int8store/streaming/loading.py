@@ -76,7 +76,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
     with memory_ceiling(max_memory):
         limit = ceiling()
         budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
-        sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory)
+        sources, encoding, image_shape = _sources(dataset, cache_dir, max_memory, seed)
         row_bytes = int(np.prod(image_shape, dtype=np.int64))
         size = fitting_shard_size(budget, row_bytes, batch_size)
         mean = (mean_of_code_counts(sources["train"].code_counts(), encoding)
@@ -129,8 +129,10 @@ def _store_path(dataset, caller):
                 None)
 
 
-def _sources(dataset, cache_dir, max_memory):
-    """``({split: shard source}, encoding, image_shape)``."""
+def _sources(dataset, cache_dir, max_memory, seed):
+    """``({split: shard source}, encoding, image_shape)``; a training split
+    sorted by class is named (stderr) unless ``seed`` shuffles it."""
+    from ..dataset.loading import load_splits, say_if_sorted_by_class
     from ..sources.locate import caller_file
     from ..store.reader import open_store
     from .sources import ArrayShards, StoreShards
@@ -142,12 +144,12 @@ def _sources(dataset, cache_dir, max_memory):
         if missing:
             raise SourceFormatError(f"{path}: has splits {', '.join(store.splits)}; streaming "
                                     f"needs {', '.join(SPLITS)} (no {', '.join(missing)} split)")
-        return ({name: StoreShards(path, name, store=store) for name in SPLITS},
-                store.encoding, store.image_shape)
-    from ..dataset.loading import load_splits
-
+        shards = {name: StoreShards(path, name, store=store) for name in SPLITS}
+        if seed is None:
+            say_if_sorted_by_class(shards["train"].labels, path)
+        return shards, store.encoding, store.image_shape
     splits = load_splits(dataset, cache_dir=cache_dir, max_memory=max_memory, dtype=None,
-                         caller=caller_file())
+                         caller=caller_file(), report=(lambda line: None) if seed is not None else None)
     sources = {name: ArrayShards(split.data.get_value(borrow=True), split.y.get_value(borrow=True),
                                  name=name) for name, split in splits.items()}
     train = splits["train"]
