@@ -173,14 +173,14 @@ class SplitScore:
     split (or its whole chunks, with ``classic_count``) and how many it is
     over. :attr:`calls` counts the calls made to the compiled function so
     far (JAX mode: one a split held whole, one a shard streamed) and
-    :attr:`seconds` the time they took: with :attr:`timed` set, in JAX mode
-    each score first waits for the training calls before it, whose work
-    the device may still be doing, so that the time is the score's own."""
+    :attr:`seconds` the time they took (in JAX mode each score first waits
+    for the training calls before it, which the device may still be
+    running: the time is the score's own)."""
 
     def __init__(self, run, split, chunk_size, classic_count):
         self._run, self.split = run, split
         self.chunk_size, self.classic_count = int(chunk_size), bool(classic_count)
-        self.calls, self.seconds, self.timed = 0, 0.0, False
+        self.calls, self.seconds = 0, 0.0
         self._plans = None  # a split held whole: its one plan, on the device
 
     def __call__(self):
@@ -277,8 +277,7 @@ def _score_in_one_call(score, window):
     the device, checked once; a stream's are checked and sent a shard each."""
     from ..backend.jax.sharding import host_values
 
-    if score.timed:
-        window.wait_for_inputs()
+    window.wait_for_inputs()  # (the training calls before may still be running)
     began = time.perf_counter()
     if hasattr(score.split, "epoch"):
         plans = ((window(starts, weights), int(weights.sum()))
