@@ -21,13 +21,14 @@ only: its memory is bounded by the chunk size.
 
 import os
 import re
+import zipfile
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
-           "check_in_file", "check_memory", "describe_bytes", "AnnouncedBytes"]
+           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
 MAX_COMPRESSION_RATIO = 1032
@@ -109,6 +110,16 @@ def check_memory(announced, what, origin):
             f"{origin}: {what} needs {describe_bytes(announced)} in memory at once, more than "
             f"the ceiling of {describe_bytes(ceiling)} (max_memory=, command line "
             "--max-memory; by default half the physical memory)")
+
+
+def check_zip_member(info, where, archive_size):
+    """Check the sizes a zip member (``info``, a :class:`zipfile.ZipInfo`)
+    announces before it is read: zipfile allocates the compressed size it
+    is told before reading."""
+    check_in_file(info.compress_size, archive_size, "its compressed size", where)
+    check_memory(info.file_size, "the member", where)
+    check_in_file(info.file_size, info.compress_size, "the member", where,
+                  compressed=info.compress_type != zipfile.ZIP_STORED)
 
 
 class AnnouncedBytes:
