@@ -67,6 +67,8 @@ _LAZY = {
     "RunCheckpoint": "training.run",
     "RunState": "training.run",
     "run_identity": "training.run",
+    "load_parameters": "training.parameters",
+    "EARLY_STOPPING": "training.early_stopping",
     "Augmentation": "augment.spec",
     "minibatch_calls": "training.steps",
     "default_steps": "training.steps",
