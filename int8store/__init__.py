@@ -62,6 +62,7 @@ _LAZY = {
     "EpochLines": "runtime.progress",
     "stop_requested": "runtime.interrupts",
     "save_checkpoint": "store.checkpoint",
+    "checkpoint_writes": "store.checkpoint",
     "fits_in_memory": "streaming.loading",
     "steps_function": "training.steps",
     "RunCheckpoint": "training.run",

@@ -412,11 +412,14 @@ def run_from_command_line(train, **kwargs):
     (exit status 2), and Ctrl-C or SIGTERM stopping the training after its
     minibatch, so that the best model so far is reported as such and its
     checkpoint kept (exit status 130 or 143); a second one stops at once.
+    A checkpoint or saved model that cannot be written (a full disk) is
+    said in one line and the training goes on (int8store.checkpoint_writes);
+    the last line then says how many writes failed.
 
     Returns the result (None after an error or a second interrupt) and the
     exit status.
     """
-    with int8store.stop_requests() as stop:
+    with int8store.stop_requests() as stop, int8store.checkpoint_writes() as writes:
         try:
             result = train(**kwargs)
         except int8store.Int8StoreError as error:
@@ -425,6 +428,9 @@ def run_from_command_line(train, **kwargs):
         except KeyboardInterrupt as interrupt:  # the second Ctrl-C
             print('%s: stopped at once' % (interrupt or 'interrupted'), file=sys.stderr)
             return None, 128 + getattr(interrupt, 'signal', 2)
+        finally:
+            if writes.summary():
+                print(writes.summary(), file=sys.stderr)
     return result, stop.exit_status
 
 
