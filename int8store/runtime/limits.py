@@ -135,3 +135,9 @@ class AnnouncedBytes:
         self.total += max(0, nbytes)
         check_in_file(self.total, self.stored, self.what, self.origin, self.compressed)
         check_memory(self.total, f"{self.what}'s data", self.origin)
+
+    def room(self):
+        """The bytes that may still be announced: a read of unknown length
+        (a line) asks for one more at most, and :meth:`add` then refuses it."""
+        in_file = self.stored * MAX_COMPRESSION_RATIO if self.compressed else self.stored
+        return max(0, min(in_file, max_memory()) - self.total)
