@@ -16,6 +16,7 @@ insures.
 
 import os
 import sys
+import zipfile
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -36,8 +37,9 @@ def npz_path(path):
 
 
 def save_checkpoint(path, *arrays, **named):
-    """``numpy.savez(path, *arrays, **named)``, written beside ``path``,
-    synced, and renamed over it when complete (at :func:`npz_path`).
+    """What ``numpy.savez(path, *arrays, **named)`` writes, written beside
+    ``path``, synced, and renamed over it when complete (at
+    :func:`npz_path`).
     Returns the path written.
 
     A write that fails raises :class:`~int8store.OutputError` ("FILE: the
@@ -46,11 +48,12 @@ def save_checkpoint(path, *arrays, **named):
     said and counted instead, and None is returned.
     """
     path = npz_path(path)
+    named = _named(arrays, named)
     writes = _writes.get()
     try:
         with atomic_output(path, force=True) as temporary:
             with open(temporary, "wb") as f:
-                np.savez(f, *arrays, **named)
+                _write_npz(f, named)
                 f.flush()
                 os.fsync(f.fileno())  # a full disk said now, not after the rename
     except OSError as error:  # (OutputError too: a folder that cannot be written to)
@@ -63,6 +66,26 @@ def save_checkpoint(path, *arrays, **named):
     if writes is not None:
         writes.written += 1
     return path
+
+
+def _named(arrays, named):
+    """``numpy.savez``'s names: ``arr_0``, ``arr_1``... for ``arrays``."""
+    positional = {f"arr_{i}": array for i, array in enumerate(arrays)}
+    if positional.keys() & named.keys():
+        raise ValueError(f"cannot name an array {sorted(positional.keys() & named.keys())[0]} "
+                         "and give arrays without names too")
+    return {**positional, **named}
+
+
+def _write_npz(file, named):
+    """What ``numpy.savez(file, **named)`` writes, its zip file closed
+    whatever happens (numpy 1.x leaves it open when a write fails, and
+    closing it later writes again, to a closed file: a traceback on
+    stderr). Arrays of Python objects are refused: they would not be read."""
+    with zipfile.ZipFile(file, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, value in named.items():
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def _reason(error):
