@@ -193,7 +193,7 @@ class RunCheckpoint:
             value = description.get(name)
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise SourceFormatError(f"{path}: its description's {name} is "
-                                        f"{reprlib.repr(value)}, expected a{'n' if kind is int else ''} "
+                                        f"{reprlib.repr(value)}, expected an "
                                         f"{'integer' if kind is int else 'object'}")
         return description
 
