@@ -2,7 +2,10 @@
 compiled step (:mod:`.steps`: :func:`~.steps.steps_function`, and the
 epoch's minibatches grouped into such calls, :func:`~.steps.minibatch_calls`),
 and a checkpoint that holds a run, to resume it exactly (:mod:`.run`:
-:class:`~.run.RunCheckpoint`).
+:class:`~.run.RunCheckpoint`), checked against the run before anything is
+set: its parameters against the model's (:mod:`.parameters`, also for a
+saved model: :func:`~.parameters.load_parameters`) and its loop's numbers
+(:mod:`.early_stopping`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,
 ``runtime``, ``codes``, ``order``, ``augment``, ``backend``, ``store``, ``sources``, ``plan``,
