@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..runtime.npz import NpzArchive, describe_array
+from ..store.checkpoint import npz_path
 
 __all__ = ["load_parameters", "read_parameters", "parameter_label"]
 
@@ -63,7 +64,8 @@ def load_parameters(path, params, keys=None):
     model: ``save_checkpoint(path, W=..., b=...)``), found by each
     parameter's name or by ``keys``, each checked against its parameter
     before any is read or set (:func:`read_parameters`; a floating array is
-    cast to the parameter's dtype). Returns the path.
+    cast to the parameter's dtype). ``.npz`` is added to a path without it,
+    as :func:`~int8store.save_checkpoint` adds it. Returns the path.
 
     Examples
     --------
@@ -76,7 +78,7 @@ def load_parameters(path, params, keys=None):
     >>> w.get_value().tolist()
     [0.0, 1.0, 2.0]
     """
-    path = str(path)
+    path = npz_path(path)
     if not os.path.exists(path):
         raise ArgumentError(f"{path}: no such saved model")
     params = list(params)

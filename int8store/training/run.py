@@ -56,8 +56,9 @@ _DESCRIPTION = "int8store_run"
 _MOST_DESCRIPTION_BYTES = 1 << 20
 #: The fields of a description, and their types.
 _FIELDS = {"format": int, "identity": dict, "epoch": int, "step": int, "loop": dict, "best": int}
-#: The largest epoch a checkpoint may be at (its minibatches' numbers meet int64).
-_MOST_EPOCHS = 2 ** 31 - 1
+#: The largest epoch, or minibatch of an epoch, a checkpoint may be at (the
+#: order's arithmetic takes them to int64).
+_MOST_POSITION = 2 ** 31 - 1
 
 
 def run_identity(program, splits, params, batch_size, seed=None, augmentation=None,
@@ -126,7 +127,9 @@ class RunCheckpoint:
 
     def save(self, state):
         """Write ``state`` and the parameters' current values, atomically;
-        returns the path (None without one: nothing is written)."""
+        returns the path (None without one: nothing is written; None too
+        for a write that failed within
+        :func:`~int8store.checkpoint_writes`, which said so)."""
         if self.path is None:
             return None
         description = {"format": FORMAT, "identity": self.identity, "epoch": int(state.epoch),
@@ -157,8 +160,9 @@ class RunCheckpoint:
         keys = [f"param_{i}" for i in range(n)] + [f"best_{i}" for i in range(best)]
         extra = sorted(set(archive.keys()) - set(keys) - {_DESCRIPTION})
         if extra:
-            raise SourceFormatError(f"{path}: holds {', '.join(extra)}, which no checkpoint of "
-                                    f"this model holds")
+            shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
+            raise SourceFormatError(f"{path}: holds {shown}, which no checkpoint of this model "
+                                    "holds")
         labels = [parameter_label(i, p) for i, p in enumerate(self.params)]
         values = read_parameters(archive, self.params + self.params[:best], keys, "checkpoint",
                                  labels=labels + [f"best-model {label}" for label in labels])
@@ -200,10 +204,10 @@ class RunCheckpoint:
     def _check_position(self, path, epoch, step):
         """Refuse a data position outside the data: epoch 1 or more, the
         epoch's minibatch from 0 to its count (the epoch over)."""
-        if not 1 <= epoch <= _MOST_EPOCHS:
+        if not 1 <= epoch <= _MOST_POSITION:
             raise SourceFormatError(f"{path}: its data position is at epoch {epoch}, expected "
-                                    f"1 to {_MOST_EPOCHS}")
-        if not 0 <= step <= (self.batches if self.batches is not None else _MOST_EPOCHS):
+                                    f"1 to {_MOST_POSITION}")
+        if not 0 <= step <= (self.batches if self.batches is not None else _MOST_POSITION):
             within = ("" if self.batches is None else
                       f": an epoch of the training split has {self.batches} minibatches at "
                       f"batch size {self.identity.get('batch_size')}")
