@@ -336,7 +336,8 @@ HOSTILE_PICKLES = {
     "a string announcing 2 GiB": (huge_string_pickle(), SizeLimitError,
                                   r"announces 2,147,483,\d{3} bytes but the file holds 18 bytes"),
     "os.system": (global_pickle("os", "system"), UnsafePickleError,
-                  "asks for os.system, which is not allowed"),
+                  "asks for os.system, which is not allowed: only dicts, byte strings, ints, a "
+                  "uint8 array and lists are rebuilt"),
     "builtins.eval": (global_pickle("builtins", "eval"), UnsafePickleError, "builtins.eval"),
     "an INST opcode": (b"\x80\x02}(U\x04data(U\x02lsios\nsystem\n", UnsafePickleError,
                        "uses the opcode INST"),

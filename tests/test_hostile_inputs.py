@@ -136,6 +136,14 @@ def test_a_pickle_asking_for_a_huge_byte_string(tmp_path, capsys):
     refused(tmp_path, capsys, [path], str(path))
 
 
+def test_a_pickle_line_that_never_ends_is_read_no_further_than_the_ceiling(tmp_path, capsys):
+    # GLOBAL, then 100 MiB without a newline (100 KB of gzip): both pickle
+    # readers read a line of a length the file decides, each within the ceiling.
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(b"\x80\x02c" + b"a" * (100 << 20), compresslevel=9))
+    refused(tmp_path, capsys, [path], str(path), "ceiling of 1.0 MiB", extra=["--max-memory", "1MiB"])
+
+
 def test_a_pickle_that_runs_code_is_refused(tmp_path, capsys):
     class Payload:
         def __reduce__(self):

@@ -265,7 +265,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     # (logistic_sgd.run_checkpoint): the parameters are set here
     run, resumed = run_checkpoint('convolutional_mlp', checkpoint, resume,
                                   streams or [x.dataset for x, _ in datasets], params, batch_size,
-                                  seed, augment, augment_seed)
+                                  seed, augment, augment_seed, loop=(
+                                      'patience', 'best_validation_loss', 'best_iter',
+                                      'test_score', 'test_count'))
     grads = T.grad(cost, params)
     updates = [
         (param_i, param_i - learning_rate * grad_i)

@@ -241,19 +241,23 @@ def add_run_options(parser):
 
 
 def run_checkpoint(program, checkpoint, resume, splits, params, batch_size, seed=None,
-                   augment=None, augment_seed=None):
+                   augment=None, augment_seed=None, loop=()):
     """
     int8store: the run's checkpoint (int8store.RunCheckpoint, written at
     checkpoint) and, with resume, the state it goes on from, its parameters
     set (None otherwise); (None, None) with neither. splits: the train,
     valid and test splits (datasets or streams), whose digests the
-    checkpoint records with the model, the batch size and the seeds.
+    checkpoint records with the model, the batch size and the seeds. loop:
+    the names of the loop's numbers save_run writes (int8store.EARLY_STOPPING),
+    which a checkpoint resumed must hold, each what it may be, as its data
+    position must be inside an epoch of the training split.
     """
     if not (checkpoint or resume):
         return None, None
     identity = int8store.run_identity(program, splits, params, batch_size, seed, augment,
                                       augment_seed)
-    run = int8store.RunCheckpoint(checkpoint, params, identity)
+    run = int8store.RunCheckpoint(checkpoint, params, identity, ('finished',) + tuple(loop),
+                                  splits[0].n_batches(batch_size))
     state = run.resume(resume) if resume else None
     if state is not None:
         print('... resumed from %s: epoch %i, minibatch %i' % (resume, state.epoch, state.step))
@@ -463,11 +467,14 @@ def run_from_command_line(train, **kwargs):
     (exit status 2), and Ctrl-C or SIGTERM stopping the training after its
     minibatch, so that the best model so far is reported as such and its
     checkpoint kept (exit status 130 or 143); a second one stops at once.
+    A checkpoint or saved model that cannot be written (a full disk) is
+    said in one line and the training goes on (int8store.checkpoint_writes);
+    the last line then says how many writes failed.
 
     Returns the result (None after an error or a second interrupt) and the
     exit status.
     """
-    with int8store.stop_requests() as stop:
+    with int8store.stop_requests() as stop, int8store.checkpoint_writes() as writes:
         try:
             result = train(**kwargs)
         except int8store.Int8StoreError as error:
@@ -476,6 +483,9 @@ def run_from_command_line(train, **kwargs):
         except KeyboardInterrupt as interrupt:  # the second Ctrl-C
             print('%s: stopped at once' % (interrupt or 'interrupted'), file=sys.stderr)
             return None, 128 + getattr(interrupt, 'signal', 2)
+        finally:
+            if writes.summary():
+                print(writes.summary(), file=sys.stderr)
     return result, stop.exit_status
 
 
@@ -585,7 +595,8 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     # (run_checkpoint, above): the parameters are set here, before any step
     run, resumed = run_checkpoint('logistic_sgd', checkpoint, resume,
                                   streams or [x.dataset for x, _ in datasets], classifier.params,
-                                  batch_size, seed)
+                                  batch_size, seed, loop=('patience', 'best_validation_loss',
+                                                          'test_score', 'test_count'))
 
     # one SGD step on minibatch `index` of train; returns its cost
     train_givens = {
@@ -719,17 +730,19 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
     """
     Load the saved model and predict the labels of the first test examples.
     """
-    with numpy.load(model_path, allow_pickle=False) as saved:
-        W, b = saved['W'], saved['b']
-    classifier = LogisticRegression(input=T.matrix('x'), n_in=W.shape[0], n_out=W.shape[1])
-    classifier.W.set_value(W.astype(theano.config.floatX))
-    classifier.b.set_value(b.astype(theano.config.floatX))
+    datasets = load_data(dataset)
+    test_set_x, test_set_y = datasets[2]
+
+    # -- int8store: the model the data calls for (its image size, its
+    # classes), and the saved W and b checked against it before they are set
+    n_out = 1 + int(max(y.get_value(borrow=True).max() for _, y in datasets))
+    classifier = LogisticRegression(input=T.matrix('x'), n_in=test_set_x.dataset.n_features,
+                                    n_out=n_out)
+    int8store.load_parameters(model_path, classifier.params)
 
     # compile a predictor function
     predict_model = theano.function(inputs=[classifier.input], outputs=classifier.y_pred)
 
-    datasets = load_data(dataset)
-    test_set_x, test_set_y = datasets[2]
     test_set_x = test_set_x.get_value()
 
     predicted_values = predict_model(test_set_x[:count])
@@ -761,7 +774,13 @@ def main(argv=None):
     add_run_options(parser)
     add_progress_option(parser)
     add_jax_run_options(parser)
+    parser.add_argument('--predict', action='store_true',
+                        help="predict the first test examples' labels with the saved model "
+                             "(--save-model) instead of training")
     args = parser.parse_args(argv)
+    if args.predict:
+        return run_from_command_line(predict, model_path=args.save_model,
+                                     dataset=args.dataset)[1]
     join_processes(args)
     setup = set_up_jax_run(args)
     result, status = run_from_command_line(

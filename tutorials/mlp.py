@@ -147,7 +147,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     # (logistic_sgd.run_checkpoint): the parameters are set here
     run, resumed = run_checkpoint('mlp', checkpoint, resume,
                                   streams or [x.dataset for x, _ in datasets], classifier.params,
-                                  batch_size, seed)
+                                  batch_size, seed, loop=('patience', 'best_validation_loss',
+                                                          'best_iter', 'test_score', 'test_count'))
 
     gparams = [T.grad(cost, param) for param in classifier.params]
     updates = [(param, param - learning_rate * gparam)

@@ -1,5 +1,7 @@
 """What every part of int8store leans on, and nothing else: the memory
-ceiling and the checks of sizes a file announces (:mod:`.limits`), signals
+ceiling and the checks of sizes a file announces (:mod:`.limits`), the one
+reader of ``.npz`` archives, which checks them (:mod:`.npz`: data sources,
+checkpoints and saved models), signals
 (:mod:`.interrupts`), helper processes (:mod:`.processes`) and the package
 version (:mod:`.version`).
 

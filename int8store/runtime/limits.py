@@ -21,13 +21,14 @@ only: its memory is bounded by the chunk size.
 
 import os
 import re
+import zipfile
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
-           "check_in_file", "check_memory", "describe_bytes", "AnnouncedBytes"]
+           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
 MAX_COMPRESSION_RATIO = 1032
@@ -111,6 +112,16 @@ def check_memory(announced, what, origin):
             "--max-memory; by default half the physical memory)")
 
 
+def check_zip_member(info, where, archive_size):
+    """Check the sizes a zip member (``info``, a :class:`zipfile.ZipInfo`)
+    announces before it is read: zipfile allocates the compressed size it
+    is told before reading."""
+    check_in_file(info.compress_size, archive_size, "its compressed size", where)
+    check_memory(info.file_size, "the member", where)
+    check_in_file(info.file_size, info.compress_size, "the member", where,
+                  compressed=info.compress_type != zipfile.ZIP_STORED)
+
+
 class AnnouncedBytes:
     """A running total of the bytes a file announces as it is parsed (a
     pickle's strings, one after another), held to both ceilings each time it
@@ -124,3 +135,9 @@ class AnnouncedBytes:
         self.total += max(0, nbytes)
         check_in_file(self.total, self.stored, self.what, self.origin, self.compressed)
         check_memory(self.total, f"{self.what}'s data", self.origin)
+
+    def room(self):
+        """The bytes that may still be announced: a read of unknown length
+        (a line) asks for one more at most, and :meth:`add` then refuses it."""
+        in_file = self.stored * MAX_COMPRESSION_RATIO if self.compressed else self.stored
+        return max(0, min(in_file, max_memory()) - self.total)

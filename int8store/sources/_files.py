@@ -1,5 +1,6 @@
 """Opening files that may be gzipped, with damage reported against the file;
-checking what a zip or tar member announces before it is read.
+checking what a tar member announces before it is read (a zip member:
+:func:`int8store.runtime.limits.check_zip_member`).
 
 Gzip data is decompressed by ISA-L (the ``isal`` package, a dependency), which
 reads MNIST about twice as fast as the standard library's gzip: decompression
@@ -8,17 +9,16 @@ is most of the time of loading mnist.pkl.gz or the IDX files.
 
 import gzip
 import os
-import zipfile
 import zlib
 from contextlib import contextmanager
 
 from isal import igzip, isal_zlib
 
 from ..errors import SourceFormatError
-from ..runtime.limits import check_in_file, check_memory
+from ..runtime.limits import check_in_file
 
-__all__ = ["open_maybe_gzipped", "is_gzipped", "check_zip_member", "check_tar_member",
-           "check_member_name", "is_compressed_tar", "checked_tar_members"]
+__all__ = ["open_maybe_gzipped", "is_gzipped", "check_tar_member", "check_member_name",
+           "is_compressed_tar", "checked_tar_members"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -49,15 +49,6 @@ def describe_gzip_error(error):
     if isinstance(error, EOFError):
         return "the file is truncated: it ends before the end of the compressed stream"
     return str(error) or type(error).__name__
-
-
-def check_zip_member(info, where, archive_size):
-    """Check the sizes a zip member announces before it is read (zipfile
-    allocates the compressed size it is told before reading)."""
-    check_in_file(info.compress_size, archive_size, "its compressed size", where)
-    check_memory(info.file_size, "the member", where)
-    check_in_file(info.file_size, info.compress_size, "the member", where,
-                  compressed=info.compress_type != zipfile.ZIP_STORED)
 
 
 def checked_tar_members(archive, path, layout):

@@ -66,6 +66,8 @@ _LAYOUT = f"the CIFAR-10 archive names its files {FOLDER}/BATCH"
 _BATCH_KEYS = (("data", "labels"), ("batch_label", "filenames"))
 _META_KEYS = (("label_names",), ("num_cases_per_batch", "num_vis"))
 _TAR_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
+#: What a batch's pickle may hold, as a refusal of anything else names it.
+_HOLDS = "dicts, byte strings, ints, a uint8 array and lists"
 
 
 def read_cifar10(cache_dir=None, mirrors=None, remote=None, timeout=DEFAULT_TIMEOUT):
@@ -192,7 +194,7 @@ def _check_size(name, size, where):
 def _parse(name, file, size, where):
     """The checked content of batch (or meta) ``name``, read from ``file``."""
     content = restricted_load(BoundedReader(file, where, size), origin=where,
-                              opcodes=PROTOCOL_2_DATA)
+                              opcodes=PROTOCOL_2_DATA, holds=_HOLDS)
     return _meta(content, where) if name == META else _batch(content, where)
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError
-from ..runtime.limits import check_memory, describe_bytes
+from ..runtime.limits import check_memory, check_zip_member, describe_bytes
 from . import SourceData, Split
-from ._files import check_member_name, check_zip_member, checked_tar_members
+from ._files import check_member_name, checked_tar_members
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]

@@ -74,14 +74,16 @@ _ALLOWED = {
 # the largest index a pickle names (LONG_BINPUT 2**30 allocates gigabytes),
 # while this one keeps a dict.
 class _RestrictedUnpickler(pickle._Unpickler):
+    #: What the file's pickles may hold, for the refusal of anything else.
+    holds = "numpy arrays, dtypes, tuples and lists"
+
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
             raise UnsafePickleError(
-                f"the pickle asks for {module}.{name}, which is not allowed: only numpy "
-                "arrays, dtypes, tuples and lists are rebuilt"
-            ) from None
+                f"the pickle asks for {_shortened(module)}.{_shortened(name)}, which is not "
+                f"allowed: only {self.holds} are rebuilt") from None
 
     def load_build(self):
         try:
@@ -95,6 +97,11 @@ class _RestrictedUnpickler(pickle._Unpickler):
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
+
+
+def _shortened(text, most=80):
+    """``text`` as a message shows it: at most ``most`` characters."""
+    return text if len(text) <= most else f"{text[:most - 3]}..."
 
 
 #: The opcodes of protocol 2 that a pickle of dicts, lists, tuples, small
@@ -120,21 +127,27 @@ def _refusal(code):
     return refuse
 
 
-def _unpickler_of(opcodes):
-    """The restricted unpickler, allowed only ``opcodes`` (names) if given."""
-    if opcodes is None:
+def _unpickler_of(opcodes, holds):
+    """The restricted unpickler, allowed only ``opcodes`` (names) if given;
+    ``holds`` says what the file's pickles may hold, if given."""
+    if opcodes is None and holds is None:
         return _RestrictedUnpickler
-    dispatch = {code: (_RestrictedUnpickler.dispatch[code] if _OPCODE_NAMES.get(code) in opcodes
-                       else _refusal(code)) for code in range(256)}
-    return type("_OpcodeRestrictedUnpickler", (_RestrictedUnpickler,), {"dispatch": dispatch})
+    namespace = {"holds": holds or _RestrictedUnpickler.holds}
+    if opcodes is not None:
+        namespace["dispatch"] = {
+            code: (_RestrictedUnpickler.dispatch[code] if _OPCODE_NAMES.get(code) in opcodes
+                   else _refusal(code)) for code in range(256)}
+    return type("_OpcodeRestrictedUnpickler", (_RestrictedUnpickler,), namespace)
 
 
-def restricted_load(file, origin="pickle", opcodes=None):
+def restricted_load(file, origin="pickle", opcodes=None, holds=None):
     """Unpickle numpy arrays/tuples/lists from a binary file object, nothing
     else (and only the pickle ``opcodes`` named, if given: see
-    :data:`PROTOCOL_2_DATA`)."""
+    :data:`PROTOCOL_2_DATA`). ``holds``: what the file's pickles may hold,
+    as a refusal names it (by default numpy arrays, dtypes, tuples and
+    lists: MNIST's)."""
     try:
-        return _unpickler_of(opcodes)(file, encoding="latin1").load()
+        return _unpickler_of(opcodes, holds)(file, encoding="latin1").load()
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{origin}: {error}") from None
     except SourceFormatError:
@@ -162,16 +175,36 @@ class BoundedReader:
 
     def read(self, n=-1):
         if n is None or n < 0:
-            return self._file.read()
+            return self._bounded(self._file.read, -1)
+        if self._read_whole():
+            return b""
         self._asked.add(n)
         return self._file.read(n)
 
     def readinto(self, buffer):
+        if self._read_whole():
+            return 0
         self._asked.add(len(memoryview(buffer)))
         return self._file.readinto(buffer)
 
     def readline(self, limit=-1):
-        return self._file.readline(limit)
+        return self._bounded(self._file.readline, limit)
+
+    def _bounded(self, read, limit):
+        """``read(n)`` for a read whose length the file decides (a line, the
+        rest; at most ``limit`` if not negative): at most one byte more than
+        may still be announced, which is then refused."""
+        if self._read_whole():
+            return b""
+        room = self._asked.room() + 1
+        data = read(room if limit is None or limit < 0 else min(limit, room))
+        self._asked.add(len(data))
+        return data
+
+    def _read_whole(self):
+        """Whether a file stored as it is was read to its end: a read then
+        finds the end, as the file's own would (the pickle is cut short)."""
+        return not self._asked.compressed and self._asked.total >= self._asked.stored
 
 
 def read_mnist_pickle(path):

@@ -25,6 +25,8 @@ __all__ = ["read_arrays", "Unsupported"]
 # Strings at least this long that are an array's data are read into the array.
 _STREAMED = 1 << 20
 _BLOCK = 1 << 20
+# The longest line read (a global's module or name: numpy's are short).
+_MOST_LINE = 256
 
 
 class Unsupported(Exception):
@@ -110,6 +112,13 @@ def read_arrays(file, origin, stored_bytes, compressed):
             return _ReadInto(_read_array(file, stack[-3], stack[-2], stack[-1], size, origin))
         return read(size).decode("latin1")
 
+    def line():
+        text = file.readline(_MOST_LINE)
+        announced.add(len(text))
+        if not text.endswith(b"\n"):
+            raise Unsupported(f"a global named by a line of {_MOST_LINE} bytes or more")
+        return text.decode("ascii").strip()
+
     def pop_mark():
         items = stack[marks[-1]:]
         del stack[marks.pop():]
@@ -121,7 +130,7 @@ def read_arrays(file, origin, stored_bytes, compressed):
             if read(1)[0] > 2:
                 raise Unsupported("a pickle protocol above 2")
         elif op == b"c":  # GLOBAL
-            module, name = file.readline().decode("ascii").strip(), file.readline().decode("ascii").strip()
+            module, name = line(), line()
             if (module, name) not in _GLOBALS:
                 raise Unsupported(f"{module}.{name}")
             stack.append(_GLOBALS[(module, name)])

@@ -1,12 +1,33 @@
-"""A tutorial's checkpoint: its best model's parameters in an ``.npz``,
-replaced at each improvement as the classic tutorials did, but never left
-half-written (an interrupt or a full disk keeps the previous one whole)."""
+"""A tutorial's checkpoints: its best model's parameters, or its run's, in
+an ``.npz``, replaced at each write as the classic tutorials did, but never
+left half-written: a write that fails (an interrupt, a full disk, a
+read-only folder, a file-size limit) keeps the previous checkpoint as it
+was and leaves no temporary file.
+
+A failed write is one line naming the checkpoint
+(:class:`~int8store.OutputError`). Within :func:`checkpoint_writes` (the
+tutorials run inside it), a run goes on instead: the line is said at each
+failure, the failures are counted for the run's summary, and the next
+write is tried as usual. A checkpoint insures the work since the last one;
+losing the work in memory because its copy cannot be written (a disk that
+may have room again at the next write) would cost more than what it
+insures.
+"""
+
+import os
+import sys
+import zipfile
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
+from ..errors import OutputError
 from .atomic import atomic_output
 
-__all__ = ["save_checkpoint", "npz_path"]
+__all__ = ["save_checkpoint", "npz_path", "checkpoint_writes", "CheckpointWrites"]
+
+_writes = ContextVar("int8store_checkpoint_writes", default=None)
 
 
 def npz_path(path):
@@ -16,11 +37,113 @@ def npz_path(path):
 
 
 def save_checkpoint(path, *arrays, **named):
-    """``numpy.savez(path, *arrays, **named)``, written beside ``path`` and
-    renamed over it when complete (at :func:`npz_path`). Returns the path
-    written."""
+    """What ``numpy.savez(path, *arrays, **named)`` writes, written beside
+    ``path``, synced, and renamed over it when complete (at
+    :func:`npz_path`).
+    Returns the path written.
+
+    A write that fails raises :class:`~int8store.OutputError` ("FILE: the
+    checkpoint was not written (No space left on device) ..."), the
+    previous file left as it was; within :func:`checkpoint_writes` it is
+    said and counted instead, and None is returned.
+    """
     path = npz_path(path)
-    with atomic_output(path, force=True) as temporary:
-        with open(temporary, "wb") as f:
-            np.savez(f, *arrays, **named)
+    named = _named(arrays, named)
+    writes = _writes.get()
+    try:
+        with atomic_output(path, force=True) as temporary:
+            with open(temporary, "wb") as f:
+                _write_npz(f, named)
+                f.flush()
+                os.fsync(f.fileno())  # a full disk said now, not after the rename
+    except OSError as error:  # (OutputError too: a folder that cannot be written to)
+        failure = OutputError(f"{path}: the checkpoint was not written ({_reason(error)}); "
+                              "the previous one, if any, is left as it was")
+        if writes is None:
+            raise failure from error
+        writes.failed(path, _reason(error), failure)
+        return None
+    if writes is not None:
+        writes.written += 1
     return path
+
+
+def _named(arrays, named):
+    """``numpy.savez``'s names: ``arr_0``, ``arr_1``... for ``arrays``."""
+    positional = {f"arr_{i}": array for i, array in enumerate(arrays)}
+    if positional.keys() & named.keys():
+        raise ValueError(f"cannot name an array {sorted(positional.keys() & named.keys())[0]} "
+                         "and give arrays without names too")
+    return {**positional, **named}
+
+
+def _write_npz(file, named):
+    """What ``numpy.savez(file, **named)`` writes, its zip file closed
+    whatever happens (numpy 1.x leaves it open when a write fails, and
+    closing it later writes again, to a closed file: a traceback on
+    stderr). Arrays of Python objects are refused: they would not be read."""
+    with zipfile.ZipFile(file, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, value in named.items():
+            with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
+
+
+def _reason(error):
+    """The system's words for ``error`` (or for the error it was raised from)."""
+    while error is not None:
+        if isinstance(error, OSError) and error.strerror:
+            return error.strerror
+        error = error.__cause__ or error.__context__
+    return "an error of the system"
+
+
+class CheckpointWrites:
+    """The checkpoint writes made within :func:`checkpoint_writes`: how
+    many were ``written``, and the ``failures`` (path, the system's reason),
+    each said by ``report`` when it happens."""
+
+    def __init__(self, report):
+        self.report, self.written, self.failures = report, 0, []
+
+    def failed(self, path, reason, failure):
+        self.failures.append((path, reason))
+        self.report(f"warning: {failure}; the run goes on")
+
+    def summary(self):
+        """One line on the failures (None without any)."""
+        if not self.failures:
+            return None
+        total = self.written + len(self.failures)
+        paths = list(dict.fromkeys(path for path, _ in self.failures))
+        reasons = list(dict.fromkeys(reason for _, reason in self.failures))
+        return (f"warning: {len(self.failures)} of {total} checkpoint writes failed "
+                f"({', '.join(reasons)}): {', '.join(paths)} "
+                f"{'holds' if len(paths) == 1 else 'hold'} the last written, if any")
+
+
+@contextmanager
+def checkpoint_writes(report=None):
+    """Within the block, a checkpoint that cannot be written
+    (:func:`save_checkpoint`, :meth:`~int8store.RunCheckpoint.save`) does
+    not stop the run: it is said in one line by ``report`` (by default on
+    stderr) and counted, and the write returns None. Yields the
+    :class:`CheckpointWrites`; its ``summary()`` is the run's last word on
+    them.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> blocked = os.path.join(tempfile.mkdtemp(), "a_file")
+    >>> open(blocked, "w").close()  # a file where the checkpoint's folder should be
+    >>> said = []
+    >>> with checkpoint_writes(report=said.append) as writes:
+    ...     save_checkpoint(os.path.join(blocked, "m.npz"), w=[1])
+    >>> len(writes.failures), said[0].endswith("is left as it was; the run goes on")
+    (1, True)
+    """
+    writes = CheckpointWrites(report or (lambda line: print(line, file=sys.stderr, flush=True)))
+    token = _writes.set(writes)
+    try:
+        yield writes
+    finally:
+        _writes.reset(token)

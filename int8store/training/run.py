@@ -21,22 +21,44 @@ split streamed).
 
 The file is an ``.npz`` written atomically (a kill during a write keeps the
 previous checkpoint whole); its description is JSON in a uint8 array, and
-it is read without pickle.
+it is read without pickle, by int8store's one ``.npz`` reader
+(:mod:`int8store.runtime.npz`).
+
+A checkpoint comes back from disks, copies and other people: it is checked
+against the run before anything is set, and refused in one line naming it
+(:class:`~int8store.SourceFormatError` for a damaged file,
+:class:`~int8store.ArgumentError` for one that does not fit the run) when it
+does not fit: the archive and each array's header, its description's
+fields and their types, the run it belongs to, its data position inside
+the training split's epoch, the loop's numbers (:mod:`.early_stopping`),
+and each parameter's shape and dtype against the model's, read only then.
 """
 
 import json
+import os
+import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, SourceFormatError
+from ..runtime.npz import NpzArchive
 from ..store.checkpoint import npz_path, save_checkpoint
+from .early_stopping import EARLY_STOPPING
+from .parameters import parameter_label, read_parameters
 
 __all__ = ["RunCheckpoint", "RunState", "run_identity"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
 _DESCRIPTION = "int8store_run"
+#: The largest description read: a few hundred bytes a split and a parameter.
+_MOST_DESCRIPTION_BYTES = 1 << 20
+#: The fields of a description, and their types.
+_FIELDS = {"format": int, "identity": dict, "epoch": int, "step": int, "loop": dict, "best": int}
+#: The largest epoch, or minibatch of an epoch, a checkpoint may be at (the
+#: order's arithmetic takes them to int64).
+_MOST_POSITION = 2 ** 31 - 1
 
 
 def run_identity(program, splits, params, batch_size, seed=None, augmentation=None,
@@ -76,7 +98,11 @@ class RunState:
 class RunCheckpoint:
     """The checkpoint of the run training ``params`` (shared variables),
     written at ``path`` (``.npz`` added when missing) for ``identity``
-    (:func:`run_identity`).
+    (:func:`run_identity`). A checkpoint resumed must hold the loop's
+    numbers named in ``loop`` (keys of
+    :data:`~int8store.training.early_stopping.EARLY_STOPPING`), no others,
+    each what it may be (None: any JSON-able dict), and a data position
+    within an epoch of ``batches`` minibatches (None: any).
 
     Examples
     --------
@@ -93,13 +119,17 @@ class RunCheckpoint:
     ((2, 5, {'patience': 100}), [0.0, 0.0, 0.0])
     """
 
-    def __init__(self, path, params, identity):
+    def __init__(self, path, params, identity, loop=None, batches=None):
         self.path = None if path is None else npz_path(path)
         self.params, self.identity = list(params), identity
+        self.loop = None if loop is None else list(loop)
+        self.batches = batches
 
     def save(self, state):
         """Write ``state`` and the parameters' current values, atomically;
-        returns the path (None without one: nothing is written)."""
+        returns the path (None without one: nothing is written; None too
+        for a write that failed within
+        :func:`~int8store.checkpoint_writes`, which said so)."""
         if self.path is None:
             return None
         description = {"format": FORMAT, "identity": self.identity, "epoch": int(state.epoch),
@@ -112,33 +142,90 @@ class RunCheckpoint:
 
     def resume(self, path):
         """The :class:`RunState` of the checkpoint at ``path``, its
-        parameters' values set in :attr:`params`, once it is checked to
-        belong to this run (:class:`~int8store.ArgumentError` names the
-        difference otherwise)."""
+        parameters' values set in :attr:`params`, once all of it is checked
+        to fit this run (see the module docstring); nothing is set
+        otherwise."""
         path = npz_path(path)
-        try:
-            with np.load(path, allow_pickle=False) as held:
-                arrays = {name: held[name] for name in held.files}
-        except FileNotFoundError:
-            raise ArgumentError(f"{path}: no such checkpoint") from None
-        except (OSError, ValueError, EOFError) as error:
-            raise ArgumentError(f"{path}: not a checkpoint int8store can read ({error})") from None
-        if _DESCRIPTION not in arrays:
-            raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
-                                "perhaps: --save-model writes those; --checkpoint writes runs)")
-        try:
-            description = json.loads(arrays.pop(_DESCRIPTION).tobytes())
-        except ValueError:
-            raise ArgumentError(f"{path}: its description is damaged") from None
-        if description.get("format") != FORMAT:
-            raise ArgumentError(f"{path}: a run checkpoint of format {description.get('format')}; "
-                                f"this int8store reads format {FORMAT}")
+        if not os.path.exists(path):
+            raise ArgumentError(f"{path}: no such checkpoint")
+        archive = NpzArchive(path)
+        description = self._description(path, archive)
         _check_same(path, description["identity"], self.identity)
-        values = [arrays[f"param_{i}"] for i in range(len(self.params))]
+        self._check_position(path, description["epoch"], description["step"])
+        self._check_loop(path, description["loop"])
+        n, best = len(self.params), description["best"]
+        if best not in (0, n):
+            raise SourceFormatError(f"{path}: holds {best} best-model parameters; a model of "
+                                    f"{n} has {n}, or none before its first validation")
+        keys = [f"param_{i}" for i in range(n)] + [f"best_{i}" for i in range(best)]
+        extra = sorted(set(archive.keys()) - set(keys) - {_DESCRIPTION})
+        if extra:
+            shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
+            raise SourceFormatError(f"{path}: holds {shown}, which no checkpoint of this model "
+                                    "holds")
+        labels = [parameter_label(i, p) for i, p in enumerate(self.params)]
+        values = read_parameters(archive, self.params + self.params[:best], keys, "checkpoint",
+                                 labels=labels + [f"best-model {label}" for label in labels])
         for param, value in zip(self.params, values):
             param.set_value(value)
-        best = [arrays[f"best_{i}"] for i in range(description["best"])]
-        return RunState(description["epoch"], description["step"], description["loop"], best)
+        return RunState(description["epoch"], description["step"], description["loop"],
+                        values[n:])
+
+    @staticmethod
+    def _description(path, archive):
+        """The checkpoint's description, its fields and their types checked."""
+        if _DESCRIPTION not in archive:
+            raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
+                                "perhaps: --save-model writes those; --checkpoint writes runs)")
+        member = archive[_DESCRIPTION]
+        if member.dtype != np.uint8 or len(member.shape) != 1 \
+                or member.nbytes > _MOST_DESCRIPTION_BYTES:
+            raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
+                                    f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
+        try:
+            description = json.loads(member.read().tobytes())
+        except (ValueError, RecursionError):
+            raise SourceFormatError(f"{path}: its description is damaged") from None
+        if not isinstance(description, dict):
+            raise SourceFormatError(f"{path}: its description is a "
+                                    f"{type(description).__name__}, expected an object")
+        if description.get("format") != FORMAT:
+            raise ArgumentError(f"{path}: a run checkpoint of format "
+                                f"{reprlib.repr(description.get('format'))}; this int8store "
+                                f"reads format {FORMAT}")
+        for name, kind in _FIELDS.items():
+            value = description.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise SourceFormatError(f"{path}: its description's {name} is "
+                                        f"{reprlib.repr(value)}, expected an "
+                                        f"{'integer' if kind is int else 'object'}")
+        return description
+
+    def _check_position(self, path, epoch, step):
+        """Refuse a data position outside the data: epoch 1 or more, the
+        epoch's minibatch from 0 to its count (the epoch over)."""
+        if not 1 <= epoch <= _MOST_POSITION:
+            raise SourceFormatError(f"{path}: its data position is at epoch {epoch}, expected "
+                                    f"1 to {_MOST_POSITION}")
+        if not 0 <= step <= (self.batches if self.batches is not None else _MOST_POSITION):
+            within = ("" if self.batches is None else
+                      f": an epoch of the training split has {self.batches} minibatches at "
+                      f"batch size {self.identity.get('batch_size')}")
+            raise SourceFormatError(f"{path}: its data position, minibatch {step} of epoch "
+                                    f"{epoch}, is outside the data{within}")
+
+    def _check_loop(self, path, loop):
+        """Refuse a loop whose numbers are not the ones this run reads, or
+        one of the classic loop's numbers outside what it may be."""
+        if self.loop is not None and sorted(loop) != sorted(self.loop):
+            raise SourceFormatError(
+                f"{path}: its early-stopping state holds "
+                f"{', '.join(reprlib.repr(name) for name in loop) or 'nothing'}, expected "
+                f"{', '.join(self.loop)}")
+        for name in loop:
+            refusal = EARLY_STOPPING[name].refusal(loop[name]) if name in EARLY_STOPPING else None
+            if refusal:
+                raise SourceFormatError(f"{path}: its early-stopping state's {name} is {refusal}")
 
 
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",
@@ -167,9 +254,14 @@ def _check_same(path, recorded, current):
 
 
 def _short(digests):
-    return "/".join(d[:12] for d in digests or [])
+    if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
+        return reprlib.repr(digests)
+    return "/".join(d[:12] for d in digests)
 
 
 def _shapes(model):
-    return ", ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
-                     for name, shape, dtype in model or [])
+    try:
+        return ", ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
+                         for name, shape, dtype in model or [])
+    except (TypeError, ValueError):  # (not what a checkpoint writes: shown as it is)
+        return reprlib.repr(model)

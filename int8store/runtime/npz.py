@@ -1,0 +1,190 @@
+"""``.npz`` archives read within the limits: the one reader of ``.npz``
+files in int8store, for data sources (:mod:`int8store.sources.npz`), run
+checkpoints (:mod:`int8store.training.run`) and saved models
+(:mod:`int8store.training.parameters`) alike.
+
+``numpy.load`` allocates what a member's header announces before it reads
+a byte: a header of shape (10**12,) float64 in an 80-byte member asks for
+7.3 TiB, and an archive cut short is a ``zipfile.BadZipFile`` traceback.
+Here opening an archive reads only each ``.npy`` member's header and checks
+it: the sizes zip announces (:func:`~.limits.check_zip_member`), a header
+numpy writes for arrays of numbers, and the shape and dtype it announces
+against the bytes the member really holds. A caller then checks what a
+member announces against what it expects (a model's parameter, a label
+array) and only then reads it: whole, within the memory ceiling, or a few
+rows at a time. Damage of any kind, zip's CRC-32 of each member included,
+is one :class:`~int8store.SourceFormatError` naming the file and the member.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "a.npz")
+>>> np.savez(path, w=np.arange(6.0).reshape(2, 3))
+>>> archive = NpzArchive(path)
+>>> member = archive["w"]
+>>> member.shape, member.dtype.str, member.read().tolist()
+((2, 3), '<f8', [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+"""
+
+import math
+import os
+import zipfile
+import zlib
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import SourceFormatError
+from .limits import check_memory, check_zip_member
+
+__all__ = ["NpzArchive", "NpzMember", "describe_array"]
+
+_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, NotImplementedError,
+                RuntimeError)  # RuntimeError: an encrypted member
+_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0}
+#: The most bytes read from a member at once (a whole array is read in such pieces).
+_PIECE = 1 << 20
+
+
+def describe_array(shape, dtype):
+    """``(64, 10) float64``: how messages name an array's shape and dtype."""
+    return f"{tuple(shape)} {np.dtype(dtype)}"
+
+
+class NpzArchive:
+    """The ``.npy`` members of the ``.npz`` at ``path``, by key (the
+    member's name less ``.npy``, as ``numpy.load`` names them), each header
+    read and checked (:class:`NpzMember`); members of other names are left
+    alone. Nothing but the headers is read.
+
+    Raises :class:`~int8store.SourceFormatError` naming the file for an
+    archive that cannot be read (cut short, damaged, not a zip), a member
+    named twice, or a header that is not one numpy writes for numbers or
+    that announces more or fewer bytes than the member holds.
+    """
+
+    def __init__(self, path):
+        self.path = str(path)
+        try:
+            size = os.path.getsize(path)
+            with zipfile.ZipFile(path) as archive:
+                members = {}
+                for info in archive.infolist():
+                    if not info.filename.endswith(".npy"):
+                        continue
+                    member = NpzMember(archive, info, self.path, size)
+                    if member.key in members:
+                        raise SourceFormatError(
+                            f"{self.path}: holds two members named {info.filename}: it is "
+                            "damaged or not what it claims to be")
+                    members[member.key] = member
+        except _READ_ERRORS as error:
+            if isinstance(error, SourceFormatError):
+                raise
+            raise SourceFormatError(f"{self.path}: not a readable .npz archive ({error}): cut "
+                                    "short, damaged, or not an .npz") from error
+        self.members = members
+
+    def __contains__(self, key):
+        return key in self.members
+
+    def __getitem__(self, key):
+        return self.members[key]
+
+    def keys(self):
+        """The members' keys, in the archive's order."""
+        return list(self.members)
+
+
+class NpzMember:
+    """One ``.npy`` member: its ``shape``, ``dtype``, ``fortran`` order and
+    ``nbytes``, from its header, checked against the member's stored size;
+    ``where`` names it in messages (``FILE:KEY.npy``)."""
+
+    def __init__(self, archive, info, path, archive_size):
+        self.path, self.name, self.key = path, info.filename, info.filename[:-4]
+        self.where = f"{path}:{info.filename}"
+        check_zip_member(info, self.where, archive_size)
+        try:
+            with archive.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                if version not in _HEADERS:
+                    raise SourceFormatError(f"{self.where}: .npy format version {version} is not read")
+                self.shape, self.fortran, self.dtype = _HEADERS[version](f, max_header_size=1 << 16)
+                self.offset = f.tell()
+        except _READ_ERRORS as error:
+            if isinstance(error, SourceFormatError):
+                raise
+            raise SourceFormatError(f"{self.where}: not a readable .npy member ({error})") from error
+        if self.dtype.hasobject:
+            raise SourceFormatError(f"{self.where}: holds Python objects, which are not read")
+        if any(length < 0 for length in self.shape):
+            raise SourceFormatError(f"{self.where}: its header announces shape {self.shape}, "
+                                    "a negative length: it is damaged")
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        if info.file_size != self.offset + self.nbytes:
+            raise SourceFormatError(
+                f"{self.where}: its header announces shape {self.shape} of {self.dtype} "
+                f"({self.nbytes:,} bytes) but the member holds {info.file_size - self.offset:,}: "
+                "it is damaged")
+
+    def describe(self):
+        """``(64, 10) float64``: the shape and dtype its header announces."""
+        return describe_array(self.shape, self.dtype)
+
+    def read(self):
+        """The whole array (a writable one), once its size is within the
+        memory ceiling."""
+        check_memory(self.nbytes, f"array of shape {self.shape}", self.where)
+        with self._data() as f:
+            data = _read_exactly(f, self.nbytes, self.where)
+        return np.frombuffer(data, self.dtype).reshape(self.shape,
+                                                      order="F" if self.fortran else "C")
+
+    def chunks(self, rows):
+        """The array, ``rows`` along its first axis at a time (a
+        Fortran-order array, whose rows are not contiguous, or an array of
+        no axis is read whole)."""
+        if self.fortran or len(self.shape) < 1:
+            array = self.read()
+            if not array.ndim:
+                yield array
+                return
+            for start in range(0, len(array), rows):
+                yield array[start:start + rows]
+            return
+        row_bytes = self.nbytes // self.shape[0] if self.shape[0] else 0
+        with self._data() as f:
+            for start in range(0, self.shape[0], rows):
+                count = min(rows, self.shape[0] - start)
+                data = _read_exactly(f, count * row_bytes, self.where)
+                yield np.frombuffer(data, self.dtype).reshape((count,) + tuple(self.shape[1:]))
+
+    @contextmanager
+    def _data(self):
+        """The member's data as a file: the archive opened anew (a split's
+        images are read long after it was first opened), the header
+        skipped; any read error raised as damage of the member."""
+        try:
+            with zipfile.ZipFile(self.path) as archive, archive.open(self.name) as f:
+                f.read(self.offset)
+                yield f
+        except _READ_ERRORS as error:
+            if isinstance(error, SourceFormatError):
+                raise
+            raise SourceFormatError(f"{self.where}: damaged in the archive ({error})") from error
+
+
+def _read_exactly(f, nbytes, where):
+    """``nbytes`` of ``f`` in a new bytearray, read a piece at a time (no
+    second copy of the whole); damage if it ends early."""
+    data = bytearray(nbytes)
+    view = memoryview(data)
+    done = 0
+    while done < nbytes:
+        got = f.readinto(view[done:done + _PIECE])
+        if not got:
+            raise SourceFormatError(f"{where}: ends early: the archive is damaged")
+        done += got
+    return data

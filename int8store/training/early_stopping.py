@@ -1,0 +1,58 @@
+"""The classic early-stopping loop's numbers, as a run's checkpoint holds
+them (:mod:`.run`), and what each may be: a resumed run checks them before
+it sets anything, so that a damaged or forged checkpoint is one line naming
+it, not a loop that never ends or a traceback deep in the training.
+
+Examples
+--------
+>>> EARLY_STOPPING["test_score"].refusal(0.07) is None
+True
+>>> EARLY_STOPPING["patience"].refusal(-1)
+'-1, expected an integer from 0 to 9223372036854775807'
+"""
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["LoopNumber", "EARLY_STOPPING"]
+
+#: The largest integer the loop's numbers may be: int64's (they meet numpy there).
+_MOST = 2 ** 63 - 1
+
+
+@dataclass(frozen=True)
+class LoopNumber:
+    """What one of the loop's numbers may be: a ``kind`` (``int``,
+    ``float`` or ``bool``), from ``low`` to ``high``; a float may also be
+    +infinity when ``infinite`` (a best score before any)."""
+
+    kind: type
+    low: float = 0
+    high: float = _MOST
+    infinite: bool = False
+
+    def refusal(self, value):
+        """Why ``value`` cannot be this number (None when it can)."""
+        if self.kind is bool:
+            return None if isinstance(value, bool) else f"{value!r}, expected true or false"
+        number = isinstance(value, int if self.kind is int else (int, float)) \
+            and not isinstance(value, bool)
+        what = "an integer" if self.kind is int else "a number"
+        if number and self.infinite and value == math.inf:
+            return None
+        if not number or math.isnan(value) or not self.low <= value <= self.high:
+            return f"{value!r}, expected {what} from {self.low} to {self.high}" + (
+                " or infinity" if self.infinite else "")
+        return None
+
+
+#: The numbers of the classic tutorials' loop (patience-based early stopping)
+#: and ``finished`` (whether the loop had ended: its patience run out).
+EARLY_STOPPING = {
+    "patience": LoopNumber(int),
+    "best_validation_loss": LoopNumber(float, 0, 1, infinite=True),
+    "best_iter": LoopNumber(int),
+    "test_score": LoopNumber(float, 0, 1),
+    "test_count": LoopNumber(int),
+    "finished": LoopNumber(bool),
+}

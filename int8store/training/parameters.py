@@ -1,0 +1,89 @@
+"""A model's parameters set from a saved ``.npz``: each array found by its
+key, the shape and dtype its header announces checked against the
+parameter's before any array is read, and none set before all are read, so
+that a file that does not fit the model changes nothing and allocates no
+more than the model's own size.
+
+A run's checkpoint (:mod:`.run`) holds its parameters in the model's dtype
+exactly; a best model saved with :func:`~int8store.save_checkpoint` may be
+read with any floating dtype, cast to the model's (a model saved under
+``floatX=float64`` predicts under float32).
+"""
+
+import os
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..runtime.npz import NpzArchive, describe_array
+from ..store.checkpoint import npz_path
+
+__all__ = ["load_parameters", "read_parameters", "parameter_label"]
+
+
+def parameter_label(index, param):
+    """``parameter 0 W``: how messages name a model's parameter."""
+    return f"parameter {index} {param.name}" if param.name else f"parameter {index}"
+
+
+def read_parameters(archive, params, keys, held_by, cast=False, labels=None):
+    """The arrays of ``archive`` (an :class:`~int8store.runtime.npz.NpzArchive`)
+    at ``keys``, one for each of ``params`` (shared variables), each in its
+    parameter's dtype, read once every one is checked: present, with the
+    parameter's shape and dtype (or, with ``cast``, any floating dtype for a
+    floating parameter). ``held_by`` names the file in messages
+    (``"checkpoint"``, ``"saved"``), ``labels`` each parameter (by default
+    :func:`parameter_label`).
+
+    Raises :class:`~int8store.ArgumentError` naming the file and the
+    parameter: ``FILE: parameter 0 W: checkpoint (3, 3) int8, model (64, 10)
+    float64``.
+    """
+    labels = labels or [parameter_label(i, p) for i, p in enumerate(params)]
+    members = []
+    for param, key, label in zip(params, keys, labels):
+        if key not in archive:
+            raise ArgumentError(f"{archive.path}: holds no {key}, the model's {label} (its "
+                                f"arrays: {', '.join(archive.keys()) or 'none'}): not this "
+                                "model's")
+        member = archive[key]
+        shape = tuple(np.shape(param.get_value(borrow=True)))
+        dtype = np.dtype(param.dtype)
+        fits = member.dtype == dtype or (cast and member.dtype.kind == dtype.kind == "f")
+        if member.shape != shape or not fits:
+            raise ArgumentError(f"{archive.path}: {label}: {held_by} {member.describe()}, "
+                                f"model {describe_array(shape, dtype)}: not this model's")
+        members.append(member)
+    return [member.read().astype(param.dtype, copy=False)
+            for member, param in zip(members, params)]
+
+
+def load_parameters(path, params, keys=None):
+    """Set ``params`` (shared variables) to the arrays saved at ``path``
+    (an ``.npz``, as :func:`~int8store.save_checkpoint` writes a best
+    model: ``save_checkpoint(path, W=..., b=...)``), found by each
+    parameter's name or by ``keys``, each checked against its parameter
+    before any is read or set (:func:`read_parameters`; a floating array is
+    cast to the parameter's dtype). ``.npz`` is added to a path without it,
+    as :func:`~int8store.save_checkpoint` adds it. Returns the path.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from int8store import save_checkpoint
+    >>> from int8store.backend import activate
+    >>> w = activate().shared(np.zeros(3), name="w")
+    >>> path = save_checkpoint(os.path.join(tempfile.mkdtemp(), "model"), w=np.arange(3.0))
+    >>> _ = load_parameters(path, [w])
+    >>> w.get_value().tolist()
+    [0.0, 1.0, 2.0]
+    """
+    path = npz_path(path)
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such saved model")
+    params = list(params)
+    keys = list(keys) if keys is not None else [p.name for p in params]
+    values = read_parameters(NpzArchive(path), params, keys, "saved", cast=True)
+    for param, value in zip(params, values):
+        param.set_value(value)
+    return path
