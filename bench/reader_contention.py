@@ -91,7 +91,7 @@ def measure(rounds):
         _, train = build("logistic regression", {"train": split.dataset, "all": resident}, BATCH, 0.13)
 
         def streamed_epoch(epoch, split=split, train=train):
-            for _, i in split.minibatches(epoch, BATCH, progress=False):
+            for _, i, _ in split.minibatches(epoch, BATCH):
                 train(i)
         if way != "serial":
             streamed_epoch(0)  # starts the reader, which stays for the next epochs

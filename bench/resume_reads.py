@@ -50,7 +50,7 @@ def first_minibatch(store, epoch, step, seed, max_device_bytes):
                             reader="threads", workers=1)
     try:
         began = time.perf_counter()
-        number, _ = next(iter(stream.minibatches(epoch, BATCH, start=step)))
+        number = next(iter(stream.minibatches(epoch, BATCH, start=step))).number
         seconds = time.perf_counter() - began
         assert number == step
         where = stream.layout.start_of(epoch, BATCH, step)

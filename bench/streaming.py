@@ -174,7 +174,7 @@ def measure(model, examples, shard, rounds):
 
         def run(epoch):
             done = 0
-            for _, index in split.minibatches(epoch, batch, progress=False):
+            for _, index, _ in split.minibatches(epoch, batch):
                 train(index)
                 done += batch
             return done

@@ -160,7 +160,7 @@ def minibatch_pairs(split, view, mode, batch, epochs):
                            mode=function_mode(mode))
     found = []
     for epoch in epochs:
-        for step, at in split.minibatches(epoch, batch):
+        for step, at, _ in split.minibatches(epoch, batch):
             plain, augmented = both(at)
             found.append((epoch, step, np.asarray(plain).astype(np.int8),
                           np.asarray(augmented).astype(np.int8)))
@@ -207,7 +207,7 @@ def test_streamed_minibatches_are_augmented_by_their_number_in_the_epoch(mode, s
         index = T.lscalar()
         f = theano.function([index], view[index * 20:(index + 1) * 20], mode=function_mode(mode))
         found[how] = [(epoch, number, np.asarray(f(i)).astype(np.int8))
-                      for epoch in (0, 1) for number, i in stream.minibatches(epoch, 20)]
+                      for epoch in (0, 1) for number, i, _ in stream.minibatches(epoch, 20)]
         stream.close()
     # shards of 70, 70 and 60: 3 + 3 + 3 minibatches an epoch
     assert [n for _, n, _ in found["plain"]] == list(range(9)) * 2

@@ -102,7 +102,7 @@ def test_a_stream_normalizes_as_the_split_held_whole(mode):
     index = T.lscalar()
     f = theano.function([index], stream.x[index * 10:(index + 1) * 10], mode=function_mode(mode))
     want, seen = whole.x.get_value(), []
-    for number, i in stream.minibatches(0, 10):
+    for number, i, _ in stream.minibatches(0, 10):
         seen.append(np.asarray(f(i)))
     stream.close()
     assert (np.concatenate(seen) == want[:len(seen) * 10]).all()

@@ -525,7 +525,7 @@ step4, W4 = model(train, 4)
 n = train.n_batches(B)
 costs4 = []
 for e in range(EPOCHS):
-    costs4 += [float(step4(index)) for _, index in train.minibatches(e, B)]
+    costs4 += [float(step4(index)) for _, index, _ in train.minibatches(e, B)]
 hlo = step4.maker.linker.jitted.lower(*[np.asarray(0, dtype="int64") if c.storage[0] is None else c.storage[0] for c in step4.input_storage]).compile().as_text()
 W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
 costs1 = []

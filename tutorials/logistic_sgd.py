@@ -346,11 +346,8 @@ def training_steps(index, cost, updates, givens, steps_per_call, mode, split, ba
     """
     if steps_per_call is None:
         blocks = getattr(split, 'blocks', None)
-        fit = split.n_batches(batch_size)
-        if hasattr(split, 'shard_size'):  # streamed
-            fit = min(fit, split.shard_size // batch_size)
         steps_per_call = min(int8store.default_steps(mode, blocks.devices if blocks else 1),
-                             max(fit, 1))
+                             max(split.largest_call(batch_size), 1))
     if steps_per_call < 1:
         raise int8store.ArgumentError('--steps-per-call %i: expected 1 or more' % steps_per_call)
     if steps_per_call == 1 and mode != 'jax':

@@ -20,6 +20,8 @@ from ..errors import ArgumentError
 from ..order.position import check_start
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
+from ..order.windows import row_windows
+from .split import Batch, Split
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
 from ..codes.vocabulary import STORAGES, check_choice
 
@@ -31,8 +33,9 @@ __all__ = ["SharedDataset", "shared_dataset"]
 _FLOAT32_BYTES = 4
 
 
-class SharedDataset:
-    """Images and labels of one split, as shared variables.
+class SharedDataset(Split):
+    """Images and labels of one split, as shared variables, held whole (on
+    one device, or in rows over several: :func:`int8store.place`).
 
     Parameters
     ----------
@@ -293,16 +296,37 @@ class SharedDataset:
             self._first_step.set_value(np.array(first_step, dtype=np.int64))
 
     def minibatches(self, epoch, batch_size, start=0):
-        """``(minibatch in the epoch, index to pass the compiled step)`` for
-        each whole minibatch of ``epoch`` (0 or more) from minibatch
-        ``start`` on (a run resumed mid-epoch): the two are the same unless
-        the split is shuffled (then the index also says the epoch). An
-        augmented split (:meth:`augment`) is drawn for ``epoch``."""
+        """Each whole minibatch of ``epoch`` (0 or more) from minibatch
+        ``start`` on (a run resumed mid-epoch), a :class:`~.split.Batch`:
+        its index is its number unless the split is shuffled (then the index
+        also says the epoch). An augmented split (:meth:`augment`) is drawn
+        for ``epoch``."""
         self.set_epoch(epoch)
         count = self.n_batches(batch_size)
         check_start(start, count, self.name)
         offset = int(epoch) * count if self.seed is not None else 0
-        return ((i, offset + i) for i in range(int(start), count))
+        return (Batch(i, offset + i) for i in range(int(start), count))
+
+    def scoring_plans(self, chunk_size, classic_count=False):
+        """The windows that score every example once (see
+        :meth:`~.split.Split.scoring_plans`): one plan, over the devices'
+        rows when the split lies over several."""
+        if self.blocks is not None:
+            yield from self.blocks.scoring_plans(chunk_size, classic_count)
+            return
+        chunk_size = int(chunk_size)
+        if 0 < self.n_examples < chunk_size:
+            raise ArgumentError(f"{self.name}: chunk_size={chunk_size} is larger than the "
+                                f"{self.n_examples} examples: a static chunk cannot fit; use a "
+                                "smaller one")
+        whole = self.n_examples // chunk_size * chunk_size
+        yield row_windows(self.n_examples, chunk_size, whole if classic_count else None)
+
+    def describe_holding(self):
+        """How the split is held, for :func:`int8store.memory_table`."""
+        if self.blocks is not None:
+            return f"{self.storage}, over {self.blocks.devices} devices"
+        return self.storage
 
     def adopt_placement(self, labels, blocks, digest=None):
         """Record a placement over several devices made from outside (the

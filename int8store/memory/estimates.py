@@ -69,24 +69,19 @@ def memory_table(splits):
     train      1197  8x8        76,608        306,432          0.25  int8
     ...
     """
-    if isinstance(splits, (list, tuple)):
+    if isinstance(splits, (list, tuple)):  # load_data's [(x, y)] or a list of splits
         from ..codes.vocabulary import SPLITS
-        splits = {name: split if hasattr(split, "n_shards") else split[0].dataset
+        splits = {name: split[0].dataset if isinstance(split, tuple) else split
                   for name, split in zip(SPLITS, splits)}
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
              "held as")]
     totals = [0, 0, 0]
     for name, split in splits.items():
-        streamed = hasattr(split, "n_shards")
-        ds = split.dataset if streamed else split
         n = split.n_examples
-        int8 = n * ds.n_features
+        int8 = n * math.prod(split.image_shape)
         float32 = FLOAT32_BYTES * int8
-        held = ds.storage
-        if streamed and split.n_shards > 1:
-            held += f", {split.n_shards} shards of {split.shard_size}"
-        rows.append((name, f"{n}", "x".join(map(str, ds.image_shape)), f"{int8:,}", f"{float32:,}",
-                     f"{int8 / float32:.2f}", held))
+        rows.append((name, f"{n}", "x".join(map(str, split.image_shape)), f"{int8:,}",
+                     f"{float32:,}", f"{int8 / float32:.2f}", split.describe_holding()))
         totals = [totals[0] + n, totals[1] + int8, totals[2] + float32]
     rows.append(("total", f"{totals[0]}", "", f"{totals[1]:,}", f"{totals[2]:,}",
                  f"{totals[1] / totals[2]:.2f}", ""))

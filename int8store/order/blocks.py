@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ArgumentError, MinibatchIndexError
 from .shuffle import CLASSES, permuted_in_classes
+from .windows import block_windows
 
 __all__ = ["Blocks", "check_shuffled_over"]
 
@@ -148,6 +149,11 @@ class Blocks:
         if seed is None or not positions.size:
             return positions.astype(np.int64)
         return permuted_in_classes(positions, self.n_examples, seed, epoch)
+
+    def scoring_plans(self, chunk_size, classic_count=False):
+        """The one plan that scores the split's rows over the devices
+        (:func:`~int8store.order.windows.block_windows`)."""
+        yield block_windows(self, chunk_size, classic_count)
 
     def global_rows(self, local_start, width):
         """Rows ``(devices, width)`` of the split at local rows

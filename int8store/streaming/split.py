@@ -58,7 +58,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
+from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
+from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
 from .buffers import BufferPool, shared_memory_available
 from .layout import ShardLayout
@@ -102,7 +104,7 @@ def fitting_shard_size(max_device_bytes, row_bytes, batch_size=1):
     return size
 
 
-class StreamingSplit:
+class StreamingSplit(Split):
     """A split fed to the device one shard at a time (see the module docstring).
 
     Parameters
@@ -267,6 +269,18 @@ class StreamingSplit:
         return self.source.labels
 
     @property
+    def image_shape(self):
+        return self.dataset.image_shape
+
+    @property
+    def n_features(self):
+        return self.dataset.n_features
+
+    @property
+    def encoding(self):
+        return self.dataset.encoding
+
+    @property
     def n_shards(self):
         return self.layout.n_shards
 
@@ -320,24 +334,52 @@ class StreamingSplit:
         """Whole minibatches in an epoch: each shard's, its remainder dropped."""
         return self.layout.n_batches(batch_size)
 
-    def minibatches(self, epoch, batch_size, progress=None, start=0):
-        """``(number in the epoch, index in the current shard)`` of every whole minibatch
-        of epoch ``epoch`` from number ``start`` on, each shard loaded before its
-        minibatches: ``train_model(index)`` with the classic ``givens`` reads the right rows."""
-        with closing(self.shard_minibatches(epoch, batch_size, progress, start)) as shards:
-            for pairs in shards:
-                yield from pairs
-
-    def shard_minibatches(self, epoch, batch_size, progress=None, start=0):
-        """For each shard from the one holding minibatch ``start`` (none before is
-        read), once loaded: its minibatches' ``(number in the epoch, index in it)``."""
+    def minibatches(self, epoch, batch_size, start=0):
+        """Each whole minibatch of epoch ``epoch`` from number ``start`` on, a
+        :class:`~int8store.dataset.split.Batch` whose index is its place in
+        the shard now loaded, each shard loaded before its minibatches (none
+        before the one that holds ``start`` is read): ``train_model(index)``
+        with the classic ``givens`` reads the right rows."""
         first, number, skip = self.layout.start_of(epoch, batch_size, start)
-        with closing(self.epoch(epoch, progress, first)) as shards:
+        with closing(self.epoch(epoch, None, first)) as shards:
             for shard in shards:
                 self.dataset.set_epoch(epoch, number)  # an augmented view's draws
                 count = shard.count // batch_size
-                yield [(number + index, index) for index in range(skip, count)]
+                for index in range(skip, count):
+                    yield Batch(number + index, index, index == count - 1)
                 number, skip = number + count, 0
+
+    def scoring_plans(self, chunk_size, classic_count=False):
+        """A plan a shard, in the split's own order, each yielded while its
+        shard is loaded: only each shard's examples count, and a short last
+        shard with fewer examples than a chunk is read with the examples
+        before it, which fill its other rows
+        (:func:`~int8store.streaming.sources.fill_shard`) and count nothing.
+        Every plan has as many windows (a short shard's padded with windows
+        that count nothing): one compiled shape."""
+        chunk_size = int(chunk_size)
+        if not 1 <= chunk_size <= self.shard_size:
+            raise ArgumentError(f"chunk_size={chunk_size}: expected 1 to the {self.shard_size} "
+                                f"examples of a shard of {self.name}")
+        if classic_count and self.seed is not None:
+            raise ArgumentError(f"classic_count needs {self.name} in its own order (no seed)")
+        limit = self.n_examples // chunk_size * chunk_size if classic_count else self.n_examples
+        windows = -(-self.shard_size // chunk_size)
+        with closing(self.passes()) as shards:
+            for shard in shards:
+                scored = max(0, min(shard.count, limit - shard.start))
+                yield padded_plan(row_windows(shard.count, chunk_size, scored), windows)
+
+    def largest_call(self, batch_size):
+        """The most minibatches one call can take: a shard's (a call never
+        spans two)."""
+        return min(self.n_batches(batch_size), self.shard_size // int(batch_size))
+
+    def describe_holding(self):
+        """How the split is held, for :func:`int8store.memory_table`."""
+        storage = self.dataset.storage
+        return storage if self.n_shards == 1 else \
+            f"{storage}, {self.n_shards} shards of {self.shard_size}"
 
     def digest(self):
         """The split's BLAKE3, as a store records it (:meth:`~int8store.SharedDataset.digest`)."""

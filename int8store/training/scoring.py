@@ -23,15 +23,15 @@ ways to run it:
   training itself over a LeNet5 run.
 """
 
+import numbers
 import time
-from contextlib import closing
 
 import numpy as np
 
 from ..backend import activate, function_mode
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
-from ..order.windows import block_windows, padded_plan, row_windows
+from ..order.windows import row_windows
 
 __all__ = ["evaluate_in_chunks", "scoring_function", "SplitScore", "scoring_plans"]
 
@@ -40,27 +40,18 @@ def scoring_plans(split, chunk_size, classic_count=False):
     """The windows that score every example of ``split`` once: ``(starts,
     weights)`` a call (see :mod:`int8store.order.windows`).
 
-    ``split`` is a count of examples held in a row (a split on one device),
-    a :class:`~int8store.SharedDataset` (on one device, or over several:
-    its ``blocks``), the :class:`~int8store.order.blocks.Blocks` of a split
-    over several devices, or a :class:`~int8store.StreamingSplit`, whose
-    shards are loaded one after the other, each plan yielded while its
-    shard is in the shared variables (all of a stream's plans have as many
-    windows: a short last shard's are padded with windows that count
-    nothing). ``classic_count``: whole chunks only, as the classic
-    tutorials scored.
+    ``split`` is a split (:meth:`~int8store.dataset.split.Split.scoring_plans`:
+    held whole, over several devices, or streamed, a plan a shard yielded
+    while its shard is loaded), the :class:`~int8store.order.blocks.Blocks`
+    of a split over several devices, or a count of examples held in a row.
+    ``classic_count``: whole chunks only, as the classic tutorials scored.
     """
-    chunk_size = int(chunk_size)
-    if chunk_size < 1:
-        raise ArgumentError(f"chunk_size={chunk_size}: expected a positive chunk size")
-    dataset_blocks = getattr(split, "blocks", None)
-    if hasattr(split, "epoch"):  # streamed: a plan a shard
-        yield from _stream_plans(split, chunk_size, classic_count)
+    if int(chunk_size) != chunk_size or chunk_size < 1:
+        raise ArgumentError(f"chunk_size={chunk_size!r}: expected a positive chunk size")
+    if not isinstance(split, numbers.Integral):
+        yield from split.scoring_plans(int(chunk_size), classic_count)
         return
-    if hasattr(split, "rows_per_device") or dataset_blocks is not None:
-        yield block_windows(dataset_blocks or split, chunk_size, classic_count)
-        return
-    n_examples = int(getattr(split, "n_examples", split))
+    n_examples, chunk_size = int(split), int(chunk_size)
     if n_examples < 0:
         raise ArgumentError(f"n_examples={n_examples}: expected a count of examples")
     if 0 < n_examples < chunk_size:
@@ -68,24 +59,6 @@ def scoring_plans(split, chunk_size, classic_count=False):
                             "a static chunk cannot fit; use a smaller one")
     whole = n_examples // chunk_size * chunk_size
     yield row_windows(n_examples, chunk_size, whole if classic_count else n_examples)
-
-
-def _stream_plans(stream, chunk_size, classic_count):
-    """A streamed split's plans, one a shard, in its own order: only each
-    shard's examples count, and a short last shard with fewer examples than
-    a chunk is read with the examples before it, which fill its other rows
-    (:func:`int8store.streaming.sources.fill_shard`) and count nothing."""
-    if chunk_size > stream.shard_size:
-        raise ArgumentError(f"chunk_size={chunk_size}: expected 1 to the {stream.shard_size} "
-                            f"examples of a shard of {stream.name}")
-    if classic_count and stream.seed is not None:
-        raise ArgumentError(f"classic_count needs {stream.name} in its own order (no seed)")
-    limit = stream.n_examples // chunk_size * chunk_size if classic_count else stream.n_examples
-    windows = -(-stream.shard_size // chunk_size)
-    with closing(stream.passes()) as shards:
-        for shard in shards:
-            scored = max(0, min(shard.count, limit - shard.start))
-            yield padded_plan(row_windows(shard.count, chunk_size, scored), windows)
 
 
 def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, static=True):
@@ -138,12 +111,12 @@ def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, st
 
 
 def _evaluate_spans(evaluate, n_examples, chunk_size, classic_count):
-    """:func:`evaluate_in_chunks` with ``evaluate(start, stop)`` giving means."""
-    if hasattr(n_examples, "epoch") or hasattr(n_examples, "rows_per_device") \
-            or getattr(n_examples, "blocks", None) is not None:
-        raise ArgumentError("a streamed split, or one over several devices, is scored with "
-                            "static chunks (evaluate(start))")
-    n_examples = int(getattr(n_examples, "n_examples", n_examples))
+    """:func:`evaluate_in_chunks` with ``evaluate(start, stop)`` giving means,
+    over a count of examples held in a row."""
+    if not isinstance(n_examples, numbers.Integral):
+        raise ArgumentError("a split is scored with static chunks (evaluate(start)); "
+                            "evaluate(start, stop) takes a count of examples")
+    n_examples = int(n_examples)
     if chunk_size < 1 or n_examples < 0:
         raise ArgumentError(f"chunk_size={chunk_size} and n_examples={n_examples}: expected a "
                             "positive chunk size and a count of examples")
@@ -181,7 +154,6 @@ class SplitScore:
         self._run, self.split = run, split
         self.chunk_size, self.classic_count = int(chunk_size), bool(classic_count)
         self.calls, self.seconds = 0, 0.0
-        self._plans = None  # a split held whole: its one plan, on the device
 
     def __call__(self):
         return self._run(self)
@@ -273,26 +245,16 @@ def _score_in_calls(score, window):
 
 
 def _score_in_one_call(score, window):
-    """One call a plan (JAX mode). A split held whole keeps its one plan on
-    the device, checked once; a stream's are checked and sent a shard each."""
+    """One call a plan (JAX mode): one for a split held whole, one a shard
+    streamed."""
     from ..backend.jax.sharding import host_values
 
     window.wait_for_inputs()  # (the training calls before may still be running)
     began = time.perf_counter()
-    if hasattr(score.split, "epoch"):
-        plans = ((window(starts, weights), int(weights.sum()))
-                 for starts, weights in scoring_plans(score.split, score.chunk_size,
-                                                      score.classic_count))
-    else:
-        if score._plans is None:
-            score._plans = [window.keep(starts, weights) + (int(weights.sum()),)
-                            for starts, weights in scoring_plans(score.split, score.chunk_size,
-                                                                 score.classic_count)]
-        plans = ((window.run(starts, weights), count) for starts, weights, count in score._plans)
     totals, count = [], 0
-    for total, counted in plans:
-        totals.append(total)
-        count += counted
+    for starts, weights in scoring_plans(score.split, score.chunk_size, score.classic_count):
+        totals.append(window(starts, weights))
+        count += int(weights.sum())
         score.calls += 1
     mean = sum(float(host_values(total)) for total in totals) / count if count else float("nan")
     score.seconds += time.perf_counter() - began

@@ -25,8 +25,6 @@ patience), so that what it sees there is what one call a minibatch would
 have given: the same error lines, whatever the number of steps a call.
 """
 
-from contextlib import closing
-
 import numpy as np
 
 from ..backend import activate, function_mode
@@ -206,23 +204,10 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
 
 def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):
     """The minibatches of epoch ``epoch`` of ``split`` grouped into calls of
-    at most ``steps`` updates: ``(first number, first index, count)``, where
-    the call trains on minibatches ``first number`` to ``first number +
-    count - 1`` of the epoch, at indices ``first index`` onwards on the
-    device (``train_steps(first_index, count)``).
-
-    A call ends after ``steps`` minibatches, at the end of a shard of a
-    streamed split (each shard is loaded before its calls), and after any
-    minibatch ``number`` for which ``ends(number)`` is true: where the
-    training loop looks at the model (a validation, the end of its
-    patience). ``ends`` is asked as each call is formed, after the calls
-    before it were made.
-
-    ``split`` is a :class:`~int8store.SharedDataset` or a
-    :class:`~int8store.StreamingSplit`; with ``steps`` 1, each call is one
-    minibatch, as ``split.minibatches(epoch, batch_size)`` gives them.
-    ``start``: the epoch's first minibatch (a run resumed mid-epoch; a
-    stream reads nothing before the shard that holds it).
+    at most ``steps`` updates: ``(first number, first index, count)``
+    (:meth:`~int8store.dataset.split.Split.calls`: a call ends after
+    ``steps`` minibatches, where a streamed split's shard is replaced, and
+    after any minibatch ``number`` for which ``ends(number)`` is true).
 
     Examples
     --------
@@ -232,26 +217,4 @@ def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):
     >>> list(minibatch_calls(data, 0, 5, steps=4, ends=lambda number: number == 5))
     [(0, 0, 4), (4, 4, 2), (6, 6, 4)]
     """
-    if int(steps) != steps or steps < 1:
-        raise ArgumentError(f"steps={steps!r}: expected a positive number of updates a call")
-    if not hasattr(split, "epoch"):  # held whole: its minibatches lie in a row
-        yield from _calls(split.minibatches(epoch, batch_size, start), steps, ends)
-        return
-    with closing(split.shard_minibatches(epoch, batch_size, start=start)) as shards:
-        for minibatches in shards:  # (a call never spans two shards)
-            yield from _calls(minibatches, steps, ends)
-
-
-def _calls(minibatches, steps, ends):
-    """Consecutive ``(number, index)`` pairs in runs of at most ``steps``,
-    each run ending where ``ends(number)`` says so."""
-    first, count = None, 0
-    for number, index in minibatches:
-        if first is None:
-            first = (number, index)
-        count += 1
-        if count == steps or (ends is not None and ends(number)):
-            yield first + (count,)
-            first, count = None, 0
-    if first is not None:
-        yield first + (count,)
+    return split.calls(epoch, batch_size, steps, ends, start)

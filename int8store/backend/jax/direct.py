@@ -159,9 +159,10 @@ class JaxScore:
     weight is 1 over the windows ``starts`` (int32 for integer or boolean
     values, exact; the values' own float type otherwise), in one loop of a
     fixed trip count: one compilation for every call whose plan has that
-    many windows. :meth:`keep` and :meth:`run` are the two halves of a
-    call, for a plan checked once and kept on the device.
+    many windows. The last :attr:`KEPT` plans are kept on the device.
     """
+
+    KEPT = 4
 
     def __init__(self, window):
         jax = require_jax()
@@ -182,25 +183,29 @@ class JaxScore:
             return jax.lax.fori_loop(0, starts.shape[0], body, jnp.zeros((), total_dtype))
 
         self._score = jax.jit(int8store_score)
+        self._kept = {}  # the plans seen last, on the device
 
-    def check(self, starts):
-        """Raise unless every window from ``starts`` (numpy) lies in the data."""
+    def __call__(self, starts, weights):
+        """The sum (a device scalar) over the plan ``(starts, weights)``
+        (numpy): checked and sent to the device the first time it is seen,
+        kept there for the calls after (a split's plan is the same each time
+        it is scored, and so are a stream's whole shards')."""
+        key = (starts.tobytes(), np.packbits(weights).tobytes(), weights.shape)
+        kept = self._kept.pop(key, None)  # (put back last: the most recent)
+        if kept is None:
+            self._check(starts)
+            kept = require_jax().device_put((starts, weights))
+        self._kept[key] = kept
+        while len(self._kept) > self.KEPT:
+            self._kept.pop(next(iter(self._kept)))
+        return self._score(*kept, tuple(_held(self.read)))
+
+    def _check(self, starts):
+        """Raise unless every window from ``starts`` lies in the data."""
         if len(starts):
             for check in self._checks:
                 check(int(np.min(starts)))
                 check(int(np.max(starts)))
-
-    def keep(self, starts, weights):
-        """A plan checked once and held on the device, for :meth:`run` to
-        use as often as asked (a split held whole: the same plan each time)."""
-        import jax
-
-        self.check(starts)
-        return jax.device_put(starts), jax.device_put(weights)
-
-    def run(self, starts, weights):
-        """The sum, without the check: a plan :meth:`keep` holds."""
-        return self._score(starts, weights, tuple(_held(self.read)))
 
     def wait_for_inputs(self):
         """Wait until what the window reads is computed (the parameters the
@@ -209,7 +214,3 @@ class JaxScore:
         import jax
 
         jax.block_until_ready(_held(self.read))
-
-    def __call__(self, starts, weights):
-        self.check(starts)
-        return self.run(starts, weights)

@@ -1,0 +1,103 @@
+"""What every split offers, however it is held: :class:`Split`.
+
+A split is held whole on one device (:class:`~int8store.SharedDataset`), in
+rows spread over several (the same class, placed over devices), or fed to
+the device shard by shard (:class:`~int8store.StreamingSplit`). The holding
+decides *how* a minibatch is reached (a slice of the whole, a slice of each
+device's rows, a slice of the shard now loaded), never *which* examples it
+holds: minibatch ``i`` of epoch ``e`` is the same examples in every
+residency, mode and device count. So every caller walks an epoch the same
+way, and none asks which kind of split it holds:
+
+* :meth:`Split.minibatches` gives each whole minibatch of an epoch as a
+  :class:`Batch`: its number in the epoch, the index the compiled step takes
+  (``train_model(batch.index)``, the classic ``givens`` slicing the split's
+  ``x`` and ``y``), and whether the split's shard is replaced after it;
+* :meth:`Split.calls` groups those into calls of up to K steps
+  (:func:`int8store.steps_function`), never across a shard;
+* :meth:`Split.scoring_plans` gives the windows that score every example
+  once (:mod:`int8store.order.windows`), a plan a call.
+"""
+
+from typing import NamedTuple
+
+from ..errors import ArgumentError
+
+__all__ = ["Split", "Batch"]
+
+
+class Batch(NamedTuple):
+    """A whole minibatch of an epoch, as :meth:`Split.minibatches` gives it."""
+
+    #: Its number in the epoch (0 to ``n_batches - 1``).
+    number: int
+    #: What the compiled step takes to read it (``train_model(index)``): the
+    #: number itself held whole; with the epoch in it for a shuffled split
+    #: (``epoch * n_batches + number``); its place in the shard now loaded
+    #: when streamed.
+    index: int
+    #: Whether the split's shard in the shared variables is replaced after
+    #: this minibatch (streamed): a call of many steps ends here.
+    ends_shard: bool = False
+
+
+class Split:
+    """The interface of a split (see the module docstring). Subclasses give
+    ``name``, ``x`` and ``y`` (the classic ``givens`` slice them),
+    ``n_examples``, ``labels`` (host memory), ``image_shape``,
+    :meth:`n_batches`, :meth:`minibatches`, :meth:`scoring_plans`,
+    :meth:`digest` and :meth:`describe_holding`."""
+
+    def minibatches(self, epoch, batch_size, start=0):
+        """Each whole minibatch of epoch ``epoch`` (0 or more) from number
+        ``start`` on (a run resumed mid-epoch), as a :class:`Batch`; a
+        streamed split loads each shard before its minibatches and reads
+        none before the one that holds ``start``. Close the iterator to
+        leave the epoch early."""
+        raise NotImplementedError
+
+    def scoring_plans(self, chunk_size, classic_count=False):
+        """The windows that score every example once, ``(starts, weights)``
+        a call (:mod:`int8store.order.windows`); a streamed split loads each
+        shard before its plan. ``classic_count``: whole chunks only."""
+        raise NotImplementedError
+
+    def calls(self, epoch, batch_size, steps, ends=None, start=0):
+        """The minibatches of epoch ``epoch`` grouped into calls of at most
+        ``steps`` updates: ``(first number, first index, count)`` for each
+        call, which trains on minibatches ``first number`` to ``first number
+        + count - 1`` of the epoch, at indices ``first index`` onwards
+        (``train_steps(first_index, count)``).
+
+        A call ends after ``steps`` minibatches, where the split's shard is
+        replaced (each call is made while its shard is loaded), and after
+        any minibatch ``number`` for which ``ends(number)`` is true: where
+        the training loop looks at the model (a validation, the end of its
+        patience). ``ends`` is asked as each call is formed, after the
+        calls before it were made. Close the iterator to leave the epoch
+        early.
+        """
+        if int(steps) != steps or steps < 1:
+            raise ArgumentError(f"steps={steps!r}: expected a positive number of updates a call")
+        batches = self.minibatches(epoch, batch_size, start)
+        try:
+            first, count = None, 0
+            for batch in batches:
+                if first is None:
+                    first = (batch.number, batch.index)
+                count += 1
+                if count == steps or batch.ends_shard or (ends is not None and ends(batch.number)):
+                    yield first + (count,)
+                    first, count = None, 0
+            if first is not None:
+                yield first + (count,)
+        finally:
+            batches.close()
+
+    def largest_call(self, batch_size):
+        """The most minibatches one call of :meth:`calls` can take: an
+        epoch's (a shard's when streamed)."""
+        return self.n_batches(batch_size)
+
+    def close(self):
+        """Stop whatever the split started (a streamed split's reading); idempotent."""
