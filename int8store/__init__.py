@@ -35,8 +35,8 @@ from .errors import (
 
 # Public name -> the module that defines it.
 _LAZY = {
-    "load_data": "dataset.loading",
-    "load_splits": "dataset.loading",
+    "load_data": "loading",
+    "load_splits": "loading",
     "shared_dataset": "dataset.shared",
     "SharedDataset": "dataset.shared",
     "STORAGES": "codes.vocabulary",
@@ -58,13 +58,13 @@ _LAZY = {
     "StoreShards": "streaming.sources",
     "ArrayShards": "streaming.sources",
     "stream": "streaming.split",
-    "load_streams": "streaming.loading",
+    "load_streams": "loading",
     "stop_requests": "runtime.interrupts",
     "EpochLines": "runtime.progress",
     "stop_requested": "runtime.interrupts",
     "save_checkpoint": "store.checkpoint",
     "checkpoint_writes": "store.checkpoint",
-    "fits_in_memory": "streaming.loading",
+    "fits_in_memory": "loading",
     "steps_function": "training.steps",
     "set_up_run": "backend.jax.run_setup",
     "RunCheckpoint": "training.run",

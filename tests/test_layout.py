@@ -5,7 +5,7 @@ codes mean; which example goes where (order: arithmetic, no graph library);
 what augmentation does to a minibatch (augment: arithmetic too); the graph
 library (backend); the store; the readers (sources);
 the planning step; memory; the shared dataset and its symbolic views;
-streaming; the training loop's tools; then the commands at the top (converter, preview, cli) and the
+streaming; the one loading road; the training loop's tools; then the commands at the top (converter, preview, cli) and the
 public API (``int8store/__init__.py``). A module may import from its own
 part or from any part below it, never above: a test, so it stays so.
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.graph_free
 
 PACKAGE = Path(__file__).resolve().parent.parent / "int8store"
 SPINE = ["errors", "runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory",
-         "dataset", "streaming", "training", "converter", "preview", "cli", "__init__"]
+         "dataset", "streaming", "loading", "training", "converter", "preview", "cli", "__init__"]
 SUBPACKAGES = ["runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory", "dataset",
                "streaming", "training"]
 #: backend's rooms, in the order they may import each other.
@@ -237,9 +237,9 @@ def test_the_check_sees_an_upward_import(tmp_path):
     """The checker itself: an import from above, inside a function, is found."""
     module = tmp_path / "int8store" / "codes" / "x.py"
     module.parent.mkdir(parents=True)
-    module.write_text("def f():\n    from ..dataset.loading import load_data\n")
+    module.write_text("def f():\n    from ..dataset.shared import SharedDataset\n")
     found = list(imports(module, ("int8store", "codes", "x")))
-    assert found == [(2, "int8store.dataset.loading")]
+    assert found == [(2, "int8store.dataset.shared")]
     assert SPINE.index(part_of(found[0][1])) > SPINE.index("codes")
 
 

@@ -59,7 +59,7 @@ def test_a_float_type_the_user_named_is_kept(tmp_path, named):
     from int8store.backend import activate
 
     prefix = activate().NAME.upper()
-    env, before = {}, ""
+    env = {}
     if named == "flags":
         env = {f"{prefix}_FLAGS": "floatX=float64"}
     elif named == "file":

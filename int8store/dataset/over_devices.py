@@ -15,7 +15,6 @@ process checks that all opened the same store (its manifest digest).
 import numpy as np
 
 from ..codes.vocabulary import SPLITS
-from ..errors import ArgumentError, SourceFormatError
 
 #: Rows read at a time when a device's rows (every D-th) are read from a store.
 _STRETCH_ROWS = 4096
@@ -23,29 +22,24 @@ _STRETCH_ROWS = 4096
 __all__ = ["load_store_over_devices"]
 
 
-def load_store_over_devices(path, devices, normalize="unit", dtype=None):
-    """``{split: SharedDataset}`` of the store at ``path``, each split in
-    blocks over ``devices`` (a count, ``"all"`` or a list: see
-    :func:`int8store.place`). ``dataset.rows_read`` lists the ``(start,
-    stop)`` row ranges this process read."""
+def load_store_over_devices(store, devices, normalize="unit", dtype=None, statistics=(None, None)):
+    """``{split: SharedDataset}`` of ``store`` (an opened
+    :class:`~int8store.store.reader.Store` holding the three splits), each
+    split in blocks over ``devices`` (a count, ``"all"`` or a list: see
+    :func:`int8store.place`); ``statistics``: the training split's
+    ``(dataset_mean, channel_statistics)`` for ``normalize``
+    (:func:`int8store.codes.statistics.normalization_statistics`).
+    ``dataset.rows_read`` lists the ``(start, stop)`` row ranges this process
+    read."""
     from ..backend.jax.sharding import check_same_data, data_mesh, place_rows
-    from ..codes.channels import PER_CHANNEL, ChannelStatistics
     from ..order.blocks import Blocks
-    from ..store.reader import open_store
     from .shared import SharedDataset
 
-    store = open_store(path)
-    missing = [name for name in SPLITS if name not in store.splits]
-    if missing:
-        raise SourceFormatError(f"{path}: has splits {', '.join(store.splits)}; load_data needs "
-                                f"{', '.join(SPLITS)} (no {', '.join(missing)} split)")
+    path = store.path
     mesh = data_mesh(devices)
     check_same_data(bytes.fromhex(store.manifest_digest), str(path))
     blocks = {name: Blocks(store.splits[name], mesh.size, name=name) for name in SPLITS}
-    mean = _dataset_mean(store, blocks["train"], mesh) if normalize == "dataset" else None
-    # (the manifest's per-channel histograms; a store without them is counted whole)
-    per_channel = (ChannelStatistics.from_counts(store.channel_code_counts("train"), store.encoding)
-                   if normalize in PER_CHANNEL else None)
+    mean, per_channel = statistics
     features = int(np.prod(store.image_shape))
     datasets = {}
     for name in SPLITS:
@@ -81,18 +75,3 @@ def load_store_over_devices(path, devices, normalize="unit", dtype=None):
                    host=dataset.labels)
         datasets[name] = dataset
     return datasets
-
-
-def _dataset_mean(store, blocks, mesh):
-    """The training split's mean for ``normalize="dataset"``: from the
-    histogram of its codes the manifest records; in a store written before it
-    was recorded, counted from the whole split (by each process: the rows of
-    one device are spread over the whole file)."""
-    from ..codes.histogram import mean_of_code_counts
-
-    counts = store.recorded_code_counts("train")
-    if counts is None:
-        counts = store.count_codes("train")
-    if not counts.sum():
-        raise ArgumentError(f"{store.path}: the training split is empty")
-    return mean_of_code_counts(counts, store.encoding)

@@ -4,8 +4,8 @@ variables, one pass at a time), the readers that get each shard ready
 (:mod:`.readers`), where shards come from (:mod:`.sources`), which examples
 each holds (:mod:`.layout`), the buffers they are copied into
 (:mod:`.buffers`), the process that reads a store's shards
-(:mod:`.shard_process`, which imports the sources, never the stream), and
-``load_streams`` (:mod:`.loading`).
+(:mod:`.shard_process`, which imports the sources, never the stream).
+``load_streams`` is the one loading road's (:mod:`int8store.loading`).
 
 May import: everything below it on the spine (:mod:`int8store.errors`,
 ``runtime``, ``codes``, ``order``, ``backend``, ``store``, ``sources``, ``plan``,

@@ -48,12 +48,10 @@ every HDF5 call): the manifest gives each chunk's byte range and checksum
 (:mod:`int8store.store.reader`), and each read opens its own file handle.
 """
 
-import sys
 import threading
 import weakref
 from collections import deque
 from contextlib import closing
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -64,44 +62,13 @@ from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
 from .buffers import BufferPool, shared_memory_available
 from .layout import ShardLayout
+from .passes import Pass, Shard
 from .readers import LentReader, ProcessReader, SerialReader, ThreadReader
+from .sizing import LABEL_BYTES, fitting_shard_size, shard_size_for
 from .sources import ArrayShards, StoreShards
 
 __all__ = ["StreamingSplit", "Shard", "StreamError", "shard_size_for", "fitting_shard_size",
            "stream", "worker_threads"]
-
-_LABEL_BYTES = 4
-
-
-@dataclass(frozen=True)
-class Shard:
-    """A shard now in the device's shared variables: its ``number`` in this
-    epoch's order, its ``index`` in the split, its first example ``start`` in
-    the split and its ``count`` of own examples (the first ``count`` rows;
-    the rest, a short last shard's, hold the examples before it)."""
-
-    number: int
-    index: int
-    start: int
-    count: int
-
-
-def shard_size_for(max_device_bytes, row_bytes, batch_size=1):
-    """Examples per shard whose images and labels fit ``max_device_bytes``, a
-    multiple of ``batch_size`` (0 if not even one batch fits)."""
-    rows = int(max_device_bytes) // (int(row_bytes) + _LABEL_BYTES)
-    return rows // batch_size * batch_size
-
-
-def fitting_shard_size(max_device_bytes, row_bytes, batch_size=1):
-    """:func:`shard_size_for` whole batches, or else what fits (the caller
-    then cuts its batch size); raises if not even one example fits."""
-    size = shard_size_for(max_device_bytes, row_bytes, batch_size) or \
-        shard_size_for(max_device_bytes, row_bytes)
-    if size < 1:
-        raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
-                            f"{row_bytes + _LABEL_BYTES} bytes fits")
-    return size
 
 
 class StreamingSplit(Split):
@@ -179,7 +146,7 @@ class StreamingSplit(Split):
         self.name = name or source.name
         self.shard_size = min(int(shard_size), max(1, source.n_examples))
         row = int(np.prod(source.row_shape))
-        self.shard_bytes = self.shard_size * (row + _LABEL_BYTES)
+        self.shard_bytes = self.shard_size * (row + LABEL_BYTES)
         if max_prefetch_bytes is not None:
             if self.shard_bytes > max_prefetch_bytes:
                 raise ArgumentError(
@@ -313,7 +280,7 @@ class StreamingSplit(Split):
                 "shard on the device, so a second pass cannot run beside it. End the first: "
                 "leave its loop, call its close(), or this split's close(). (To score the "
                 "training split, do it between epochs.)")
-        current = _Pass(self, int(epoch), progress, int(first))
+        current = Pass(self, int(epoch), progress, int(first))
         self._pass = weakref.ref(current)
         return current
 
@@ -490,112 +457,6 @@ class StreamingSplit(Split):
             self._reader.done_with(previous)
 
 
-class _Pass:
-    """One pass over a :class:`StreamingSplit` (what :meth:`~StreamingSplit.epoch`
-    returns): an iterator of :class:`Shard`, the one owner of the shards it
-    asked the reader for. It ends when its last shard has been yielded
-    (the next epoch's first shards, prepared meanwhile, are handed to the
-    split), or when closed: explicitly, by an exception or Ctrl-C in it, or
-    when it is dropped unfinished. Ending is idempotent."""
-
-    def __init__(self, split, epoch, progress, first=0):
-        self.split, self.epoch, self._progress = split, epoch, progress
-        self.closed = False
-        self.delivered = self._first = first  # (shards before first: neither read nor yielded)
-        self._order = None  # the shard indices of this epoch, once started
-        self._jobs, self._asked, self._pending = [], 0, deque()
-        self._bar = None
-
-    def __iter__(self):
-        return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __next__(self):
-        if self.closed:
-            raise StopIteration
-        try:
-            shard = self._next_shard()
-        except BaseException:
-            self.close()
-            raise
-        if shard is None:
-            self._finish()
-            raise StopIteration
-        return shard
-
-    def _start(self):
-        split = self.split
-        self._order = split.layout.visit_order(self.epoch)
-        if split._whole and split._loaded is not None:
-            return  # its one shard is in the shared variables already
-        split._reader.begin_pass()
-        self._jobs = [(self.epoch, index) for index in self._order[self._first:]]
-        if not split._whole:  # read ahead into the next epoch
-            self._jobs += [(self.epoch + 1, index) for index in split.layout.visit_order(self.epoch + 1)]
-        # (what the pass before read ahead is this epoch's first shards)
-        self._pending = split._take_ahead(self.epoch if self._first == 0 else None)
-        self._asked = len(self._pending)
-        self._bar = _progress_bar(split.n_examples, f"{split.name} epoch {self.epoch}",
-                                  self._progress)
-
-    def _next_shard(self):
-        """The next shard, in the shared variables; None after the last."""
-        split = self.split
-        if self._order is None:
-            self._start()
-        number = self.delivered
-        if number == len(self._order):
-            return None
-        if not self._jobs:  # the split's one shard, kept
-            self.delivered += 1
-            return Shard(0, 0, 0, split.n_examples)
-        while self._asked < len(self._jobs) and len(self._pending) <= split.prefetch:
-            self._pending.append(split._reader.prepare(*self._jobs[self._asked]))
-            self._asked += 1
-        prepared = split._deliver(self._pending)
-        self.delivered += 1
-        if self._bar is not None:
-            self._bar.update(prepared.count)
-        return Shard(number, prepared.index, prepared.start, prepared.count)
-
-    def _finish(self):
-        """Every shard delivered: the next epoch's first shards go to the split."""
-        with interrupts_deferred():
-            if not self.closed:
-                self.closed = True
-                self.split._ahead = (self.epoch + 1, self._pending)
-                self._pending = deque()
-                self._close_bar()
-
-    def close(self):
-        """End the pass; unfinished, its shards in flight are given back and
-        the reader's workers stopped (the next pass starts them again)."""
-        with interrupts_deferred():
-            if self.closed:
-                return
-            self.closed = True
-            self._pending = deque()
-            self._close_bar()
-            if self._order is not None:  # (a pass never started holds nothing)
-                self.split._stop_reading()  # gives back what the reader still holds
-
-    def _close_bar(self):
-        bar, self._bar = self._bar, None
-        if bar is not None:
-            bar.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - (at exit, or a reader already gone)
-            pass
-
-
 def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=None, **kwargs):
     """A :class:`StreamingSplit` over a loaded split (``load_data``'s ``x``,
     ``y``) whose shards fit ``max_device_bytes``, or None if the whole split
@@ -607,7 +468,7 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     codes = np.asarray(dataset.data.get_value(borrow=True))
     labels = np.asarray(y.get_value(borrow=True))
     row_bytes = codes[0].nbytes if len(codes) else 1
-    if len(labels) * (row_bytes + _LABEL_BYTES) <= max_device_bytes:
+    if len(labels) * (row_bytes + LABEL_BYTES) <= max_device_bytes:
         return None
     size = fitting_shard_size(max_device_bytes, row_bytes, batch_size)
     split = StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
@@ -622,19 +483,6 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
         report(f"... streaming {split.name} in {split.n_shards} shards of {split.shard_size} "
                "examples")
     return split
-
-
-def _progress_bar(total, description, progress):
-    """A tqdm bar of ``total`` examples if ``progress`` (None: on a terminal,
-    as tqdm's ``disable=None``), else None: a bar made disabled still cost
-    some 60 us an epoch, between two training steps."""
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="img", desc=description, leave=False)
 
 
 def worker_threads(name="train"):

@@ -11,5 +11,5 @@ against the run before anything is set: its parameters against the model's
 
 May import: everything below it on the spine (:mod:`int8store.errors`,
 ``runtime``, ``codes``, ``order``, ``augment``, ``backend``, ``store``, ``sources``, ``plan``,
-``memory``, ``dataset``, ``streaming``).
+``memory``, ``dataset``, ``streaming``, ``loading``).
 """
