@@ -244,7 +244,9 @@ def tutorial_epochs(ks, epochs=6):
     np.savez(path, x_train=images[:50000], y_train=labels[:50000],
              x_valid=images[50000:60000], y_valid=labels[50000:60000],
              x_test=images[60000:], y_test=labels[60000:])
-    lines = logistic_sgd.int8store.EpochLines
+    from int8store.training import runner
+
+    lines = runner.EpochLines
     times = {}
     for k in ks:
         stamps = {}
@@ -255,12 +257,12 @@ def tutorial_epochs(ks, epochs=6):
                     stamps[epoch] = time.perf_counter()
                 super().__call__(epoch, text)
 
-        logistic_sgd.int8store.EpochLines = Timed
+        runner.EpochLines = Timed
         try:
             logistic_sgd.sgd_optimization_mnist(dataset=str(path), n_epochs=epochs, mode="jax",
                                                 model_path=None, steps_per_call=k)
         finally:
-            logistic_sgd.int8store.EpochLines = lines
+            runner.EpochLines = lines
         times[k] = [stamps[e + 1] - stamps[e] for e in range(1, epochs)]
     return times
 

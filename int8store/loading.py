@@ -112,8 +112,9 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     ``prefetch``, ``workers``). ``residency``: ``"whole"`` or ``"streamed"``
     to decide it (``load_data`` holds whole, ``load_streams`` streams);
     None decides as the module docstring says. ``report`` is told (a line
-    each) how streamed splits are held and when the training split is
-    sorted by class (default: stderr for the latter).
+    each) how streamed splits are held; a training split sorted by class is
+    said on stderr (:func:`say_if_sorted_by_class`), unless ``seed`` shuffles
+    it.
 
     Returns
     -------
@@ -151,13 +152,19 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
 
             opened = _open(store, verify=True)
             check_splits(store, opened.splits)
-            say_if_sorted_by_class(opened.read_labels("train"), store, report=report)
+            say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed))
             return load_store_over_devices(opened, devices, normalize, dtype,
                                            _store_statistics(opened, normalize))
         held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                   valid_seed, lossy, keep_order, test_size,
-                                                  report)
+                                                  _quiet(seed))
     return _whole(held, encoding, image_shape, normalize, storage, dtype, mode, devices)
+
+
+def _quiet(seed):
+    """Where the sorted-by-class notice goes: stderr (None), or nowhere when
+    a seed takes the training split in a new order each epoch."""
+    return (lambda line: None) if seed is not None else None
 
 
 def _open(path, verify=False):
@@ -233,17 +240,16 @@ def _streamed(dataset, store, caller, normalize, dtype, mode, max_device_bytes, 
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     limit = ceiling()
     budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
-    quiet = (lambda line: None) if seed is not None else report  # (a seed shuffles it)
     if store is not None:
         opened = _open(store)  # each chunk is checked as it is read
         check_splits(store, opened.splits)
         sources = {name: StoreShards(store, name, store=opened) for name in SPLITS}
-        say_if_sorted_by_class(sources["train"].labels, store, report=quiet)
+        say_if_sorted_by_class(sources["train"].labels, store, report=_quiet(seed))
         encoding, image_shape = opened.encoding, opened.image_shape
     else:
         held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                   valid_seed, lossy, keep_order, test_size,
-                                                  quiet)
+                                                  _quiet(seed))
         sources = {name: ArrayShards(codes, labels, name=name)
                    for name, (codes, labels) in held.items()}
     size = fitting_shard_size(budget, int(np.prod(image_shape, dtype=np.int64)), batch_size)

@@ -194,16 +194,16 @@ def test_lenet5_tutorial_in_jax_mode_matches_c_mode():
 
 @pytest.mark.slow
 def test_lenet5_trains_in_jax_mode_with_its_images_placed_once(monkeypatch):
-    import int8store
+    from int8store.backend.jax import device
     placed = []
-    place_once = int8store.place
+    place_once = device.place
 
-    def recording_place(data, mode, devices=None):
-        data = place_once(data, mode, devices=devices)
-        placed.extend((x.dataset.data, x.dataset.data.get_value(borrow=True)) for x, _ in data)
-        return data
+    def recording_place(splits, mode, devices=None):  # (as the loading places the splits)
+        splits = place_once(splits, mode, devices=devices)
+        placed.extend((split.data, split.data.get_value(borrow=True)) for split in splits)
+        return splits
 
-    monkeypatch.setattr(int8store, "place", recording_place)
+    monkeypatch.setattr(device, "place", recording_place)
     run = convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=2, mode="jax")
     assert run["test_score"] < 0.95 and len(placed) == 3
     for variable, images in placed:  # the very array placed before the first step: never re-sent

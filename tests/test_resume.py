@@ -21,6 +21,7 @@ import int8store
 import logistic_sgd
 from conftest import ROOT, old_jax
 from int8store import ArgumentError, RunCheckpoint, RunState, StreamingSplit, tensor_library
+from int8store.training import runner
 
 has_jax = importlib.util.find_spec("jax") is not None
 needs_jax = pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
@@ -113,7 +114,7 @@ def test_a_run_killed_anywhere_and_resumed_ends_as_the_uninterrupted_one(tmp_pat
 
 
 def stopping_at(calls):
-    """A stand-in for int8store.stop_requested that asks to stop at its
+    """A stand-in for the run's stop_requested that asks to stop at its
     ``calls``-th call (the tutorial asks once a minibatch) and then says so."""
     count = [0]
 
@@ -133,7 +134,7 @@ def test_a_stream_stopped_at_a_shard_boundary_or_inside_one_goes_on_from_there(
     whole = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "whole", **run)
     assert whole["datasets"][0].shard_size == 280
     with monkeypatch.context() as patched:
-        patched.setattr(int8store, "stop_requested", stopping_at(stop_after))
+        patched.setattr(runner, "stop_requested", stopping_at(stop_after))
         stopped = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
     assert stopped["interrupted"]
     assert not (stopped["params"][0] == whole["params"][0]).all()  # (stopped before the end)
@@ -152,7 +153,7 @@ def test_the_mlp_stopped_mid_epoch_goes_on_from_there(tmp_path, monkeypatch):
     run = dict(dataset="digits", batch_size=20, n_epochs=2, n_hidden=16)
     whole = mlp.test_mlp(checkpoint=tmp_path / "whole", **run)
     with monkeypatch.context() as patched:
-        patched.setattr(int8store, "stop_requested", stopping_at(37))  # epoch 1, minibatch 37
+        patched.setattr(runner, "stop_requested", stopping_at(37))  # epoch 1, minibatch 37
         assert mlp.test_mlp(checkpoint=tmp_path / "run", **run)["interrupted"]
     resumed = mlp.test_mlp(checkpoint=tmp_path / "run", resume=tmp_path / "run", **run)
     assert all((a == b).all() for a, b in zip(resumed["params"], whole["params"]))

@@ -20,7 +20,7 @@ def test_lenet5_learns_on_digits_and_slices_before_the_cast(tmp_path):
                                                learning_rate=0.3, model_path=tmp_path / "lenet.npz")
     assert result["test_score"] < 0.2  # chance is 90 %
     assert len(result["params"]) == 8
-    assert_sliced_before_cast(result["train_model"], result["datasets"][0][0].dataset)
+    assert_sliced_before_cast(result["train_model"].function, result["datasets"][0])
     assert (tmp_path / "lenet.npz").exists()
 
 

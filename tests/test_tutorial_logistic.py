@@ -28,8 +28,7 @@ def test_training_learns_and_slices_the_int8_images_before_the_cast(tmp_path):
     result = logistic_sgd.sgd_optimization_mnist(dataset="digits", n_epochs=200,
                                                  model_path=tmp_path / "m.npz")
     assert result["test_score"] < 0.2  # digits are far easier than chance (90 % error)
-    train_x = result["datasets"][0][0]
-    assert_sliced_before_cast(result["train_model"], train_x.dataset)
+    assert_sliced_before_cast(result["train_model"].function, result["datasets"][0])
     with np.load(tmp_path / "m.npz") as saved:
         assert saved["W"].shape == (64, 10)
 

@@ -7,12 +7,12 @@ the classic was: max pooling without trainable gain and bias, every feature
 map of one layer connected to every map of the next, and a logistic
 regression in place of the RBF output layer.
 
-As in logistic_sgd.py, the one change from the classic file is where
-``load_data`` comes from: ``from int8store import load_data`` (through
-logistic_sgd, as the classic imported it). Two additions: the filter sizes
-follow the images' size (the classic 5x5 filters and 2x2 pooling on 28x28,
-smaller filters on scikit-learn's 8x8 digits), and the lines marked
-"int8store's JAX mode" run it on JAX's device. The library and its
+As in logistic_sgd.py: the classic file with ``from int8store import
+load_data`` (through logistic_sgd, as the classic imported it) and a
+``run`` (``int8store.training.Run``) for what int8store adds, the lines
+marked ``# int8store``; and the filter sizes follow the images' size (the
+classic 5x5 filters and 2x2 pooling on 28x28, smaller filters on
+scikit-learn's 8x8 digits). The library and its
 convolution come through int8store: on Aesara its own conv2d and pool_2d
 (int8store gives Aesara a BLAS and corrects Aesara 2.9.4's CorrMM.make_node),
 on PyTensor, which has neither, int8store's ops with the same semantics.
@@ -40,16 +40,10 @@ T = theano.tensor
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
 from int8store import conv2d, pool_2d
 
-from logistic_sgd import (LogisticRegression, add_data_options, add_device_options,
-                          add_augment_options, add_normalize_option, add_progress_option,
-                          add_jax_run_options, add_run_options, add_steps_option, report_timings,
-                          resume_point, run_checkpoint, set_up_jax_run,
-                          save_run, augmented_training_set, join_processes, load_data,
-                          load_for_training, model_looked_at, run_from_command_line,
-                          trained_minibatches, training_steps)
+from logistic_sgd import LogisticRegression, load_data  # noqa: F401 (the classic's imports)
 from mlp import HiddenLayer
 
-import int8store  # int8store's JAX mode only (--mode jax)
+from int8store import training  # int8store: a run's options, calls, checkpoints
 from int8store.memory.models import lenet5_geometry  # 5x5 filters on 28x28, smaller on 8x8 digits
 
 
@@ -134,10 +128,7 @@ class LeNetConvPoolLayer(object):
 
 def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     dataset='mnist.pkl.gz',
-                    nkerns=[20, 50], batch_size=500, model_path=None, mode='c',
-                    classic_count=False, max_device_bytes=None, seed=None, max_memory=None,
-                    progress=False, devices=None, steps_per_call=None, augment=None,
-                    augment_seed=1, normalize='unit', checkpoint=None, resume=None):
+                    nkerns=[20, 50], batch_size=500, model_path=None, **options):
     """ Train LeNet5 by minibatch SGD with early stopping.
 
     :param learning_rate: SGD step
@@ -148,21 +139,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     :param batch_size: examples per minibatch
     :param model_path: where the best model's parameters are saved (.npz),
                        replaced at each improvement; None saves nothing
-    :param mode: 'c' (the library's C backend) or 'jax' (int8store's JAX mode)
-    :param classic_count: score whole minibatches of the validation and test
-                          splits only, as the classic did (else every example)
-    :param max_device_bytes, seed, max_memory: streaming, as in
-                             logistic_sgd.sgd_optimization_mnist
-    :param progress, devices, steps_per_call: condense the per-epoch lines;
-                     JAX mode over several devices; several updates a call;
-                     as in logistic_sgd.sgd_optimization_mnist
-    :param augment, augment_seed: the training minibatches augmented inside
-                     the step ('translate=2,cutout=8'; see
-                     logistic_sgd.augmented_training_set), draws keyed by the seed
-    :param normalize: how the float view is normalized ('standard': each
-                      channel centred and divided by its standard deviation)
-    :param checkpoint, resume: the run's checkpoint, and one to go on from
-                      (logistic_sgd.run_checkpoint)
+    :param options: int8store's run (``int8store.training.Run``), as in
+                    logistic_sgd.sgd_optimization_mnist; augment (e.g.
+                    'translate=2,cutout=8') augments the training minibatches
+                    inside the step, from their int8 codes
 
     Returns a dict with the best validation error, its iteration, the test
     error of the best model and how many examples it is over, the epochs run
@@ -170,18 +150,15 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     """
     rng = numpy.random.RandomState(23455)
 
-    # -- int8store: the splits, in memory or streamed, and the batch counts
-    # (logistic_sgd.load_for_training)
-    datasets, streams, batch_size, (n_train_batches, valid_split, test_split, n_out) = \
-        load_for_training(dataset, batch_size, mode, max_device_bytes, seed, max_memory,
-                          devices, normalize)
+    run = training.Run(**options)  # int8store
+    datasets = run.load_data(dataset, batch_size)  # int8store: held whole, over devices or streamed
+    batch_size = run.batch_size  # int8store: what every split (or shard) fills
+
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
-    compile_mode = int8store.function_mode(mode)
-    # -- int8store: training minibatches augmented from their int8 codes
-    # (evaluation reads the splits as they are; without augment, the same view)
-    train_set_x = augmented_training_set(train_set_x, augment, augment_seed, dataset)
+
+    n_train_batches = run.n_batches()  # int8store (classic: from train_set_x's shape)
 
     ######################
     # BUILD ACTUAL MODEL #
@@ -229,69 +206,50 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
         activation=T.tanh
     )
 
-    layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=n_out)
+    layer3 = LogisticRegression(input=layer2.output, n_in=500, n_out=run.n_classes)
 
     cost = layer3.negative_log_likelihood(y)
 
-    # the zero-one loss of each of the batch_size examples from `start`:
-    # int8store.scoring_function scores every example of a split once with
-    # them, in chunks the model was built for, test_model() giving the error
-    # and how many examples it is over (in JAX mode in one call; the classic
-    # scored whole minibatches only: classic_count)
-    start = T.lscalar()
-    test_model = int8store.scoring_function(
-        [start],
+    # the mistakes on the batch_size examples from `index`, in chunks the
+    # model was built for: test_model() scores every example of the split
+    # once (see logistic_sgd.py)
+    test_model = run.scoring_function(  # int8store
+        [index],
         T.neq(layer3.y_pred, y),
         givens={
-            x: test_set_x[start: start + batch_size],
-            y: test_set_y[start: start + batch_size]
+            x: test_set_x[index: index + batch_size],
+            y: test_set_y[index: index + batch_size]
         },
-        split=test_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
+        split=run.test
     )
 
-    validate_model = int8store.scoring_function(
-        [start],
+    validate_model = run.scoring_function(  # int8store
+        [index],
         T.neq(layer3.y_pred, y),
         givens={
-            x: valid_set_x[start: start + batch_size],
-            y: valid_set_y[start: start + batch_size]
+            x: valid_set_x[index: index + batch_size],
+            y: valid_set_y[index: index + batch_size]
         },
-        split=valid_split, chunk_size=batch_size, classic_count=classic_count, mode=mode
+        split=run.valid
     )
 
     # every parameter, and an SGD step on each
     params = layer3.params + layer2.params + layer1.params + layer0.params
-    # -- int8store: a run stopped anywhere goes on from its checkpoint
-    # (logistic_sgd.run_checkpoint): the parameters are set here
-    run, resumed = run_checkpoint('convolutional_mlp', checkpoint, resume,
-                                  streams or [x.dataset for x, _ in datasets], params, batch_size,
-                                  seed, augment, augment_seed, loop=(
-                                      'patience', 'best_validation_loss', 'best_iter',
-                                      'test_score', 'test_count'))
     grads = T.grad(cost, params)
     updates = [
         (param_i, param_i - learning_rate * grad_i)
         for param_i, grad_i in zip(params, grads)
     ]
 
-    train_givens = {
-        x: train_set_x[index * batch_size: (index + 1) * batch_size],
-        y: train_set_y[index * batch_size: (index + 1) * batch_size]
-    }
-    train_model = theano.function(
+    train_model = run.training_function(  # int8store: one step a call, or several
         [index],
         cost,
         updates=updates,
-        givens=train_givens,
-        mode=compile_mode
+        givens={
+            x: train_set_x[index * batch_size: (index + 1) * batch_size],
+            y: train_set_y[index * batch_size: (index + 1) * batch_size]
+        }
     )
-    # -- int8store: several of those steps a call (logistic_sgd.training_steps)
-    train_steps = training_steps(index, cost, updates, train_givens, steps_per_call, mode,
-                                 streams[0] if streams else train_set_x.dataset, batch_size)
-
-    # -- int8store's JAX mode: the parameters' updates stay on the device
-    if mode == 'jax':
-        int8store.keep_on_device(params, [train_model], devices=devices)
 
     ###############
     # TRAIN MODEL #
@@ -306,40 +264,34 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     best_iter = 0
     test_score, test_count = 0., 0
     start_time = timeit.default_timer()
-    # -- int8store: the per-epoch lines, printed as the classic did (or condensed)
-    epoch_lines = int8store.EpochLines(n_epochs, progress)
+    say = run.epoch_lines(n_epochs)  # int8store: the classic's lines, or --progress
 
-    epoch = 0
-    done_looping = False
-    start = 0  # the epoch's first minibatch
-    best_params = []
-    if resumed is not None:  # -- int8store: where the checkpoint stopped (resume_point)
-        epoch, start, best_params, done_looping, (
-            patience, best_validation_loss, best_iter, test_score, test_count) = resume_point(
-            resumed, 'patience', 'best_validation_loss', 'best_iter', 'test_score', 'test_count')
+    # int8store: a run resumed from its checkpoint goes on where it stopped
+    epoch, best_params, done_looping, loop = run.resume(
+        'convolutional_mlp', params, patience=patience,
+        best_validation_loss=best_validation_loss, best_iter=best_iter, test_score=test_score,
+        test_count=test_count)
+    patience, best_validation_loss, best_iter = (loop['patience'], loop['best_validation_loss'],
+                                                 loop['best_iter'])
+    test_score, test_count = loop['test_score'], loop['test_count']
 
     while (epoch < n_epochs) and (not done_looping):
         epoch = epoch + 1
-        # each minibatch number of the epoch, once its update is made
-        # (logistic_sgd.trained_minibatches)
-        batches = trained_minibatches(
-            streams[0] if streams else train_set_x.dataset, epoch, batch_size, train_model,
-            train_steps, model_looked_at(epoch, n_train_batches, validation_frequency,
-                                         lambda: patience), start)
-        start = 0
-        for minibatch_index in batches:
+        # each minibatch of the epoch once train_model has trained on it (int8store)
+        for minibatch_index in run.minibatches(epoch, train_model, validation_frequency,
+                                               lambda: patience):
 
             iter = (epoch - 1) * n_train_batches + minibatch_index
 
             if iter % 100 == 0:
-                epoch_lines(epoch, 'training @ iter =  %i' % iter)
+                say(epoch, 'training @ iter =  %i' % iter)
 
             if (iter + 1) % validation_frequency == 0:
 
                 this_validation_loss, valid_count = validate_model()
-                epoch_lines(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
-                            'examples' % (epoch, minibatch_index + 1, n_train_batches,
-                                          this_validation_loss * 100., valid_count))
+                say(epoch, 'epoch %i, minibatch %i/%i, validation error %f %% over %i '
+                    'examples' % (epoch, minibatch_index + 1, n_train_batches,
+                                  this_validation_loss * 100., valid_count))
 
                 if this_validation_loss < best_validation_loss:
 
@@ -350,39 +302,31 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     best_iter = iter
 
                     test_score, test_count = test_model()
-                    epoch_lines(epoch, ('     epoch %i, minibatch %i/%i, test error of '
-                                        'best model %f %% over %i examples') %
-                                (epoch, minibatch_index + 1, n_train_batches,
-                                 test_score * 100., test_count))
+                    say(epoch, ('     epoch %i, minibatch %i/%i, test error of '
+                                'best model %f %% over %i examples') %
+                        (epoch, minibatch_index + 1, n_train_batches,
+                         test_score * 100., test_count))
 
                     # the tutorial's own checkpoint, replaced at each improvement
                     # (never half-written)
-                    if model_path and int8store.is_main_process():  # (one of several)
-                        int8store.save_checkpoint(model_path,
-                                                  *[p.get_value(borrow=True) for p in params])
-                    if run is not None:  # -- int8store: the best model, for the run's checkpoint
-                        best_params = [numpy.array(p.get_value(borrow=True)) for p in params]
+                    run.save_model(model_path, *[p.get_value(borrow=True) for p in params])
+                    best_params = run.best_params(params)  # int8store
 
-            # -- int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch
-            stop = patience <= iter or int8store.stop_requested()
-            # -- int8store: the run's checkpoint, where the loop looked at the model or stops
+            # int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch,
+            # and the run's checkpoint is written where the loop looked at the model
+            stop = patience <= iter or run.stop_requested()
             if stop or (iter + 1) % validation_frequency == 0:
-                save_run(run, epoch, minibatch_index, best_params, patience <= iter,
+                run.save(epoch, minibatch_index, best_params, patience <= iter,
                          patience=patience, best_validation_loss=best_validation_loss,
                          best_iter=best_iter, test_score=test_score, test_count=test_count)
             if stop:
                 done_looping = True
                 break
-        batches.close()  # an epoch left early (early stopping) stops a stream's reading
 
-    epoch_lines.close()
-    for stream in streams or ():
-        stream.close()  # its reading threads stop
+    run.close()  # int8store: a stream's reading stops
     end_time = timeit.default_timer()
-    interrupted = int8store.stop_requested()
-    if interrupted:
-        print('Interrupted at epoch %i, minibatch %i/%i: the best model so far is below.'
-              % (epoch, minibatch_index + 1, n_train_batches))
+    if run.stop_requested():
+        print('Interrupted at epoch %i: the best model so far is below.' % epoch)
     else:
         print('Optimization complete.')
     print('Best validation score of %f %% obtained at iteration %i, '
@@ -391,77 +335,24 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     print(('The code for file ' +
            os.path.split(__file__)[1] +
            ' ran for %.2fm' % ((end_time - start_time) / 60.)), file=sys.stderr)
-    return {
-        'best_validation_loss': float(best_validation_loss),
-        'best_iter': best_iter + 1,
-        'test_score': float(test_score),
-        'test_count': test_count,
-        'epochs': epoch,
-        'seconds': end_time - start_time,
-        'scoring_seconds': validate_model.seconds + test_model.seconds,
-        'scoring_calls': validate_model.calls + test_model.calls,
-        'params': [numpy.array(p.get_value(borrow=True)) for p in params],
-        'datasets': streams or datasets,
-        'train_model': train_model,
-        'interrupted': bool(interrupted),
-    }
+    return run.result(best_validation_loss=float(best_validation_loss), best_iter=best_iter + 1,
+                      test_score=float(test_score), test_count=test_count, epochs=epoch,
+                      seconds=end_time - start_time, train_model=train_model,
+                      params=[numpy.array(p.get_value(borrow=True)) for p in params])
 
 
 def main(argv=None):
+    """int8store: the command line (training.add_arguments: the same options in every tutorial)."""
     parser = argparse.ArgumentParser(
         description='LeNet5 (two conv/pool layers, a tanh hidden layer, logistic '
                     'regression) trained by minibatch SGD on int8-held images.')
-    parser.add_argument('--dataset', default='mnist.pkl.gz',
-                        help="what int8store.load_data reads: 'mnist.pkl.gz' (here, ../data/, "
-                             "the cache, or downloaded), 'digits' (offline), 'mnist', an .npz, "
-                             "an int8store .h5 store, a folder of IDX files or of class folders "
-                             "of images (default: %(default)s)")
-    parser.add_argument('--epochs', type=int, default=200,
-                        help='maximal number of epochs (default: %(default)s)')
-    parser.add_argument('--learning-rate', type=float, default=0.1,
-                        help='SGD step (default: %(default)s)')
-    parser.add_argument('--batch-size', type=int, default=500,
-                        help='minibatch size (default: %(default)s)')
+    training.add_arguments(parser, epochs=200, learning_rate=0.1, batch_size=500)
     parser.add_argument('--nkerns', type=int, nargs=2, default=[20, 50], metavar='N',
                         help='kernels of the two conv layers (default: 20 50)')
-    add_data_options(parser)
-    parser.add_argument('--save-model', metavar='PATH',
-                        help="where the best model's parameters go (.npz), replaced at each "
-                             "improvement (default: not saved)")
-    add_device_options(parser)
-    add_steps_option(parser)
-    add_augment_options(parser)
-    add_normalize_option(parser)
-    add_run_options(parser)
-    add_progress_option(parser)
-    add_jax_run_options(parser)
     args = parser.parse_args(argv)
-    join_processes(args)
-    setup = set_up_jax_run(args)
-    result, status = run_from_command_line(
-        evaluate_lenet5, steps_per_call=args.steps_per_call, learning_rate=args.learning_rate, n_epochs=args.epochs,
-        dataset=args.dataset, nkerns=args.nkerns, batch_size=args.batch_size,
-        model_path=args.save_model, mode=args.mode, classic_count=args.classic_count,
-        max_device_bytes=args.max_device_bytes, seed=args.seed, max_memory=args.max_memory,
-        progress=args.progress, devices=args.devices, augment=args.augment,
-        augment_seed=args.augment_seed, normalize=args.normalize, checkpoint=args.checkpoint,
-        resume=args.resume)
-    if result is None:
-        return status
-    print()
-    if result['interrupted']:
-        print('interrupted: the figures below are the best model so far')
-    print('best validation error  %f %%' % (result['best_validation_loss'] * 100.))
-    print('test error             %f %% over %i examples'
-          % (result['test_score'] * 100., result['test_count']))
-    print('best iteration         %i' % result['best_iter'])
-    print('epochs                 %i' % result['epochs'])
-    print()
-    print('Images in memory, as int8 against the classic float32:')
-    print(int8store.memory_table(result['datasets']))
-    if args.timings:
-        report_timings(result, setup)
-    return status  # 0, or 130 (SIGINT) / 143 (SIGTERM) when interrupted
+    return training.run_command(evaluate_lenet5, args, learning_rate=args.learning_rate,
+                                n_epochs=args.epochs, dataset=args.dataset, nkerns=args.nkerns,
+                                batch_size=args.batch_size, model_path=args.save_model)
 
 
 if __name__ == '__main__':

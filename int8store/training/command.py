@@ -1,0 +1,96 @@
+"""A tutorial's command line, run: :func:`run_command`.
+
+What the classic scripts' ``if __name__ == '__main__'`` did, and what a run
+from a shell also needs: the run's processes joined and JAX mode set up
+before anything uses JAX; an int8store error reported in one line (exit
+status 2); Ctrl-C or SIGTERM stopping the training after its minibatch, so
+that the best model so far is reported as such and its checkpoint kept
+(exit status 130 or 143; a second one stops at once); a checkpoint that
+cannot be written (a full disk) said in one line while the training goes
+on; and the result's summary.
+"""
+
+import sys
+
+from ..errors import Int8StoreError
+from ..runtime.interrupts import stop_requests
+from ..store.checkpoint import checkpoint_writes
+from .options import run_options
+
+__all__ = ["run_command", "print_summary"]
+
+
+def run_command(train, args, **kwargs):
+    """``train(**kwargs, **run options)`` as a command (see the module
+    docstring); ``args``: the parsed options
+    (:func:`~int8store.training.options.add_arguments`). Returns the exit
+    status."""
+    if args.coordinator:  # several processes: joined before any JAX use
+        from ..backend.jax.sharding import start_processes
+
+        start_processes(args.coordinator, args.num_processes, args.process_id)
+        args.mode, args.devices = "jax", args.devices or "all"
+    result, status = run_reporting_errors(_set_up_and, train, args, **kwargs)
+    if result is not None:
+        print_summary(result, args.timings)
+    return status
+
+
+def _set_up_and(train, args, **kwargs):
+    """JAX mode set up (its first line said), then ``train``."""
+    setup = None
+    if args.mode == "jax":
+        from ..backend.jax.run_setup import set_up_run
+
+        setup = set_up_run(compile_cache=not args.no_compile_cache,
+                           deterministic=args.deterministic)
+        print("... " + setup.describe())
+    result = train(**kwargs, **run_options(args))
+    if setup is not None:
+        result["compilations"] = setup.compilations.describe()
+    return result
+
+
+def run_reporting_errors(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` with errors, interrupts and failed
+    checkpoint writes reported as the module docstring says: ``(result,
+    exit status)``, the result None after an error or a second interrupt."""
+    with stop_requests() as stop, checkpoint_writes() as writes:
+        try:
+            result = function(*args, **kwargs)
+        except Int8StoreError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return None, 2
+        except KeyboardInterrupt as interrupt:  # the second Ctrl-C
+            print(f"{interrupt or 'interrupted'}: stopped at once", file=sys.stderr)
+            return None, 128 + getattr(interrupt, "signal", 2)
+        finally:
+            if writes.summary():
+                print(writes.summary(), file=sys.stderr)
+    return result, stop.exit_status
+
+
+def print_summary(result, timings=False):
+    """The run's figures: the best validation error, the test error of the
+    best model and how many examples it is over, its iteration (where the
+    tutorial says it), the epochs run, the images' memory, int8 against
+    float32, and with ``timings`` where the time went."""
+    from ..memory.estimates import memory_table
+
+    print()
+    if result.get("interrupted"):
+        print("interrupted: the figures below are the best model so far")
+    print("best validation error  %f %%" % (result["best_validation_loss"] * 100.))
+    print("test error             %f %% over %i examples"
+          % (result["test_score"] * 100., result["test_count"]))
+    if "best_iter" in result:
+        print("best iteration         %i" % result["best_iter"])
+    print("epochs                 %i" % result["epochs"])
+    print()
+    print("Images in memory, as int8 against the classic float32:")
+    print(memory_table(result["datasets"]))
+    if timings:
+        compiled = result.get("compilations")
+        print("timings: training loop %.2f s, of which scoring the splits %.2f s in %i calls%s"
+              % (result["seconds"], result["scoring_seconds"], result["scoring_calls"],
+                 "; " + compiled if compiled else ""))

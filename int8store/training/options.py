@@ -1,0 +1,137 @@
+"""The command-line options of a training run, the same in every bundled
+tutorial: :func:`add_arguments` adds them to a parser (the training's own,
+with each tutorial's defaults, then int8store's), :func:`run_options` turns
+the parsed ones into :class:`~int8store.training.runner.Run`'s keywords.
+"""
+
+import argparse
+
+from ..codes.vocabulary import NORMALIZATIONS
+from .steps import ACCELERATOR_STEPS
+
+__all__ = ["add_arguments", "run_options", "RUN_OPTIONS"]
+
+#: The parsed options that are :class:`~int8store.training.runner.Run`'s keywords.
+RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
+               "steps_per_call", "augment", "augment_seed", "normalize", "checkpoint", "resume",
+               "progress")
+
+
+def devices_option(text):
+    """--devices: a count, or 'all'."""
+    if text == "all":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of devices or 'all', got {text!r}")
+    return count
+
+
+def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
+    """Add the training's options with a tutorial's defaults (``--dataset``,
+    ``--epochs``, ``--learning-rate``, ``--batch-size``, ``--save-model``),
+    then int8store's: where the splits are held and how they are fed
+    (``--mode``, ``--max-device-bytes``, ``--max-memory``, ``--seed``,
+    ``--devices`` and several processes, ``--normalize``, ``--augment``),
+    how the steps are called (``--steps-per-call``), how the splits are
+    scored (``--classic-count``), checkpoints (``--checkpoint``,
+    ``--resume``), what is printed (``--progress``, ``--timings``) and how
+    JAX mode is set up (``--no-compile-cache``, ``--deterministic``)."""
+    training = parser.add_argument_group("training")
+    training.add_argument("--dataset", default="mnist.pkl.gz",
+                          help="what int8store.load_data reads: 'mnist.pkl.gz' (here, ../data/, "
+                               "the cache, or downloaded), 'digits' (offline), 'mnist', "
+                               "'cifar10', an .npz, an int8store .h5 store, a folder of IDX "
+                               "files or of class folders of images (default: %(default)s)")
+    training.add_argument("--epochs", type=int, default=epochs,
+                          help="maximal number of epochs (default: %(default)s)")
+    training.add_argument("--learning-rate", type=float, default=learning_rate,
+                          help="SGD step (default: %(default)s)")
+    training.add_argument("--batch-size", type=int, default=batch_size,
+                          help="minibatch size (default: %(default)s)")
+    training.add_argument("--save-model", default=save_model, metavar="PATH",
+                          help="where the best model's parameters go (.npz), replaced at each "
+                               "improvement (default: %s)" % (save_model or "not saved"))
+    data = parser.add_argument_group("where the splits are held and how they are fed")
+    data.add_argument("--mode", choices=("c", "jax"), default="c",
+                      help="'c': the library's C backend on the CPU; 'jax': JAX's default "
+                           "device, a GPU when JAX sees one (default: %(default)s)")
+    data.add_argument("--max-device-bytes", type=int, metavar="N",
+                      help="feed each split to the device in shards of at most N bytes, read "
+                           "from the file for a store (default: hold it all)")
+    data.add_argument("--max-memory", metavar="SIZE",
+                      help="memory ceiling, e.g. '4GiB': a store larger than it is streamed "
+                           "(default: half the physical memory)")
+    data.add_argument("--seed", type=int,
+                      help="take the training examples in a new order each epoch, from this "
+                           "seed (default: the split's own order)")
+    data.add_argument("--normalize", choices=NORMALIZATIONS, default="unit",
+                      help="the images as the model sees them: 'unit' the source's own scale "
+                           "(the classic [0, 1)), 'batch' or 'dataset' centred on the "
+                           "minibatch's or the training split's mean, 'channel' on each "
+                           "channel's, 'standard' each channel centred and divided by its "
+                           "standard deviation (colour sets), 'none' the raw codes "
+                           "(default: %(default)s)")
+    data.add_argument("--augment", metavar="LIST",
+                      help="augment each training minibatch inside the step, from its int8 "
+                           "codes: comma-separated translate=R (up to R pixels each way), "
+                           "fill=zero|edge|reflect, flip or flip=alternate (not for digits), "
+                           "cutout=S (an SxS square set to black); e.g. translate=2,cutout=8 "
+                           "(default: none)")
+    data.add_argument("--augment-seed", type=int, default=1, metavar="N",
+                      help="the augmentation's draws, from (N, epoch, minibatch, example) "
+                           "(default: %(default)s)")
+    data.add_argument("--devices", type=devices_option, metavar="N",
+                      help="JAX mode over N devices ('all': every one JAX sees): each split's "
+                           "rows spread over them, the same minibatches as on one "
+                           "(default: one)")
+    data.add_argument("--coordinator", metavar="HOST:PORT",
+                      help="run as one of several processes (JAX mode): process 0's address; "
+                           "then --devices defaults to all of every process's")
+    data.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
+    data.add_argument("--process-id", type=int, metavar="I", help="this one (0 to N-1)")
+    calls = parser.add_argument_group("calls, scoring and checkpoints")
+    calls.add_argument("--steps-per-call", type=int, metavar="K",
+                       help="make up to K minibatch updates in one call of the compiled step "
+                            "(the same results; it pays in JAX mode, where a call costs more "
+                            f"than a small model's step; default: {ACCELERATOR_STEPS} there, "
+                            "at most an epoch's, but 1 over several CPU devices, and on the C "
+                            "backend)")
+    calls.add_argument("--classic-count", action="store_true",
+                       help="score whole minibatches only, dropping the remainder of the "
+                            "validation and test splits, as the classic tutorial (and its "
+                            "published figures) did; by default every example is scored")
+    calls.add_argument("--checkpoint", metavar="PATH",
+                       help="write the run's checkpoint (.npz): the parameters, the early "
+                            "stopping state, the best model and the data position, at each "
+                            "validation, when stopped by Ctrl-C or SIGTERM and at the end; "
+                            "replaced each time, never half-written (default: none)")
+    calls.add_argument("--resume", metavar="PATH",
+                       help="go on from a run checkpoint where it stopped, exactly as if it "
+                            "had not: the same data, model, batch size and seeds (another is "
+                            "refused, the difference named); the device count and streaming "
+                            "may change")
+    shown = parser.add_argument_group("what is printed, and JAX mode's set-up")
+    shown.add_argument("--progress", action="store_true",
+                       help="condense the per-epoch lines: a progress bar on a terminal, a "
+                            "tenth of them in a pipe (default: every line, as the classic "
+                            "tutorial printed)")
+    shown.add_argument("--timings", action="store_true",
+                       help="print where the run's time went: XLA's compilations, the "
+                            "training loop, the scoring of the splits")
+    shown.add_argument("--no-compile-cache", action="store_true",
+                       help="JAX mode: compile every XLA program anew (default: keep them in a "
+                            "cache folder, ~/.cache/int8store/jax, so that a second run "
+                            "compiles nothing)")
+    shown.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                       help="JAX mode on a GPU: deterministic GPU ops, the same lines held "
+                            "whole or streamed, stopped and resumed (default: on)")
+    return parser
+
+
+def run_options(args):
+    """The parsed options :class:`~int8store.training.runner.Run` takes."""
+    return {name: getattr(args, name) for name in RUN_OPTIONS}

@@ -1,0 +1,364 @@
+"""A training run as the bundled tutorials make one: :class:`Run`.
+
+A classic tutorial loads its splits, compiles a training step and two
+scoring functions from ``givens`` that slice the splits, and loops over
+epochs and minibatches with patience-based early stopping. What int8store
+adds to that (where the splits are held, how many steps a call makes, how
+a split is scored, a checkpoint to resume from, the lines printed) is a
+:class:`Run`, so that the tutorial reads as the classic does, each addition
+one call:
+
+.. code-block:: python
+
+    run = Run(mode="jax")                                   # (or Run(**options))
+    datasets = run.load_data(dataset, batch_size)           # load_data, held as asked
+    validate_model = run.scoring_function([index], T.neq(y_pred, y), window_givens, run.valid)
+    train_model = run.training_function([index], cost, updates, givens)
+    epoch, best_params, done_looping, loop = run.resume("logistic_sgd", params, patience=patience)
+    for minibatch_index in run.minibatches(epoch, train_model, validation_frequency,
+                                           lambda: patience):
+        ...                                                 # the classic loop's body
+        run.save(epoch, minibatch_index, best_params, finished, patience=patience, ...)
+"""
+
+import os
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..runtime.interrupts import stop_requested
+from ..runtime.progress import EpochLines
+
+__all__ = ["Run"]
+
+
+class Run:
+    """What a tutorial's run adds to the classic training loop (see the
+    module docstring). Every option is the command line's
+    (:func:`~int8store.training.options.add_arguments`); the defaults are
+    the classic run on the C backend.
+
+    Parameters
+    ----------
+    mode : {"c", "jax"}
+        The library's C backend, or int8store's JAX mode.
+    classic_count : bool
+        Score whole minibatches only, as the classic tutorials did.
+    max_device_bytes, max_memory : optional
+        Stream the splits in shards of at most that many bytes; the memory
+        ceiling (a store larger than it is streamed).
+    seed : int, optional
+        The training split in a new order each epoch, from this seed.
+    devices : int or "all", optional
+        JAX mode over several devices.
+    steps_per_call : int, optional
+        Updates a call (default :func:`~int8store.training.steps.default_steps`,
+        at most an epoch's or a shard's minibatches).
+    augment, augment_seed : optional
+        The training minibatches augmented inside the step.
+    normalize : str
+        The images' normalization (:func:`~int8store.dequantize`).
+    checkpoint, resume : path, optional
+        Where the run's checkpoint is written; one to go on from.
+    progress : bool
+        Condense the per-epoch lines (:class:`~int8store.runtime.progress.EpochLines`).
+    """
+
+    def __init__(self, mode="c", classic_count=False, max_device_bytes=None, max_memory=None,
+                 seed=None, devices=None, steps_per_call=None, augment=None, augment_seed=1,
+                 normalize="unit", checkpoint=None, resume=None, progress=False):
+        from ..codes.vocabulary import check_mode
+
+        self.mode = check_mode(mode)
+        self.classic_count, self.max_device_bytes = bool(classic_count), max_device_bytes
+        self.max_memory, self.seed, self.devices = max_memory, seed, devices
+        self.steps_per_call, self.normalize = steps_per_call, normalize
+        self.augment, self.augment_seed = augment, augment_seed
+        self.checkpoint, self.resume_path, self.progress = checkpoint, resume, progress
+        if devices not in (None, 1) and self.mode != "jax":
+            raise ArgumentError("--devices needs --mode jax: the C backend runs on one CPU")
+        if steps_per_call is not None and steps_per_call < 1:
+            raise ArgumentError(f"--steps-per-call {steps_per_call}: expected 1 or more")
+        self.splits = self.batch_size = None
+        self._scores, self._lines, self._checkpoint = [], None, None
+        self._epoch_walk, self._start = None, 0
+
+    # -- the data ---------------------------------------------------------------------
+
+    def load_data(self, dataset, batch_size):
+        """``load_data(dataset)`` for this run: the classic ``[(x, y)] * 3``,
+        each split held as asked (whole, over devices, or streamed:
+        :func:`int8store.load_splits`), the training split shuffled by
+        ``seed`` and its minibatches augmented as asked. The batch size comes
+        down to what every split (or shard) holds, and to a multiple of the
+        device count, each cut said in a line: :attr:`batch_size`. Also
+        sets :attr:`splits` (:attr:`train`, :attr:`valid`, :attr:`test`),
+        :attr:`n_classes` and :attr:`n_features`."""
+        from ..loading import load_splits
+
+        if int(batch_size) != batch_size or batch_size < 1:
+            raise ArgumentError(f"--batch-size {batch_size}: expected 1 or more examples a "
+                                "minibatch")
+        splits = load_splits(dataset, max_memory=self.max_memory, normalize=self.normalize,
+                             mode=self.mode, devices=self.devices,
+                             max_device_bytes=self.max_device_bytes, batch_size=batch_size,
+                             seed=self.seed, report=print)
+        train, valid, test = splits["train"], splits["valid"], splits["test"]
+        if self.seed is not None and not hasattr(train, "shard_size"):
+            train = self._shuffled(train)
+        self.splits = [train, valid, test]
+        self.batch_size = self._batch_size(int(batch_size))
+        self.n_classes = 1 + int(max(np.max(split.labels) for split in self.splits))
+        self.n_features = train.n_features
+        train_x = self._augmented(train, dataset)
+        return [(train_x, train.y), (valid.x, valid.y), (test.x, test.y)]
+
+    @property
+    def train(self):
+        return self.splits[0]
+
+    @property
+    def valid(self):
+        return self.splits[1]
+
+    @property
+    def test(self):
+        return self.splits[2]
+
+    def n_batches(self):
+        """Whole minibatches of the training split an epoch."""
+        return self.train.n_batches(self.batch_size)
+
+    def _shuffled(self, train):
+        if self.mode != "jax":
+            raise ArgumentError(
+                "--seed shuffles a split held whole in JAX mode (--mode jax), or a streamed "
+                "one (--max-device-bytes); the C backend takes the split in its own order")
+        return train.shuffle(self.seed)
+
+    def _batch_size(self, batch_size):
+        """The batch size every split (and shard) fills, a multiple of the
+        device count, each cut said in a line."""
+        smallest, what = min(split.n_examples for split in self.splits), "split"
+        shard = min(getattr(split, "shard_size", smallest) for split in self.splits)
+        if shard < smallest:
+            smallest, what = shard, "shard"
+        if batch_size > smallest:
+            print(f"... batch size {batch_size} is larger than a {what} of {smallest} examples: "
+                  f"using {smallest}")
+            batch_size = smallest
+        blocks = [getattr(split, "blocks", None) for split in self.splits]
+        if blocks[0] is not None:
+            devices = blocks[0].devices
+            if batch_size % devices:
+                print(f"... batch size {batch_size} is not a multiple of the {devices} devices: "
+                      f"using {batch_size - batch_size % devices}")
+                batch_size -= batch_size % devices
+            held = ", ".join(f"{b.rows_per_device} rows" for b in blocks)
+            print(f"... each split over {devices} devices, row r on device r % {devices} "
+                  f"({held}); minibatches of {batch_size}, {batch_size // devices} rows from "
+                  "each device")
+        return batch_size
+
+    def _augmented(self, train, dataset):
+        """The training split's view whose minibatches are augmented as
+        asked (its ``x`` without augmentation). Flips are refused for digits,
+        which a mirror turns into other shapes."""
+        if not self.augment:
+            return train.x
+        from ..augment.spec import Augmentation
+
+        augmentation = Augmentation.parse(self.augment)
+        name = os.path.basename(str(dataset)).lower()
+        if augmentation.flip != "none" and ("mnist" in name or "digit" in name):
+            raise ArgumentError(
+                f"--augment flip on {dataset}: a mirrored digit is another shape (a mirrored 2 "
+                "is no digit, and some 3s read as Es): leave flip out for digits")
+        print(f"... augmenting the training minibatches: {augmentation.describe()}")
+        return train.augment(augmentation, self.augment_seed)
+
+    # -- the compiled functions ---------------------------------------------------------
+
+    def scoring_function(self, inputs, outputs, givens, split):
+        """``score()`` giving ``(error, count)`` over every example of
+        ``split`` (:attr:`valid` or :attr:`test`) once, from the classic
+        window ``givens`` (``x[index:index + batch_size]``): in JAX mode one
+        call a split (:func:`int8store.scoring_function`)."""
+        from .scoring import scoring_function
+
+        score = scoring_function(inputs, outputs, givens, split, self.batch_size,
+                                 self.classic_count, mode=self.mode)
+        self._scores.append(score)
+        return score
+
+    def training_function(self, inputs, outputs, updates, givens):
+        """``train_model(index, count)``: ``count`` updates on minibatches
+        ``index`` onwards, from what the classic tutorial gives ``function``.
+        On the C backend with one update a call it is the classic compiled
+        step; otherwise :func:`int8store.steps_function` (in JAX mode its own
+        XLA loop, called directly), up to :attr:`steps` a call. In JAX mode
+        the parameters stay on the device."""
+        from ..backend import activate, function_mode
+        from .steps import default_steps, steps_function
+
+        updates = list(updates.items() if hasattr(updates, "items") else updates)
+        steps = self.steps_per_call
+        if steps is None:
+            blocks = getattr(self.train, "blocks", None)
+            steps = min(default_steps(self.mode, blocks.devices if blocks else 1),
+                        max(self.train.largest_call(self.batch_size), 1))
+        self.steps = steps
+        params = [variable for variable, _ in updates]
+        if steps == 1 and self.mode == "c":
+            step = activate().function(inputs, outputs, updates=updates, givens=givens,
+                                       mode=function_mode("c"))
+            call = _OneCall(step)
+        else:
+            print(f"... up to {steps} minibatch update{'s' if steps > 1 else ''} a call")
+            call = steps_function(inputs, outputs, updates, givens, steps=steps, mode=self.mode)
+        if self.mode == "jax":
+            from ..backend.jax.device import keep_on_device
+
+            keep_on_device(params, devices=self.devices)
+        return call
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def minibatches(self, epoch, train_model, validation_frequency, patience):
+        """The numbers of epoch ``epoch``'s minibatches (1 for the first
+        epoch, as the classic loop counts), each yielded once
+        ``train_model`` (:meth:`training_function`'s) has made its update.
+        A call of many updates ends where the classic loop looks at the
+        model (``(iter + 1) % validation_frequency == 0``), or may stop
+        (``patience()`` then at most ``iter``), so what it sees there is
+        what one update a call gives. The first epoch after :meth:`resume`
+        starts where the checkpoint stopped; an epoch left early is closed
+        when the next starts, or by :meth:`close` (a stream stops reading)."""
+        start, self._start = self._start, 0
+        if self._epoch_walk is not None:
+            self._epoch_walk.close()
+        n_batches = self.n_batches()
+
+        def ends(number):
+            iter = (epoch - 1) * n_batches + number
+            return (iter + 1) % validation_frequency == 0 or patience() <= iter
+
+        self._epoch_walk = self._trained(epoch - 1, train_model, ends, start)
+        return self._epoch_walk
+
+    def _trained(self, epoch, train_model, ends, start):
+        calls = self.train.calls(epoch, self.batch_size, train_model.steps, ends, start)
+        try:
+            for first, index, count in calls:
+                train_model(index, count)
+                yield from range(first, first + count)
+        finally:
+            calls.close()
+
+    def epoch_lines(self, n_epochs):
+        """``lines(epoch, text)``: the loop's lines about each epoch of at
+        most ``n_epochs``, printed as the classic did, or condensed
+        (``progress``: :class:`~int8store.runtime.progress.EpochLines`)."""
+        if self._lines is not None:
+            self._lines.close()
+        self._lines = EpochLines(n_epochs, self.progress)
+        return self._lines
+
+    @staticmethod
+    def stop_requested():
+        """Whether Ctrl-C or SIGTERM asked the training to stop (after the
+        minibatch under way)."""
+        return stop_requested()
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def resume(self, program, params, **loop):
+        """Set up the run's checkpoint (``checkpoint``), recording the data,
+        the model ``params``, the batch size and the seeds, and with
+        ``resume`` go on from one: its parameters set, checked against this
+        run first (another is refused, the difference named). ``loop``: the
+        loop's numbers the checkpoint holds (their values now).
+
+        Returns ``(epochs done, best parameters, loop ended, loop)``, the
+        loop's numbers as the checkpoint holds them (the ones given, without
+        ``resume``); :meth:`minibatches` then starts where it stopped."""
+        from .run import RunCheckpoint, run_identity
+
+        if not (self.checkpoint or self.resume_path):
+            return 0, [], False, loop
+        identity = run_identity(program, self.splits, params, self.batch_size, self.seed,
+                                self.augment, self.augment_seed)
+        self._checkpoint = RunCheckpoint(self.checkpoint, params, identity,
+                                         ("finished",) + tuple(loop), self.n_batches())
+        state = self._checkpoint.resume(self.resume_path) if self.resume_path else None
+        if state is None:
+            return 0, [], False, loop
+        print(f"... resumed from {self.resume_path}: epoch {state.epoch}, minibatch {state.step}")
+        finished = state.loop["finished"]
+        self._start = state.step  # (the first epoch minibatches() walks starts there)
+        return (state.epoch - 1 + finished, state.best, finished,
+                {name: state.loop[name] for name in loop})
+
+    @property
+    def checkpointing(self):
+        """Whether the run writes a checkpoint (then it keeps the best parameters)."""
+        return self._checkpoint is not None
+
+    def best_params(self, params):
+        """The parameters' values now, for the checkpoint's best model (none
+        without a checkpoint)."""
+        return [np.array(p.get_value(borrow=True)) for p in params] if self.checkpointing else []
+
+    def save(self, epoch, minibatch_index, best_params, finished, **loop):
+        """The run's checkpoint once ``minibatch_index`` of ``epoch`` is done
+        (only process 0 of several writes it): the loop's numbers, the best
+        model's parameters and whether the loop has ended."""
+        from ..backend.jax.sharding import is_main_process
+        from .run import RunState
+
+        if self._checkpoint is not None and is_main_process():
+            self._checkpoint.save(RunState(epoch, minibatch_index + 1,
+                                           dict(loop, finished=finished), best_params))
+
+    @staticmethod
+    def save_model(path, *arrays, **named):
+        """The tutorial's own checkpoint of the best model (``--save-model``),
+        replaced at each improvement, never half-written; nothing without a
+        path, nor in a process other than the first of several."""
+        from ..backend.jax.sharding import is_main_process
+        from ..store.checkpoint import save_checkpoint
+
+        if path and is_main_process():
+            save_checkpoint(path, *arrays, **named)
+
+    # -- the end ------------------------------------------------------------------------
+
+    def close(self):
+        """End what the run started: the epoch lines, the streams' reading. Idempotent."""
+        if self._epoch_walk is not None:
+            self._epoch_walk.close()
+        if self._lines is not None:
+            self._lines.close()
+            self._lines = None
+        for split in self.splits or ():
+            split.close()
+
+    def result(self, **fields):
+        """The training function's result: ``fields`` and what the run
+        knows (the splits, for the memory table; the scoring's time and
+        calls; whether it was interrupted)."""
+        return dict(fields, datasets=self.splits, interrupted=bool(stop_requested()),
+                    scoring_seconds=sum(score.seconds for score in self._scores),
+                    scoring_calls=sum(score.calls for score in self._scores))
+
+
+class _OneCall:
+    """The classic compiled step as ``train_model(index, count=1)``."""
+
+    steps = 1
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, index, count=1):
+        return self.function(index)
