@@ -462,7 +462,9 @@ except Exception as error:
     seen["set_value"] = f"{type(error).__name__}: {error}"
 int8store.place([train], "jax")  # back to one device: the split, no padding
 seen["gathered"] = [list(np.shape(v.get_value(borrow=True))) for v in (train.data, train.y)]
-seen["gathered_class"] = type(train.y).__name__
+seen["gathered_blocks"] = [v.blocks for v in (train.data, train.y)]
+train_set_y.set_value(np.arange(902, dtype=np.int32))  # held whole again: the library's own
+seen["set_again"] = int(train_set_y.get_value()[901])
 tiny = SharedDataset.from_arrays(images[:3], labels[:3], name="tiny")
 try:
     int8store.place([tiny], "jax", devices=4)
@@ -494,7 +496,8 @@ def test_a_classic_loop_over_four_devices_counts_real_examples_and_never_reaches
         "train_y: minibatch index 225 is outside 0..224: 902 examples make 225 whole "
         "minibatches of 4 (over 4 devices as on one)")
     assert seen["set_value"].startswith("ArgumentError: train_y: held in blocks over 4 devices")
-    assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_class"] == "TensorSharedVariable"
+    assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_blocks"] == [None, None]
+    assert seen["set_again"] == 901
     assert seen["tiny"].startswith("split 'tiny': 3 examples cannot be split over 4 devices")
 
 
