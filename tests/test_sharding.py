@@ -56,6 +56,16 @@ def test_rows_are_spread_over_the_devices_and_padding_is_never_trained_on():
     assert Blocks(4, 4).fewest_rows == 1  # every count from the device count on
 
 
+def test_the_process_helpers_set_up_no_graph_library_and_start_no_jax():
+    """start_processes must run before anything else uses JAX: reaching it
+    (and is_main_process) imports neither JAX nor PyTensor or Aesara."""
+    code = ("import sys, int8store; int8store.start_processes, int8store.is_main_process(); "
+            "print(sorted(m for m in ('jax', 'pytensor', 'aesara') if m in sys.modules))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["[]"]
+
+
 @pytest.mark.timeout(10)
 def test_a_shuffled_epoch_is_the_same_minibatches_on_1_2_4_and_8_devices():
     orders = {d: Blocks(1197, d).order(40, seed=3, epoch=2).reshape(-1, 40)

@@ -23,12 +23,15 @@ its own rows (minibatch ``i`` of ``B`` examples, rows ``[i * B, (i + 1) * B)``
 on any number of devices, is ``B / D`` consecutive local rows of each);
 the float conversion comes after, on each device, and XLA reduces the
 gradients of the replicated parameters with its own collectives.
+
+Importing this module sets up no graph library (nor JAX):
+:func:`start_processes` and :func:`is_main_process` run before either is
+used; the functions that place a split import what they need.
 """
 
 import numpy as np
 
 from ...errors import ArgumentError, StoreFormatError
-from ..ops.shared_rows import SharedRows
 
 __all__ = ["AXIS", "data_mesh", "sharded_layout", "place_rows", "rows_to_host",
            "placed_blocks", "replicate", "retype", "start_processes",
@@ -95,6 +98,8 @@ def place_rows(variable, mesh, blocks, read_rows, host=None):
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
+    from ..ops.shared_rows import SharedRows
+
     if not isinstance(variable, SharedRows):
         raise ArgumentError(
             f"{variable.name}: a {type(variable).__name__}; only a split's rows are placed in "
@@ -139,6 +144,8 @@ def rows_to_host(variable):
 def placed_blocks(variable):
     """The :class:`~int8store.order.blocks.Blocks` of a shared ``variable`` placed by
     :func:`place_rows`, else None."""
+    from ..ops.shared_rows import SharedRows
+
     return variable.blocks if isinstance(variable, SharedRows) else None
 
 
