@@ -16,7 +16,7 @@ from int8store.codes.histogram import (channel_code_counts, channel_means, chann
                                        code_counts, code_sum, mean_of_code_counts)
 from int8store.dataset.symbolic import normalization_mean
 from int8store.store.mapped import MappedSplit
-from int8store.store.reader import Store
+from int8store.store.chunk_reading import ChunkReader
 from int8store.store.split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS
 from int8store.store.writer import StoreWriter
 
@@ -80,7 +80,7 @@ def test_counting_in_pieces_and_in_pairs_is_exact():
 def counting_reads(monkeypatch):
     """A list that records each stored chunk of images read or checked."""
     reads = []
-    read_range = Store._read_range
+    read_range = ChunkReader.read_range
     lend = MappedSplit.rows
 
     def counted_range(self, f, offset, views, digest, what):
@@ -92,7 +92,7 @@ def counting_reads(monkeypatch):
         reads.append(f"{self.name} rows {start} to {stop} lent")
         return lend(self, start, stop, mark)
 
-    monkeypatch.setattr(Store, "_read_range", counted_range)
+    monkeypatch.setattr(ChunkReader, "read_range", counted_range)
     monkeypatch.setattr(MappedSplit, "rows", counted_lend)
     return reads
 

@@ -56,6 +56,16 @@ def test_rows_are_spread_over_the_devices_and_padding_is_never_trained_on():
     assert Blocks(4, 4).fewest_rows == 1  # every count from the device count on
 
 
+def test_the_process_helpers_set_up_no_graph_library_and_start_no_jax():
+    """start_processes must run before anything else uses JAX: reaching it
+    (and is_main_process) imports neither JAX nor PyTensor or Aesara."""
+    code = ("import sys, int8store; int8store.start_processes, int8store.is_main_process(); "
+            "print(sorted(m for m in ('jax', 'pytensor', 'aesara') if m in sys.modules))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["[]"]
+
+
 @pytest.mark.timeout(10)
 def test_a_shuffled_epoch_is_the_same_minibatches_on_1_2_4_and_8_devices():
     orders = {d: Blocks(1197, d).order(40, seed=3, epoch=2).reshape(-1, 40)
@@ -462,7 +472,9 @@ except Exception as error:
     seen["set_value"] = f"{type(error).__name__}: {error}"
 int8store.place([train], "jax")  # back to one device: the split, no padding
 seen["gathered"] = [list(np.shape(v.get_value(borrow=True))) for v in (train.data, train.y)]
-seen["gathered_class"] = type(train.y).__name__
+seen["gathered_blocks"] = [v.blocks for v in (train.data, train.y)]
+train_set_y.set_value(np.arange(902, dtype=np.int32))  # held whole again: the library's own
+seen["set_again"] = int(train_set_y.get_value()[901])
 tiny = SharedDataset.from_arrays(images[:3], labels[:3], name="tiny")
 try:
     int8store.place([tiny], "jax", devices=4)
@@ -494,7 +506,8 @@ def test_a_classic_loop_over_four_devices_counts_real_examples_and_never_reaches
         "train_y: minibatch index 225 is outside 0..224: 902 examples make 225 whole "
         "minibatches of 4 (over 4 devices as on one)")
     assert seen["set_value"].startswith("ArgumentError: train_y: held in blocks over 4 devices")
-    assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_class"] == "TensorSharedVariable"
+    assert seen["gathered"] == [[902, 4], [902]] and seen["gathered_blocks"] == [None, None]
+    assert seen["set_again"] == 901
     assert seen["tiny"].startswith("split 'tiny': 3 examples cannot be split over 4 devices")
 
 

@@ -80,13 +80,13 @@ def test_verify_reports_its_speed(store, capsys):
 def test_verify_in_threads_checks_every_chunk(store, workers, monkeypatch):
     s = open_store(store, verify=False)
     checked = []
-    original = s._read_range
+    original = s._reader.read_range
 
     def recording(f, offset, views, digest, what):
         checked.append(offset)
         return original(f, offset, views, digest, what)
 
-    monkeypatch.setattr(s, "_read_range", recording)
+    monkeypatch.setattr(s._reader, "read_range", recording)
     s.verify(workers=workers)
     expected = [c[0] for split in s.manifest["splits"] for c in split["x"]["chunks"] + split["y"]]
     assert sorted(checked) == sorted(expected)

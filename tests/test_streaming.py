@@ -157,13 +157,13 @@ def test_shards_read_in_order_read_each_stored_chunk_once(store, seed, monkeypat
     source = StoreShards(store, "train")
     rows = source.store.manifest["splits"][0]["x"]["chunk_rows"]
     read = []
-    original = source.store._read_range
+    original = source.store._reader.read_range
 
     def recording(f, offset, views, digest, what):
         read.append(offset)
         return original(f, offset, views, digest, what)
 
-    monkeypatch.setattr(source.store, "_read_range", recording)
+    monkeypatch.setattr(source.store._reader, "read_range", recording)
     size = rows * 2 // 3  # shards that start and end inside stored chunks
     out = np.empty((size, 28, 28), np.int8)
     for first in range(0, len(codes), size):

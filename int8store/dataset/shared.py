@@ -13,6 +13,7 @@ from ..backend import activate, function_mode
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
 from ..backend.ops.minibatch import minibatch, minibatch_of_slice
+from ..backend.ops.shared_rows import shared_rows
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
 from ..codes.encoding import quantize
@@ -136,8 +137,8 @@ class SharedDataset(Split):
         else:
             stored = _evaluate(flat, encoding, normalize, dataset_mean, self.dtype,
                                channel_statistics)
-        self.data = shared(stored, name=f"{name}_x")
-        self.y = shared(labels, name=f"{name}_y")
+        self.data = shared_rows(stored, name=f"{name}_x")
+        self.y = shared_rows(labels, name=f"{name}_y")
         self._count = int(labels.shape[0])
         self._labels = labels  # on the host too: 4 bytes an example, read without a device
         #: How the rows lie over several devices (int8store.place(..., devices=N)), else None.

@@ -29,6 +29,8 @@ import numpy as np
 
 from ..errors import StoreChecksumError, StoreFormatError
 from .checksums import chunk_hasher
+from .chunk_reading import damaged_error
+from .file_format import check_same_store
 
 __all__ = ["MappedSplit"]
 
@@ -68,8 +70,6 @@ class MappedSplit:
     def _refuse_another_file(self, fd):
         """The file open as ``fd`` must be the store opened earlier (the same
         manifest): a store replaced since then would not match its labels."""
-        from .reader import check_same_store
-
         here = f"/proc/self/fd/{fd}"  # the open file itself, where Linux names it
         check_same_store(self.store.path, self.store.manifest_digest,
                          here if os.path.exists(here) else None)
@@ -107,8 +107,6 @@ class MappedSplit:
                 hasher = chunk_hasher(self.store.chunk_checksum)
                 hasher.update(self._bytes[offset:offset + nbytes])  # without the GIL
                 if hasher.hexdigest() != digest:
-                    from .reader import damaged_error
-
                     raise damaged_error(self.store.path, layout.chunk_name(self.name, index))
                 self._checked[index] = mark
         first = self._start + start * layout.row_bytes

@@ -1,37 +1,12 @@
-"""The int8store file format: one self-describing, checksummed HDF5 file.
-
-Layout (format version 3; version 2 differs only in its chunk checksum)::
-
-    user block             the manifest (see :mod:`int8store.store.manifest`): what
-                           the data means and the checksum of every byte
-    /                      attributes, for other HDF5 tools: format="int8store",
-                           format_version, requires_int8store, writer,
-                           command_line, source, created, encoding_kind,
-                           encoding_offset / encoding_divisor / encoding_precision
-                           (affine) or encoding_max_error (lossy codebook),
-                           image_shape, axes, splits (their order)
-    /encoding/codebook     the 256 values (codebook encodings only)
-    /label_names           class names by label (optional)
-    /SPLIT/x               int8 codes, shape (N, *image_shape), in chunks of
-                           about 1 MiB along N, each with its own checksum
-                           (XXH3-128; SHA-256 in format 2: see
-                           :mod:`int8store.store.checksums`)
-    /SPLIT/y               int32 labels (little-endian), shape (N,)
-                           SPLIT attributes: count, code_mean
-
-Each split's entry in the manifest also records the histogram of its codes
-(``code_counts``: 256 counts, bin ``b`` for the code whose byte is ``b``;
-:mod:`int8store.codes.histogram`), an optional field of format 3 (stores
-written before it lack it): ``normalize="dataset"`` takes the training
-split's mean from it without reading an image (:meth:`Store.code_counts`).
-For images with a channel axis (``(rows, cols, channels)``, channels last)
-it also records the histogram channel by channel (``channel_code_counts``:
-``channels`` rows of 256 counts; optional too): :meth:`Store.channel_code_counts`.
+"""Opening and reading an int8store file: :func:`open_store`, :class:`Store`.
 
 The reader takes the meaning from the manifest and checks the HDF5 metadata
-against it before any HDF5 parser reads the file, then reads the data
-ranges itself, checking each chunk as it goes. :func:`open_store` refuses a
-newer format version, naming the release that reads it.
+against it before any HDF5 parser reads the file (:mod:`.manifest`), then
+reads the data ranges itself, checking each chunk as it goes
+(:mod:`.chunk_reading`). :func:`open_store` refuses a newer format version,
+naming the release that reads it. The format itself, and how a file is
+recognised as a store, are :mod:`.file_format`'s; the names it defines, and
+the chunk buffer, are importable from here too.
 """
 
 import contextlib
@@ -41,101 +16,22 @@ from pathlib import Path
 
 import numpy as np
 
-from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_hasher
-from ..codes.encoding import Encoding
+from .checksums import SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import EncodingError, StoreChecksumError, StoreFormatError
-from .manifest import (HDF5_SIGNATURE, MAGIC, field, is_count, is_number, manifest_digest,
-                       read_manifest, shown)
+from .chunk_reading import ChunkBuffer, ChunkReader, damaged_error
+from .encoding_entry import read_encoding
+from .file_format import (FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for, changed_store_error,
+                          check_same_store, is_store, readable_format, refuse_non_store,
+                          refuse_unreadable_store)
+from .manifest import field, is_count, manifest_digest, read_manifest, shown
 from .order_entry import ORDER, read_order
 from .split_entries import SplitEntry
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "Store", "ChunkBuffer", "open_store",
-           "is_store", "axes_for", "refuse_unreadable_store", "changed_store_error",
-           "check_same_store", "damaged_error"]
-
-FORMAT_NAME = "int8store"
-FORMAT_VERSION = 3
-#: For each format version, the first int8store release that reads it.
-FIRST_READER = {1: "0.1.0", 2: "0.2.0", 3: "0.3.0"}
-
-
-def _version():
-    from ..runtime.version import package_version
-    return package_version()
-
-
-def axes_for(image_shape):
-    """Axis labels of x: ``example`` then ``row, column[, channel]`` or ``feature``."""
-    named = {1: ("feature",), 2: ("row", "column"), 3: ("row", "column", "channel")}
-    return ("example",) + named.get(len(image_shape), tuple(f"axis{i}" for i in range(1, len(image_shape) + 1)))
-
-
-def is_store(path):
-    """Whether ``path`` starts with an int8store manifest (read without HDF5)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
-
-
-def damaged_error(path, what):
-    """The error for a range (``what``: a chunk, labels) that fails its checksum."""
-    return StoreChecksumError(f"{path}: {what} does not match its checksum: the file is damaged")
-
-
-def changed_store_error(path):
-    """The error for a store whose file is no longer the one opened."""
-    return StoreFormatError(f"{path}: the file changed since the store was opened (replaced or "
-                            "rewritten): its shards would not match the labels read before")
-
-
-def check_same_store(path, digest, file=None):
-    """Raise :func:`changed_store_error` for ``path`` unless the file there
-    (or ``file``: an open file's ``/proc/self/fd/N``) still holds the store
-    whose manifest digest is ``digest``: its manifest is read again and
-    compared. A manifest that cannot be read, or is damaged, is another
-    store's."""
-    try:
-        same = manifest_digest(read_manifest(file or path)) == digest
-    except (OSError, StoreFormatError) as error:
-        raise changed_store_error(path) from error
-    if not same:
-        raise changed_store_error(path)
-
-
-def refuse_unreadable_store(path, attrs):
-    """Called on a plain HDF5 file's root attributes: raise if it is an
-    int8store file this release cannot read (format 1, or a damaged manifest)."""
-    if _text(attrs.get("format", "")) != FORMAT_NAME:
-        return
-    version = attrs.get("format_version")
-    if version == 1:
-        raise StoreFormatError(
-            f"{path}: an int8store file of format version 1 (int8store 0.1), whose checksums "
-            "do not cover its metadata; convert the source again with 'int8store convert'")
-    raise StoreChecksumError(f"{path}: an int8store file whose manifest is missing or damaged: "
-                             "the file is damaged")
-
-
-class ChunkBuffer:
-    """A buffer for one stored chunk, and which chunk it now holds: ``(store
-    path, split, chunk index)``, and whether it was checked when read."""
-
-    def __init__(self, nbytes):
-        self.array = np.empty(nbytes, dtype=np.uint8)
-        self._key, self._checked = None, False
-
-    def holds(self, key, checked):
-        """Whether the buffer holds chunk ``key`` whole (checked, if ``checked``)."""
-        return self._key == key and (self._checked or not checked)
-
-    def remember(self, key, checked):
-        self._key, self._checked = key, checked
-
-    def forget(self):
-        self._key = None
+__all__ = ["Store", "open_store",
+           # (their home is .file_format and .chunk_reading; importable from here too)
+           "FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "ChunkBuffer", "is_store", "axes_for",
+           "refuse_unreadable_store", "changed_store_error", "check_same_store", "damaged_error"]
 
 
 class Store:
@@ -180,42 +76,18 @@ class Store:
 
     def _read_header(self):
         if not is_store(self.path):
-            self._refuse_non_store()
+            refuse_non_store(self.path)
         manifest = read_manifest(self.path)
         self.manifest = manifest
         try:
             self._interpret(manifest)
         except EncodingError as error:
             raise StoreFormatError(f"{self.path}: {error}") from error
-
-    def _refuse_non_store(self):
-        with open(self.path, "rb") as f:
-            head = f.read(len(HDF5_SIGNATURE))
-        if head == HDF5_SIGNATURE:
-            import h5py
-            with h5py.File(self.path, "r") as f:
-                refuse_unreadable_store(self.path, f.attrs)
-        raise StoreFormatError(
-            f"{self.path}: not an int8store file; convert archives with 'int8store convert'")
+        self._reader = ChunkReader(self.path, self.chunk_checksum)
 
     def _interpret(self, manifest):
         path = self.path
-        if field(manifest, "format", str, path) != FORMAT_NAME:
-            raise StoreFormatError(f"{path}: not an int8store manifest ({shown(manifest['format'])})")
-        version = field(manifest, "format_version", int, path)
-        if version > FORMAT_VERSION:
-            raise StoreFormatError(
-                f"{path}: format version {version} is newer than this int8store "
-                f"({_version()}) reads (up to version {FORMAT_VERSION}); it was written by "
-                f"{_said(manifest.get('writer', 'a newer int8store'))}: install int8store >= "
-                f"{_said(manifest.get('requires_int8store', 'a newer release'))} to read it")
-        if version not in CHUNK_CHECKSUMS:
-            raise StoreFormatError(f"{path}: unknown format version {version!r}")
-        # Format 2 checked chunks with SHA-256; format 3 names its checksum.
-        self.chunk_checksum = manifest.get("chunk_checksum", CHUNK_CHECKSUMS[version])
-        if self.chunk_checksum != CHUNK_CHECKSUMS[version]:
-            raise StoreFormatError(f"{path}: format version {version} with chunk checksum "
-                                   f"{shown(self.chunk_checksum)}, which it does not use")
+        version, self.chunk_checksum = readable_format(manifest, path)
         self.provenance = {key: field(manifest, key, str, path) for key in
                            ("writer", "command_line", "source", "created")}
         self.provenance["format_version"] = version
@@ -230,7 +102,7 @@ class Store:
                                    f"for the examples and one for each of the {len(shape)} "
                                    "image axes")
         self.axes = tuple(axes)
-        self.encoding = _encoding(field(manifest, "encoding", dict, path), path)
+        self.encoding = read_encoding(field(manifest, "encoding", dict, path), path)
         names = manifest.get("label_names")
         if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
             raise StoreFormatError(f"{path}: the manifest's label names {shown(names)} are not a "
@@ -271,8 +143,8 @@ class Store:
         labels = np.empty(layout.count, dtype="<i4")
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for offset, nbytes, digest in layout.labels:
-                self._read_range(f, offset, memoryview(labels).cast("B"), digest if verify else None,
-                                 f"split {name!r} labels")
+                self._reader.read_range(f, offset, memoryview(labels).cast("B"),
+                                        digest if verify else None, f"split {name!r} labels")
         return labels.astype(np.int32, copy=False)
 
     def read_split(self, name, verify=True):
@@ -291,7 +163,8 @@ class Store:
             for start in range(0, layout.count, layout.rows):
                 codes = np.empty((min(layout.rows, layout.count - start),) + self.image_shape,
                                  dtype=np.int8)
-                self._read_rows(f, layout, name, start, start + len(codes), codes, verify, scratch)
+                self._reader.read_rows(f, layout, name, start, start + len(codes), codes, verify,
+                                       scratch)
                 yield start, codes
 
     def code_counts(self, name):
@@ -368,52 +241,7 @@ class Store:
         if scratch is None:
             scratch = ChunkBuffer(self.chunk_bytes(name))
         with self._reading(), open(self.file, "rb", buffering=0) as f:
-            self._read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
-
-    def _read_rows(self, f, layout, name, start, stop, out, verify, scratch, positions=None):
-        flat = out.reshape(len(out), layout.row_bytes)
-        for index in layout.chunks_over(start, stop):
-            offset, nbytes, digest = layout.chunks[index]
-            first = index * layout.rows
-            last = min(first + layout.rows, layout.count)
-            what = layout.chunk_name(name, index)
-            if positions is None and start <= first and last <= stop:
-                held = (last - first) * layout.row_bytes
-                if nbytes > held:  # the split's last chunk: its padding goes to the buffer
-                    scratch.forget()
-                views = [memoryview(flat[first - start:last - start].reshape(-1)).cast("B"),
-                         memoryview(scratch.array)[:nbytes - held]]
-                self._read_range(f, offset, views, digest if verify else None, what)
-                continue
-            # (the chunk's place and checksum too: a store rewritten at the same path differs)
-            key = (self.path, name, index, offset, digest)
-            if not scratch.holds(key, verify):
-                scratch.forget()  # until the chunk is read whole (and checked, if asked)
-                self._read_range(f, offset, memoryview(scratch.array)[:nbytes],
-                                 digest if verify else None, what)
-                scratch.remember(key, verify)
-            rows = scratch.array[:nbytes].view(np.int8).reshape(layout.rows, layout.row_bytes)
-            lo, hi = max(start, first), min(stop, last)
-            if positions is None:
-                flat[lo - start:hi - start] = rows[lo - first:hi - first]
-            else:
-                flat[positions[lo - start:hi - start]] = rows[lo - first:hi - first]
-
-    def _read_range(self, f, offset, views, digest, what):
-        views = views if isinstance(views, list) else [views]
-        hasher = chunk_hasher(self.chunk_checksum)
-        f.seek(offset)
-        for view in views:
-            done = 0
-            while done < len(view):  # a raw file may read less than asked
-                got = f.readinto(view[done:])
-                if not got:
-                    raise StoreChecksumError(f"{self.path}: {what}: the file ends early: it is truncated")
-                done += got
-            if digest is not None:
-                hasher.update(view)
-        if digest is not None and hasher.hexdigest() != digest:
-            raise damaged_error(self.path, what)
+            self._reader.read_rows(f, layout, name, start, stop, out, verify, scratch, positions)
 
     def verify(self, splits=True, workers=None, strong=False):
         """Check every chunk and label range against its checksum (the manifest
@@ -473,7 +301,7 @@ class Store:
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index, (offset, nbytes, digest) in enumerate(layout.chunks):
                 view = memoryview(scratch)[:nbytes]
-                self._read_range(f, offset, view, digest, layout.chunk_name(name, index))
+                self._reader.read_range(f, offset, view, digest, layout.chunk_name(name, index))
                 hasher.update(view)
         hasher.update(self.read_labels(name).astype("<i4", copy=False).view(np.uint8))
         return hasher.hexdigest()
@@ -496,8 +324,8 @@ class Store:
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
                 offset, nbytes, digest = layout.chunks[index]
-                self._read_range(f, offset, memoryview(scratch)[:nbytes], digest,
-                                 layout.chunk_name(name, index))
+                self._reader.read_range(f, offset, memoryview(scratch)[:nbytes], digest,
+                                        layout.chunk_name(name, index))
 
     @property
     def manifest_digest(self):
@@ -528,44 +356,3 @@ def open_store(path, verify=True):
     if verify:
         store.verify()
     return store
-
-
-def _encoding(spec, path):
-    kind = spec.get("kind")
-    if kind == "codebook":
-        book = field(spec, "codebook", list, path, "the codebook encoding")
-        text = field(spec, "dtype", str, path, "the codebook encoding")
-        error = spec.get("max_error")
-        try:
-            dtype = np.dtype(text) if len(text) <= 8 else None
-        except (TypeError, ValueError):
-            dtype = None
-        if dtype is None or dtype.kind not in "iuf" or dtype.itemsize > 8 or len(book) != 256 \
-                or not all(is_number(v) for v in book) or not is_number(error) or error < 0:
-            raise StoreFormatError(f"{path}: the manifest's codebook is not 256 numbers of an "
-                                   f"integer or float dtype (dtype {shown(text)}) with a "
-                                   f"non-negative max_error ({shown(error)})")
-        try:
-            values = np.array(book, dtype=dtype)
-        except (OverflowError, ValueError):
-            values = None
-        if values is None or values.tolist() != book or not np.isfinite(values).all():
-            raise StoreFormatError(f"{path}: the manifest's codebook holds values its dtype "
-                                   f"{dtype} does not hold exactly")
-        return Encoding(codebook=values, max_error=float(error))
-    if kind == "affine":
-        precision = spec.get("precision")
-        if precision is not None and not isinstance(precision, str):
-            raise StoreFormatError(f"{path}: the manifest's encoding precision is {shown(precision)}")
-        return Encoding(field(spec, "offset", int, path, "the affine encoding"),
-                        field(spec, "divisor", int, path, "the affine encoding"), precision=precision)
-    raise StoreFormatError(f"{path}: unknown encoding kind {shown(kind)}")
-
-
-def _said(value):
-    """A manifest's text as a message shows it (anything else: a short ``repr``)."""
-    return value[:80] if isinstance(value, str) else shown(value)
-
-
-def _text(value):
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

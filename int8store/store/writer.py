@@ -1,4 +1,4 @@
-"""Writing an int8store file (the format is described in :mod:`int8store.store.reader`).
+"""Writing an int8store file (the format is described in :mod:`int8store.store.file_format`).
 
 The HDF5 part is written with a user block reserved for the manifest; each
 chunk of codes is written whole (``write_direct_chunk``) and hashed on the
@@ -27,8 +27,10 @@ from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..codes.histogram import channel_code_counts, code_counts, code_sum
 from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
+from ..runtime.version import package_version
+from .encoding_entry import encoding_entry
+from .file_format import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
-from .reader import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, _version, axes_for
 from .order_entry import ORDER
 from .split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS
 
@@ -216,22 +218,14 @@ class StoreWriter:
             self._file.create_dataset("label_names", data=self.label_names, dtype=h5py.string_dtype())
 
     def _manifest(self, file_size, metadata_sha256, splits=()):
-        encoding = self.encoding
-        if encoding.is_codebook:
-            book = np.asarray(encoding.codebook)
-            spec = {"kind": "codebook", "codebook": book.tolist(), "dtype": book.dtype.str,
-                    "max_error": float(encoding.max_error)}
-        else:
-            spec = {"kind": "affine", "offset": int(encoding.offset),
-                    "divisor": int(encoding.divisor), "precision": encoding.precision}
         if not getattr(self, "_created", None):
             self._created = _created()
         manifest = {
             "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
             "requires_int8store": FIRST_READER[FORMAT_VERSION],
-            "writer": f"int8store {_version()}", "command_line": self.command_line,
+            "writer": f"int8store {package_version()}", "command_line": self.command_line,
             "source": self.source, "created": self._created,
-            "encoding": spec, "image_shape": list(self.image_shape),
+            "encoding": encoding_entry(self.encoding), "image_shape": list(self.image_shape),
             "axes": list(axes_for(self.image_shape)), "label_names": self.label_names,
             "splits": list(splits), "userblock_size": getattr(self, "userblock_size", 0),
             "file_size": file_size, "metadata_sha256": metadata_sha256,

@@ -1,10 +1,11 @@
 """Holding shared values on JAX's devices: the default one, or several.
 
-Aesara's JAX mode hands every shared value to ``jax.jit`` on every call: a
-numpy value is copied to the device each time. A shared variable whose
-container holds a ``jax.Array`` is passed as it is, so data placed once stays
-on the device. (Setting ``container.storage[0]`` bypasses Aesara's filter,
-which would turn the array back into numpy.)
+The library's JAX mode hands every shared value to ``jax.jit`` on every
+call: a numpy value is copied to the device each time. A shared variable
+whose container holds a ``jax.Array`` is passed as it is, so data placed once
+stays on the device. (Setting ``container.storage[0]`` bypasses the
+container's filter, which would turn the array back into numpy; so do the
+updates of the variables :func:`keep_on_device` names.)
 
 Over several devices (``devices=`` of :func:`place` and
 :func:`keep_on_device`), a split's int8 rows and labels are split in
@@ -16,6 +17,7 @@ import numpy as np
 
 from ...codes.vocabulary import check_mode
 from .mode import require_jax
+from .updates import DeviceUpdates
 
 __all__ = ["to_device", "to_host", "on_device", "keep_on_device", "place"]
 
@@ -135,37 +137,19 @@ def _shared_variables(data, datasets=True):
     return [dataset.data, dataset.y]
 
 
-class _DeviceContainer:
-    """Mixed into a shared variable's container so that assigned values (the
-    updates Aesara writes back after each call) stay ``jax.Array``s."""
-
-    def _set_on_device(self, value):
-        import jax
-        if isinstance(value, jax.Array) and value.dtype == np.dtype(self.type.dtype) \
-                and value.ndim == self.type.ndim:
-            self.storage[0] = value
-        else:
-            super().__set__(value)  # the container's own filtering
-
-    def _get(self):
-        return self.storage[0]
-
-    data = property(_get, _set_on_device)
-    value = property(_get, _set_on_device)
-
-
 def keep_on_device(variables, functions=(), devices=None):
     """Place parameters on the device and keep the compiled ``functions``'
     updates of them there.
 
-    After each call Aesara stores an updated shared value through the
-    function's input container, whose filter turns a ``jax.Array`` into numpy:
-    a device-to-host copy, and a host-to-device copy at the next call. For the
-    given shared variables, the containers of the shared variables and of the
-    given functions store updates that are ``jax.Array`` of the right dtype
-    as they are. Use with functions compiled in JAX mode; C-backend functions
-    are not to be given. ``devices`` as for :func:`place`: over several, the
-    parameters are replicated on each.
+    PyTensor's functions store an update as it is computed: a ``jax.Array``
+    in JAX mode, which stays on the device. Aesara's write each update back
+    through a filter that turns it into numpy (a device-to-host copy after
+    each step, a host-to-device copy at the next); for the functions given
+    here, compiled in int8store's JAX mode, the updates of these variables
+    that are ``jax.Array`` of the right dtype are stored as they are
+    (:mod:`.updates`). C-backend functions are not to be given. ``devices``
+    as for :func:`place`: over several, the parameters are replicated on
+    each.
     """
     variables = list(variables)
     storages = set()
@@ -181,16 +165,10 @@ def keep_on_device(variables, functions=(), devices=None):
             from .sharding import replicate
 
             replicate(variable, mesh)
-        _store_device_arrays(variable.container)
         storages.add(id(variable.container.storage))
-    for function in functions:  # (int8store's own JAX functions have no containers)
-        for container in getattr(function, "input_storage", ()):
-            if id(container.storage) in storages:
-                _store_device_arrays(container)
+    for function in functions:
+        # (a PyTensor function's program, and int8store's own JAX functions, need nothing)
+        program = getattr(function, "vm", None)
+        if isinstance(program, DeviceUpdates):
+            program.keep(storages)
     return variables
-
-
-def _store_device_arrays(container):
-    if not isinstance(container, _DeviceContainer):
-        container.__class__ = type(f"Device{type(container).__name__}",
-                                   (_DeviceContainer, type(container)), {})

@@ -1,7 +1,7 @@
 """int8store's JAX mode: :func:`jax_mode`, what ``int8store.function_mode("jax")``
 gives (:func:`int8store.backend.function_mode`).
 
-It is the library's JAX mode (PyTensor's or Aesara's) with three additions,
+It is the library's JAX mode (PyTensor's or Aesara's) with these additions,
 all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 
 * the classic slice ``data[index * size:(index + 1) * size]`` becomes the
@@ -17,7 +17,10 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   size) must take real rows on every device
   (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
   ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
-  cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out.
+  cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out;
+* on Aesara, a function's program can write the updates of the variables
+  :func:`~.device.keep_on_device` names back as ``jax.Array``s
+  (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy.
 """
 
 import threading
@@ -68,10 +71,12 @@ def _make_jax_mode():
 
     from ..ops.minibatch import Minibatch, minibatch_of_slice
     from .conversions import convert, typify
+    from .updates import DeviceUpdates
 
     class CheckedJAXLinker(JAXLinker):
-        """Aesara's JAX linker with int8store's conversions and a host-side
-        check of minibatch indices."""
+        """Aesara's JAX linker with int8store's conversions, a host-side
+        check of minibatch indices and, on Aesara, a program that can keep
+        updates on the device (:class:`~.updates.DeviceUpdates`)."""
 
         def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
             self._index_checks = [_index_check(fgraph, node) for node in fgraph.apply_nodes
@@ -82,6 +87,13 @@ def _make_jax_mode():
                                     fgraph_name="jax_funcified_fgraph",
                                     input_storage=input_storage, storage_map=storage_map,
                                     **kwargs)
+
+        def make_all(self, *args, **kwargs):
+            program, inputs, outputs, *rest = super().make_all(*args, **kwargs)
+            if api.NAME == "aesara":  # (PyTensor stores updates as they are: .updates)
+                program = DeviceUpdates(program, inputs, outputs,
+                                        self.fgraph.update_mapping or {})
+            return (program, inputs, outputs, *rest)
 
         def jit_compile(self, fn):
             jitted = super().jit_compile(fn)

@@ -13,7 +13,8 @@ label 0) to the same number of rows. Padding is never trained on
 
 What a classic loop counts stays the split's own: the padded array is what
 the compiled functions use (the container holds it), while ``get_value()``
-of a placed variable gives the real rows only (:class:`PaddedRows`), so
+of a placed variable gives the real rows only (the split's ``data`` and
+``y`` are :class:`~int8store.backend.ops.shared_rows.SharedRows`), so
 ``y.get_value(borrow=True).shape[0]`` is the number of examples.
 
 In the compiled step the int8 array is reshaped to ``(D, S, ...)`` along
@@ -22,6 +23,10 @@ its own rows (minibatch ``i`` of ``B`` examples, rows ``[i * B, (i + 1) * B)``
 on any number of devices, is ``B / D`` consecutive local rows of each);
 the float conversion comes after, on each device, and XLA reduces the
 gradients of the replicated parameters with its own collectives.
+
+Importing this module sets up no graph library (nor JAX):
+:func:`start_processes` and :func:`is_main_process` run before either is
+used; the functions that place a split import what they need.
 """
 
 import numpy as np
@@ -29,7 +34,7 @@ import numpy as np
 from ...errors import ArgumentError, StoreFormatError
 
 __all__ = ["AXIS", "data_mesh", "sharded_layout", "place_rows", "rows_to_host",
-           "placed_blocks", "PaddedRows", "replicate", "retype", "start_processes",
+           "placed_blocks", "replicate", "retype", "start_processes",
            "is_main_process", "check_same_data", "host_values", "DataMismatchError"]
 
 #: The mesh axis the examples are split along.
@@ -85,13 +90,21 @@ def place_rows(variable, mesh, blocks, read_rows, host=None):
     numpy, and is asked only for the rows of this process's own devices
     (each device's, ``step`` the device count); padding is added here. The variable's static
     shape becomes the padded one, and the compiled functions use the padded
-    array; its ``get_value()`` gives the real rows only (:class:`PaddedRows`):
+    array; its ``get_value()`` gives the real rows only
+    (:class:`~int8store.backend.ops.shared_rows.SharedRows`, which the variable must be):
     ``host``, the split's rows as numpy when this process holds them all (the
     labels, 4 bytes an example), else fetched from the devices when asked.
     Returns the ``jax.Array``."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
+    from ..ops.shared_rows import SharedRows
+
+    if not isinstance(variable, SharedRows):
+        raise ArgumentError(
+            f"{variable.name}: a {type(variable).__name__}; only a split's rows are placed in "
+            "blocks over devices (a SharedDataset's data and y, SharedRows variables): "
+            "int8store.place(dataset, 'jax', devices=...) places a dataset")
     dtype = np.dtype(variable.type.dtype)
     trailing = tuple(np.shape(variable.container.storage[0])[1:])
     shape = (blocks.padded_rows,) + trailing
@@ -110,102 +123,30 @@ def place_rows(variable, mesh, blocks, read_rows, host=None):
     array = jax.make_array_from_callback(shape, NamedSharding(mesh, PartitionSpec(AXIS)), shard)
     retype(variable, shape)
     variable.container.storage[0] = array
-    PaddedRows.adopt(variable, blocks, host)
+    variable.blocks = blocks
+    variable.host_rows = None if host is None else np.asarray(host)
     return array
 
 
 def rows_to_host(variable):
     """Undo :func:`place_rows`: the shared ``variable`` holds its real rows
-    in host memory (numpy, padding dropped), with its library's own
-    ``get_value`` and ``set_value`` back."""
-    rows = np.array(variable.get_value(borrow=True)) if isinstance(variable, PaddedRows) \
+    in host memory (numpy, padding dropped), and shows them as the
+    library's own shared variables do."""
+    placed = placed_blocks(variable) is not None
+    rows = np.array(variable.get_value(borrow=True)) if placed \
         else np.asarray(variable.container.storage[0])
     retype(variable, rows.shape)
     variable.container.storage[0] = rows
-    if isinstance(variable, PaddedRows):
-        variable.__class__ = type(variable).unpadded
-        del variable.tag.int8store_blocks, variable.tag.int8store_host_rows
+    if placed:
+        variable.blocks = variable.host_rows = None
 
 
 def placed_blocks(variable):
     """The :class:`~int8store.order.blocks.Blocks` of a shared ``variable`` placed by
     :func:`place_rows`, else None."""
-    return getattr(getattr(variable, "tag", None), "int8store_blocks", None)
+    from ..ops.shared_rows import SharedRows
 
-
-class PaddedRows:
-    """Mixed into a shared variable :func:`place_rows` put in blocks over
-    several devices, so that what it shows is the split, not its padding.
-
-    The container holds the padded ``jax.Array`` (``blocks.padded_rows``
-    rows), which the compiled functions use as it is. ``get_value()`` gives
-    the ``blocks.n_examples`` real rows as numpy: a classic loop's
-    ``y.get_value(borrow=True).shape[0] // batch_size`` counts from the real
-    examples (int8store's JAX mode then refuses the indices that would reach
-    padding: :meth:`~int8store.order.blocks.Blocks.check_minibatch`). ``borrow=True`` gives a
-    read-only view, with no copy when the host holds the rows (labels);
-    ``return_internal_type=True`` gives the padded ``jax.Array`` itself.
-    ``set_value`` is refused: new rows are placed as a new dataset.
-
-    Examples
-    --------
-    A split of 902 examples over 4 devices (blocks of 226 rows, 904 held)::
-
-        int8store.place([train], "jax", devices=4)
-        train.y.get_value(borrow=True).shape            # (902,)
-        train.y.get_value(return_internal_type=True).shape  # (904,)
-    """
-
-    __slots__ = ()  # a variable's class can then become its padded subclass
-    _classes = {}  # the library's class -> its padded subclass
-
-    @classmethod
-    def adopt(cls, variable, blocks, host=None):
-        """Make the shared ``variable`` (holding ``blocks``' padded rows)
-        show its real rows; ``host``: those rows as numpy, if at hand."""
-        base = type(variable).unpadded if isinstance(variable, cls) else type(variable)
-        if base not in cls._classes:
-            # The library's class first (a mixin first would change the
-            # object's layout, and __class__ could not be assigned), this
-            # class's methods in the subclass's own namespace.
-            own = {name: cls.__dict__[name] for name in ("get_value", "set_value", "__doc__")}
-            cls._classes[base] = type(f"Padded{base.__name__}", (base, cls),
-                                      {**own, "unpadded": base})
-        variable.__class__ = cls._classes[base]
-        variable.tag.int8store_blocks = blocks
-        variable.tag.int8store_host_rows = None if host is None else np.asarray(host)
-
-    def get_value(self, borrow=False, return_internal_type=False):
-        """The split's real rows as numpy (padding left out): a new array,
-        or with ``borrow`` a read-only one; with ``return_internal_type`` the
-        padded ``jax.Array`` the compiled functions use."""
-        held = self.container.storage[0]
-        if return_internal_type:
-            return held
-        real = self.tag.int8store_blocks.n_examples
-        rows = self.tag.int8store_host_rows
-        if rows is None:
-            if not getattr(held, "is_fully_addressable", True):
-                raise ArgumentError(
-                    f"{self.name}: its rows lie on the devices of several processes and this "
-                    "process holds only its own blocks; get_value(return_internal_type=True) "
-                    "gives the jax.Array (host_values(...) gathers it, in every process)")
-            rows = np.asarray(held)
-            rows = self.tag.int8store_blocks.in_split_order(rows)  # (the devices' layout)
-        if not borrow:
-            return np.array(rows[:real])
-        view = rows[:real].view()
-        view.flags.writeable = False
-        return view
-
-    def set_value(self, new_value, borrow=False):
-        """Refused: the rows lie in blocks over several devices."""
-        blocks = self.tag.int8store_blocks
-        raise ArgumentError(
-            f"{self.name}: held in blocks over {blocks.devices} devices "
-            f"(int8store.place(..., devices={blocks.devices})), so set_value cannot replace "
-            "it; build a dataset of the new rows and place it, or bring this one back to one "
-            "device first (int8store.place(dataset, 'jax'))")
+    return variable.blocks if isinstance(variable, SharedRows) else None
 
 
 def retype(variable, shape):

@@ -1,7 +1,9 @@
 """int8store's own graph ops and their implementations: the static-size
 minibatch (:mod:`.minibatch`), rows gathered by index and decoded in one pass
 (:mod:`.gather`), a shard's shuffled order in C (:mod:`.permutation`),
-minibatches augmented from their int8 codes (:mod:`.augment`), and
+minibatches augmented from their int8 codes (:mod:`.augment`), a split's
+rows as a shared variable that shows the split wherever they lie
+(:mod:`.shared_rows`), and
 Theano's conv2d and pool_2d (:mod:`.nnet`: Aesara's own, or on PyTensor,
 which has none, int8store's ops: :mod:`.conv` over the numpy im2col of
 :mod:`.im2col`, :mod:`.pooling`, what they share in :mod:`.windows`). Each op
