@@ -108,8 +108,11 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     module docstring says.
 
     Parameters are those of :func:`load_data`, and for streamed splits those
-    of :func:`load_streams` (``max_device_bytes``, ``batch_size``, ``seed``,
-    ``prefetch``, ``workers``). ``residency``: ``"whole"`` or ``"streamed"``
+    of :func:`load_streams` (``max_device_bytes``, ``batch_size``,
+    ``prefetch``, ``workers``). ``seed``: the training split in a new order
+    each epoch, whatever holds it (held whole or over devices,
+    :meth:`~int8store.SharedDataset.shuffle`; streamed, its shards and
+    their examples). ``residency``: ``"whole"`` or ``"streamed"``
     to decide it (``load_data`` holds whole, ``load_streams`` streams);
     None decides as the module docstring says. ``report`` is told (a line
     each) how streamed splits are held; a training split sorted by class is
@@ -153,12 +156,17 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             opened = _open(store, verify=True)
             check_splits(store, opened.splits)
             say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed))
-            return load_store_over_devices(opened, devices, normalize, dtype,
-                                           _store_statistics(opened, normalize))
-        held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
-                                                  valid_seed, lossy, keep_order, test_size,
-                                                  _quiet(seed))
-    return _whole(held, encoding, image_shape, normalize, storage, dtype, mode, devices)
+            splits = load_store_over_devices(opened, devices, normalize, dtype,
+                                             _store_statistics(opened, normalize))
+        else:
+            held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
+                                                      valid_seed, lossy, keep_order, test_size,
+                                                      _quiet(seed))
+            splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
+                            devices)
+    if seed is not None:
+        splits["train"] = splits["train"].shuffle(seed)
+    return splits
 
 
 def _quiet(seed):

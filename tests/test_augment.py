@@ -174,7 +174,7 @@ def test_augmented_minibatches_are_the_plain_ones_augmented(mode, shuffled):
     if mode == "jax":
         place([split], "jax")
     if shuffled:
-        split.shuffle(9)
+        split = split.shuffle(9)
     view = split.augment("translate=2,cutout=3", seed=21)
     pairs = minibatch_pairs(split, view, mode, 20, [0, 1, 5])
     assert len(pairs) == 30

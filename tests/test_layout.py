@@ -173,15 +173,13 @@ def test_each_subpackage_says_what_it_owns_and_may_import():
             assert f"int8store.{other}`" not in allowed and f"``{other}``" not in allowed, (name, other)
 
 
-#: The most lines a module holds unless its docstring says why it holds more
-#: (in words that include "over 600 lines").
-MOST_LINES = 600
+#: The most lines a module holds: one concept a module (STYLE.md; issue 45).
+MOST_LINES = 500
 
 
-def test_no_module_is_over_600_lines_without_a_stated_reason():
+def test_no_module_is_over_500_lines():
     long = [f"{path.relative_to(PACKAGE.parent)}: {len(path.read_text().splitlines())} lines"
-            for path, _ in modules() if len(path.read_text().splitlines()) > MOST_LINES
-            and "over 600 lines" not in (ast.get_docstring(ast.parse(path.read_text())) or "")]
+            for path, _ in modules() if len(path.read_text().splitlines()) > MOST_LINES]
     assert long == []
 
 

@@ -83,16 +83,22 @@ def test_on_a_cpu_nothing_changes_and_deterministic_ops_may_be_declined(tmp_path
     assert seen["line"].startswith("JAX on cpu") and "GPU ops" not in seen["line"]
 
 
-def test_deterministic_ops_are_refused_once_jax_has_started(tmp_path):
+def test_deterministic_ops_asked_for_are_refused_once_jax_has_started(tmp_path):
+    """Asked for, once XLA has read its flags: refused, saying why; by
+    default, the ops are left as XLA picks them (no flag, no error)."""
     script = """
-        import json, jax, int8store
+        import json, os, jax, int8store
         jax.devices()  # JAX's backends started: XLA has read its flags
+        by_default = int8store.set_up_run(deterministic=None)
         try:
-            int8store.set_up_run()
+            int8store.set_up_run(deterministic=True)
+            refused = None
         except int8store.ArgumentError as error:
-            print(json.dumps(str(error)))
+            refused = str(error)
+        print(json.dumps([refused, os.environ.get("XLA_FLAGS", ""), by_default.deterministic]))
     """
-    assert "JAX had started" in fresh(script, tmp_path)
+    refused, flags, deterministic = fresh(script, tmp_path)
+    assert "JAX had started" in refused and flags == "" and not deterministic
 
 
 def tutorial(tmp_path, *options):

@@ -532,8 +532,8 @@ def model(train, devices, mode="jax"):
 
 train = load_splits("digits")["train"]
 codes, labels = np.asarray(train.data.get_value()), np.asarray(train.y.get_value())
-train.shuffle(SEED)
 int8store.place([train], "jax", devices=4)
+train = train.shuffle(SEED)
 step4, W4 = model(train, 4)
 n = train.n_batches(B)
 costs4 = []

@@ -6,13 +6,15 @@ the same name and returns just its ``(x, y)``. Where the data is held (host
 or device) is :func:`int8store.place`'s business, not this module's.
 """
 
+import copy
+
 import numpy as np
 
 from ..augment.spec import Augmentation, fill_code
 from ..backend import activate, function_mode
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
-from ..backend.ops.minibatch import minibatch, minibatch_of_slice
+from ..backend.ops.minibatch import minibatch
 from ..backend.ops.shared_rows import shared_rows
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
@@ -24,6 +26,7 @@ from ..codes.labels import as_int32_labels
 from ..order.windows import row_windows
 from .split import Batch, Split
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
+from .views import float_view
 from ..codes.vocabulary import STORAGES, check_choice
 
 _api = activate()
@@ -76,7 +79,7 @@ class SharedDataset(Split):
     y : int32 shared variable
         The labels; ``y.get_value(borrow=True).shape[0]`` is the example count
         (over several devices too: ``get_value`` leaves the blocks' padding
-        out, see :class:`~int8store.backend.jax.sharding.PaddedRows`).
+        out, see :class:`~int8store.backend.ops.shared_rows.SharedRows`).
     data : shared variable
         The stored images: int8 codes, or floats for ``storage="float"``.
     order : int32 shared variable or None
@@ -154,7 +157,7 @@ class SharedDataset(Split):
             if ordered else None
         # Through a full slice, so that the view is a variable of its own even
         # when no conversion is needed (float storage, unit scale).
-        self.x = _View.wrap(self._float_view(self.data[:]) if self.order is None
+        self.x = float_view(self._float_view(self.data[:]) if self.order is None
                             else self._rows_view(self.order), self)
 
     @classmethod
@@ -232,19 +235,33 @@ class SharedDataset(Split):
         return self._labels
 
     def shuffle(self, seed):
-        """Take this split's minibatches in a seeded order, a new one each
-        epoch: minibatch ``i`` of epoch ``e`` holds the rows at positions
+        """This split taking its minibatches in a seeded order, a new one each
+        epoch: a new split over the same stored rows (nothing is copied),
+        whose minibatch ``i`` of epoch ``e`` holds the rows at positions
         ``[i*B, (i+1)*B)`` of a bijection of the split computed position by
-        position from ``(seed, e)`` (:mod:`int8store.order.shuffle`; over
-        several devices each device shuffles its own block). Index such
-        minibatches with what :meth:`minibatches` yields: ``e * batches + i``
-        (so a data position is ``(seed, epoch, step)``). Applies to
-        minibatches taken after the call: :meth:`minibatch`, and the classic
-        slices in int8store's JAX mode."""
-        self.seed = int(seed)
-        for variable in (self.data, self.y):
-            variable.tag.int8store_shuffled = self
-        return self
+        position from ``(seed, e)`` (:mod:`int8store.order.shuffle`: the same
+        order held whole or over 1, 2, 4 or 8 devices). Its classic slices
+        ``x[i * B:(i + 1) * B]`` and ``y[...]``, and :meth:`minibatch`, take
+        those rows in every mode, with ``i`` what :meth:`minibatches` yields,
+        ``e * batches + i`` (so a data position is ``(seed, epoch, step)``).
+        This split is left as it is.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> ds = SharedDataset.from_arrays(np.zeros((40, 4), np.uint8), np.arange(40))
+        >>> shuffled = ds.shuffle(3)
+        >>> shuffled.seed, ds.seed, shuffled.data.container is ds.data.container
+        (3, None, True)
+        """
+        shuffled = copy.copy(self)
+        shuffled.seed = int(seed)
+        shuffled.augmentation, shuffled._epoch, shuffled._first_step = None, None, None
+        shuffled.data, shuffled.y = (variable.alias(shuffled=shuffled)
+                                     for variable in (self.data, self.y))
+        shuffled.x = float_view(shuffled._float_view(shuffled.data[:]) if self.order is None
+                                else shuffled._rows_view(self.order), shuffled)
+        return shuffled
 
     def augment(self, augmentation, seed):
         """A float view of this split whose minibatches are augmented
@@ -283,10 +300,7 @@ class SharedDataset(Split):
                 for what in ("epoch", "first_step"))
         view = self._float_view(self.data[:]) if self.order is None \
             else self._rows_view(self.order)
-        view = _View.wrap(view, self)
-        view.name = f"{self.name}_x_augmented_view"
-        view.tag.int8store_augmented = True
-        return view
+        return float_view(view, self, augmented=True)
 
     def set_epoch(self, epoch, first_step=0):
         """Draw the augmentation of an unshuffled split for ``epoch`` (what
@@ -452,66 +466,6 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
                                    normalize=normalize, storage=storage,
                                    dataset_mean=dataset_mean, dtype=dtype)
     return ds.x, ds.y
-
-
-class _View(_api.TensorVariable):
-    """The float view of a :class:`SharedDataset`'s images.
-
-    An ordinary tensor variable with two additions, so that code written for
-    the classic tutorials' float shared variable works on it:
-
-    * indexing it indexes the stored images first and converts only what was
-      selected: the minibatch is sliced from the int8 variable before any
-      cast, and ``"batch"`` normalization centres each minibatch on its own
-      mean;
-    * ``get_value()`` returns the decoded images, the array the classic
-      shared variable held.
-    """
-
-    @classmethod
-    def wrap(cls, variable, dataset):
-        variable.__class__ = cls
-        variable.name = f"{dataset.name}_x_{dataset.storage}_view"
-        variable.tag.int8store_dataset = dataset
-        return variable
-
-    @property
-    def dataset(self):
-        """The :class:`SharedDataset` this view belongs to."""
-        return self.tag.int8store_dataset
-
-    def __getitem__(self, key):
-        dataset = self.dataset
-        if getattr(self.tag, "int8store_augmented", False):
-            return _augmented_minibatch(dataset, key)
-        if dataset.order is None:
-            return dataset._float_view(dataset.data[key])
-        # The first index picks rows (through the order), the rest the pixels.
-        rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
-        rows = dataset.order[rows]
-        view = dataset._rows_view(rows)
-        if not rest:
-            return view
-        return view[((slice(None),) if rows.ndim else ()) + rest]
-
-    def get_value(self, borrow=False):
-        """The images as the view's values: a new ``(N, features)`` array of
-        the view's dtype (``borrow`` is accepted and changes nothing: there is
-        no float array to lend). Decoding takes a moment and the memory of the
-        floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
-        return self.dataset.decoded()
-
-
-def _augmented_minibatch(dataset, key):
-    """The augmented view's ``view[key]``: a whole minibatch, the classic
-    ``view[i * B:(i + 1) * B]``."""
-    sliced = dataset.data[key] if isinstance(key, slice) else None
-    found = minibatch_of_slice(sliced.owner) if sliced is not None and sliced.owner else None
-    if found is None or found.owner.op.stride != found.owner.op.size:
-        raise ArgumentError(
-            f"{dataset.name}: an augmented view gives whole minibatches, view[i * B:(i + 1) * B] "
-            f"(got view[{key!r}]); evaluate on the split's own x, which is never augmented")
-    return dataset.minibatch(found.owner.inputs[1], found.owner.op.size, augment=True)[0]
 
 
 def _exact_mode(normalize):

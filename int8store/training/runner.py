@@ -91,7 +91,9 @@ class Run:
         :func:`int8store.load_splits`), the training split shuffled by
         ``seed`` and its minibatches augmented as asked. The batch size comes
         down to what every split (or shard) holds, and to a multiple of the
-        device count, each cut said in a line: :attr:`batch_size`. Also
+        device count, each cut said in a line: :attr:`batch_size`. With
+        ``seed`` the training split takes a new order each epoch, whatever
+        holds it. Also
         sets :attr:`splits` (:attr:`train`, :attr:`valid`, :attr:`test`),
         :attr:`n_classes` and :attr:`n_features`."""
         from ..loading import load_splits
@@ -104,8 +106,6 @@ class Run:
                              max_device_bytes=self.max_device_bytes, batch_size=batch_size,
                              seed=self.seed, report=print)
         train, valid, test = splits["train"], splits["valid"], splits["test"]
-        if self.seed is not None and not hasattr(train, "shard_size"):
-            train = self._shuffled(train)
         self.splits = [train, valid, test]
         self.batch_size = self._batch_size(int(batch_size))
         self.n_classes = 1 + int(max(np.max(split.labels) for split in self.splits))
@@ -128,13 +128,6 @@ class Run:
     def n_batches(self):
         """Whole minibatches of the training split an epoch."""
         return self.train.n_batches(self.batch_size)
-
-    def _shuffled(self, train):
-        if self.mode != "jax":
-            raise ArgumentError(
-                "--seed shuffles a split held whole in JAX mode (--mode jax), or a streamed "
-                "one (--max-device-bytes); the C backend takes the split in its own order")
-        return train.shuffle(self.seed)
 
     def _batch_size(self, batch_size):
         """The batch size every split (and shard) fills, a multiple of the

@@ -179,7 +179,7 @@ def _make_jax_mode():
 def minibatch_check(node):
     """``check(index)`` for a minibatch node (:class:`~int8store.backend.ops.minibatch.Minibatch`):
     raises unless the rows of minibatch ``index`` lie in the data (JAX would clamp them)."""
-    from ..ops.minibatch import check_index
+    from ..ops.minibatch import check_index, shuffled_epoch_and_index
     from .conversions import sharded_steps
     from .sharding import placed_blocks, sharded_layout
 
@@ -207,6 +207,6 @@ def minibatch_check(node):
             check_index(index, size, rows, name, stride)
 
     def check(index):  # (a shuffled split's index also counts its epochs)
-        check_rows(index if batches is None else int(index) % batches)
+        check_rows(index if batches is None else shuffled_epoch_and_index(index, batches, name)[1])
 
     return check

@@ -170,14 +170,16 @@ def set_up_run(compile_cache=True, deterministic=None):
         Deterministic GPU ops (:data:`DETERMINISTIC_FLAGS`); None: on GPUs
         (they are what makes a run held whole and streamed, or stopped and
         resumed, print the same lines there). They must be set before JAX
-        starts its backends: if it had, the setting is refused.
+        starts its backends: if it had, True is refused, and None leaves
+        the ops as XLA picks them (the line says so).
 
     Returns
     -------
     RunSetup
     """
     jax = require_jax()
-    if deterministic is not False:
+    started = _backends_started(jax)
+    if deterministic or (deterministic is None and not started):
         _add_xla_flags(jax, DETERMINISTIC_FLAGS)
     cache = None
     if compile_cache:
@@ -199,8 +201,9 @@ def set_up_run(compile_cache=True, deterministic=None):
     else:
         other = "float32" if float_type == "float64" else "float64"
         why = f"{api.NAME}'s default floatX ({flags}=floatX={other} to change)"
-    return RunSetup(platform, device, float_type, why,
-                    deterministic is not False and platform == "gpu", cache, Compilations())
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    deterministic = platform == "gpu" and all(flag in xla_flags for flag in DETERMINISTIC_FLAGS)
+    return RunSetup(platform, device, float_type, why, deterministic, cache, Compilations())
 
 
 def _add_xla_flags(jax, flags):

@@ -27,7 +27,8 @@ from . import numba
 _api = activate()
 at = _api.at
 
-__all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice"]
+__all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice",
+           "shuffled_epoch_and_index"]
 
 
 def check_index(index, size, rows, name="data", stride=None):
@@ -42,6 +43,17 @@ def check_index(index, size, rows, name="data", stride=None):
         raise MinibatchIndexError(
             f"{name}: a window of {size} rows from row {index * stride} does not fit in "
             f"{rows} rows (starts 0..{rows - size})")
+
+
+def shuffled_epoch_and_index(index, batches, name="data"):
+    """``(epoch, minibatch in the epoch)`` of a shuffled split's minibatch
+    ``index`` (``epoch * batches + minibatch``); a negative index is refused."""
+    index = int(index)
+    if index < 0:
+        raise MinibatchIndexError(f"{name}: minibatch index {index} of a shuffled split is "
+                                  f"negative (it counts epochs from the first: epoch * "
+                                  f"{batches} + minibatch)")
+    return divmod(index, batches)
 
 
 class Minibatch(_api.module("graph.op").Op):
@@ -87,13 +99,16 @@ class Minibatch(_api.module("graph.op").Op):
         out = at.TensorType(data.dtype, shape=(self.size,) + tuple(data.type.shape[1:]))()
         return _api.module("graph.basic").Apply(self, [data, index], [out])
 
-    def epoch_and_index(self, index):
-        """``(epoch, minibatch in the epoch)`` of a shuffled minibatch's index."""
-        return divmod(int(index), self.batches) if self.seed is not None else (0, int(index))
+    def epoch_and_index(self, index, name="data"):
+        """``(epoch, minibatch in the epoch)`` of a shuffled minibatch's
+        index (which counts epochs from the first: a negative one is refused)."""
+        if self.seed is None:
+            return 0, int(index)
+        return shuffled_epoch_and_index(index, self.batches, name)
 
     def perform(self, node, inputs, outputs):
         data, index = inputs
-        epoch, index = self.epoch_and_index(index)
+        epoch, index = self.epoch_and_index(index, node.inputs[0].name or "data")
         check_index(index, self.size, data.shape[0], node.inputs[0].name or "data", self.stride)
         start = index * self.stride
         if self.seed is None:
@@ -155,9 +170,10 @@ numba.declare(Minibatch, _in_numba)
 
 def minibatch(data, index, size, stride=None):
     """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`): in
-    a shuffled split's order when ``data`` belongs to one
-    (:meth:`~int8store.SharedDataset.shuffle`) and the minibatch is whole."""
-    dataset = getattr(getattr(data, "tag", None), "int8store_shuffled", None)
+    a shuffled split's order when ``data`` holds one's rows
+    (:meth:`~int8store.SharedDataset.shuffle`: its
+    :class:`~.shared_rows.SharedRows` say so) and the minibatch is whole."""
+    dataset = getattr(data, "shuffled", None)  # (a shuffled split's rows: SharedRows)
     if dataset is not None and (stride is None or stride == size):
         return Minibatch(size, size, dataset.seed, dataset.n_examples,
                          dataset.n_batches(size))(data, index)

@@ -68,6 +68,36 @@ class SharedRows(_api.module("tensor.sharedvar").TensorSharedVariable):
 
     blocks = None
     host_rows = None
+    #: The shuffled split whose rows these are (its ``seed``, ``n_examples``
+    #: and ``n_batches``), or None: then the classic slice is that split's
+    #: shuffled minibatch (:meth:`__getitem__`).
+    shuffled = None
+
+    def __getitem__(self, key):
+        """Indexing as the library's, but the classic slices become int8store's
+        static-size minibatch op (:func:`~.minibatch.minibatch_of_slice`):
+        ``rows[i * B:(i + 1) * B]`` is minibatch ``i`` (of the shuffled
+        split's order when :attr:`shuffled` says so), ``rows[s:s + B]`` a
+        window from row ``s``; either is the same rows in every mode, and an
+        index past the rows is refused (never an empty or short slice)."""
+        from .minibatch import minibatch_of_slice
+
+        sliced = super().__getitem__(key)
+        if not isinstance(key, slice) or sliced.owner is None:
+            return sliced
+        found = minibatch_of_slice(sliced.owner)
+        return sliced if found is None else found
+
+    def alias(self, **attributes):
+        """Another variable holding the same value (the very container:
+        nothing is copied), showing the rows as this one does, with
+        ``attributes`` (e.g. ``shuffled``) set."""
+        other = type(self)(type=self.type, value=None, strict=None, container=self.container,
+                           name=self.name)
+        other.blocks, other.host_rows = self.blocks, self.host_rows
+        for name, value in attributes.items():
+            setattr(other, name, value)
+        return other
 
     def get_value(self, borrow=False, return_internal_type=False):
         """The variable's value, as the library gives it; over several
@@ -109,7 +139,7 @@ class SharedRows(_api.module("tensor.sharedvar").TensorSharedVariable):
         """A copy sharing the container, as the library's (the graph a
         function compiles holds one), that shows the rows as this one does."""
         copy = super().clone(**kwargs)
-        copy.blocks, copy.host_rows = self.blocks, self.host_rows
+        copy.blocks, copy.host_rows, copy.shuffled = self.blocks, self.host_rows, self.shuffled
         return copy
 
 
