@@ -76,7 +76,7 @@ def _step(images, labels, mode, augmentation):
 def _augmentation_only(images, mode, augmentation):
     """``run(n)``: the augmentation of n minibatches of ``images`` alone (the
     op compiled by itself, on the same int8 minibatch as the step's)."""
-    from int8store import Augmentation
+    from int8store.training import Augmentation
     from int8store.backend.ops.augment import Augment
 
     T = tensor_library().tensor
@@ -185,7 +185,7 @@ def _augmentation_alone(augmentation, train):
     import jax
     import jax.numpy as jnp
 
-    from int8store import Augmentation
+    from int8store.training import Augmentation
     from int8store.augment.draws import augment
 
     spec = Augmentation.parse(augmentation)

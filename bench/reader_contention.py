@@ -142,7 +142,8 @@ class _Gathered:
         self.n_features, self.image_shape = dataset.n_features, dataset.image_shape
 
     def minibatch(self, index, size):
-        from int8store import dequantize, minibatch
+        from int8store import dequantize
+        from int8store.nnet import minibatch
 
         rows = minibatch(self.order, index, size)
         data = self.dataset.data

@@ -1,6 +1,6 @@
 """Many steps per call: milliseconds per training step of the tutorials'
 models in int8store's JAX mode with K = 1, 10 and 100 minibatch updates per
-call (:func:`int8store.steps_function`), beside the same step written in
+call (:func:`int8store.training.steps_function`), beside the same step written in
 plain JAX, called once per step (``jax.jit``) and K = 100 steps per call
 (``lax.scan``), all measured in one run, alternated round by round.
 
@@ -51,7 +51,8 @@ import numpy as np  # noqa: E402
 from models import MLP_L2, build_step  # noqa: E402  (sets floatX to float32)
 from synthetic import digit_like_images  # noqa: E402
 
-from int8store import SharedDataset, keep_on_device, place, steps_function  # noqa: E402
+from int8store import SharedDataset, keep_on_device, place  # noqa: E402
+from int8store.training import steps_function
 
 EXAMPLES = 60000
 CASES = {"logistic-10": ("logistic regression", 10), "logistic-100": ("logistic regression", 100),

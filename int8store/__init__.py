@@ -4,15 +4,25 @@ symbolically, one minibatch at a time.
 >>> from int8store import load_data
 >>> (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = load_data("digits")
 
-Importing the package changes nothing outside it: the names below are
-imported on first use, so tools that build no graph (the ``int8store``
-command, the readers) never import a graph library, and the library (PyTensor
-or Aesara, see :mod:`int8store.backend`) is set up (a BLAS, fixes of its
-defects) by the first call that builds a graph, through
-:func:`int8store.backend.activate`.
-"""
+The top level holds what a user of the drop-in and of the store needs:
+loading (:func:`load_data`, :func:`load_splits`, :func:`load_streams`), the
+splits (:class:`SharedDataset`, :class:`StreamingSplit`), the codes
+(:func:`quantize`, :func:`dequantize`), the store (:func:`convert`,
+:func:`open_store`), will it fit (:func:`memory_table`,
+:func:`max_batch_size`, :func:`model_memory`), the graph library
+(:func:`tensor_library`, :func:`function_mode`, :func:`place`,
+:func:`keep_on_device`) and the errors. The rest lives in namespaces:
+:mod:`int8store.training` (a run's tools: many steps a call, scoring,
+checkpoints, the tutorials' run), :mod:`int8store.streaming` (splits fed
+shard by shard), :mod:`int8store.parallel` (several devices and processes)
+and :mod:`int8store.nnet` (Theano's conv2d and pool_2d on either library).
 
-from importlib import import_module
+Importing the package changes nothing outside it: the names are imported
+on first use, so tools that build no graph (the ``int8store`` command, the
+readers) never import a graph library, and the library (PyTensor or Aesara,
+see :mod:`int8store.backend`) is set up (a BLAS, fixes of its defects) by the
+first call that builds a graph, through :func:`int8store.backend.activate`.
+"""
 
 from .errors import (
     ArgumentError,
@@ -32,61 +42,48 @@ from .errors import (
     StoreFormatError,
     UnsafePickleError,
 )
+from .runtime.exports import lazy_exports
 
 # Public name -> the module that defines it.
 _LAZY = {
-    "load_data": "loading",
-    "load_splits": "loading",
-    "shared_dataset": "dataset.shared",
-    "SharedDataset": "dataset.shared",
-    "STORAGES": "codes.vocabulary",
-    "dequantize": "dataset.symbolic",
-    "NORMALIZATIONS": "codes.vocabulary",
-    "quantize": "codes.encoding",
-    "Encoding": "codes.encoding",
-    "open_store": "store.reader",
-    "Store": "store.reader",
-    "convert": "converter",
-    "plan_splits": "plan.splits",
-    "SPLITS": "codes.vocabulary",
-    "memory_table": "memory.estimates",
-    "max_batch_size": "memory.estimates",
-    "model_memory": "memory.estimates",
-    "evaluate_in_chunks": "training.scoring",
-    "scoring_function": "training.scoring",
-    "StreamingSplit": "streaming.split",
-    "StoreShards": "streaming.sources",
-    "ArrayShards": "streaming.sources",
-    "stream": "streaming.split",
-    "load_streams": "loading",
-    "stop_requests": "runtime.interrupts",
-    "EpochLines": "runtime.progress",
-    "stop_requested": "runtime.interrupts",
-    "save_checkpoint": "store.checkpoint",
-    "checkpoint_writes": "store.checkpoint",
-    "fits_in_memory": "loading",
-    "steps_function": "training.steps",
-    "set_up_run": "backend.jax.run_setup",
-    "RunCheckpoint": "training.run",
-    "RunState": "training.run",
-    "run_identity": "training.run",
-    "load_parameters": "training.parameters",
-    "EARLY_STOPPING": "training.early_stopping",
-    "Augmentation": "augment.spec",
-    "minibatch_calls": "training.steps",
-    "default_steps": "training.steps",
-    "ACCELERATOR_STEPS": "training.steps",
-    "tensor_library": "backend",
-    "conv2d": "backend",
-    "pool_2d": "backend",
-    "function_mode": "backend",
-    "MODES": "codes.vocabulary",
-    "minibatch": "backend.ops.minibatch",
-    "place": "backend.jax.device",
-    "keep_on_device": "backend.jax.device",
-    "start_processes": "backend.jax.sharding",
-    "is_main_process": "backend.jax.sharding",
-    "check_same_data": "backend.jax.sharding",
+    "load_data": ".loading",
+    "load_splits": ".loading",
+    "load_streams": ".loading",
+    "shared_dataset": ".dataset.shared",
+    "SharedDataset": ".dataset.shared",
+    "StreamingSplit": ".streaming.split",
+    "dequantize": ".dataset.symbolic",
+    "quantize": ".codes.encoding",
+    "Encoding": ".codes.encoding",
+    "convert": ".converter",
+    "plan_splits": ".plan.splits",
+    "open_store": ".store.reader",
+    "Store": ".store.reader",
+    "memory_table": ".memory.estimates",
+    "max_batch_size": ".memory.estimates",
+    "model_memory": ".memory.estimates",
+    "tensor_library": ".backend",
+    "function_mode": ".backend",
+    "place": ".backend.jax.device",
+    "keep_on_device": ".backend.jax.device",
+    "NORMALIZATIONS": ".codes.vocabulary",
+    "STORAGES": ".codes.vocabulary",
+    "SPLITS": ".codes.vocabulary",
+    "MODES": ".codes.vocabulary",
+}
+
+# Names that lived here until 0.4, kept one release (with a DeprecationWarning).
+_MOVED = {
+    **dict.fromkeys(["steps_function", "minibatch_calls", "default_steps", "ACCELERATOR_STEPS",
+                     "scoring_function", "evaluate_in_chunks", "RunCheckpoint", "RunState",
+                     "run_identity", "load_parameters", "EARLY_STOPPING", "set_up_run",
+                     "Augmentation", "EpochLines", "stop_requests", "stop_requested",
+                     "save_checkpoint", "checkpoint_writes"], "int8store.training"),
+    **dict.fromkeys(["StoreShards", "ArrayShards", "stream"], "int8store.streaming"),
+    "fits_in_memory": "int8store.loading",
+    **dict.fromkeys(["start_processes", "is_main_process", "check_same_data"],
+                    "int8store.parallel"),
+    **dict.fromkeys(["conv2d", "pool_2d", "minibatch"], "int8store.nnet"),
 }
 
 __all__ = list(_LAZY) + [
@@ -108,6 +105,12 @@ __all__ = list(_LAZY) + [
     "HelperStartError",
 ]
 
+_names, __dir__ = lazy_exports(__name__, _LAZY, _MOVED, stacklevel=3)
+
+
+#: The namespaces, imported on first use too (``int8store.training.Run``).
+_NAMESPACES = ("training", "streaming", "parallel", "nnet", "loading")
+
 
 def __getattr__(name):
     if name == "__version__":  # read on first use (see runtime.version)
@@ -115,12 +118,8 @@ def __getattr__(name):
 
         value = globals()["__version__"] = package_version()
         return value
-    if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'int8store' has no attribute {name!r}")
+    if name in _NAMESPACES:
+        from importlib import import_module
 
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+        return import_module(f".{name}", __name__)
+    return _names(name)

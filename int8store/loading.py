@@ -326,7 +326,7 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
     list of StreamingSplit
         ``[train, valid, test]``; each has ``x`` and ``y`` for the classic
         ``givens``, ``minibatches(epoch, batch_size)`` for the training loop,
-        and is scored by :func:`~int8store.scoring_function`.
+        and is scored by :func:`~int8store.training.scoring_function`.
     """
     from .sources.locate import caller_file
 

@@ -93,7 +93,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     ``dataset`` (anything ``load_data`` takes, a store included) to
     ``output``; returns a :class:`Preview`. ``scale``: the integer factor
     images are enlarged by (default: to at least 32 pixels). ``augment``
-    (an :class:`~int8store.Augmentation` or its text) with ``augmented``
+    (an :class:`~int8store.training.Augmentation` or its text) with ``augmented``
     (its seed): the images augmented as minibatch 0 of ``epoch`` would be.
     ``report``: told, in a line, of an output folder that was created."""
     from .runtime.limits import memory_ceiling

@@ -18,8 +18,9 @@ from hypothesis import given, strategies as st
 import convolutional_mlp
 import logistic_sgd
 from conftest import ROOT
-from int8store import (ArgumentError, Augmentation, SharedDataset, function_mode, keep_on_device,
-                       place, steps_function, tensor_library)
+from int8store import (ArgumentError, SharedDataset, function_mode, keep_on_device, place,
+                       tensor_library)
+from int8store.training import Augmentation, steps_function
 from int8store.augment.draws import augment, example_parameters
 
 has_jax = importlib.util.find_spec("jax") is not None

@@ -11,8 +11,9 @@ jax = pytest.importorskip("jax")
 
 import convolutional_mlp  # noqa: E402
 import logistic_sgd  # noqa: E402
-from int8store import (MinibatchIndexError, SharedDataset, function_mode, keep_on_device,  # noqa: E402
-                       load_data, minibatch, place)
+from int8store import (MinibatchIndexError, SharedDataset, function_mode,  # noqa: E402
+                       keep_on_device, load_data, place)
+from int8store.nnet import minibatch  # noqa: E402
 from int8store.backend import activate  # noqa: E402
 
 api = activate()

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from int8store import evaluate_in_chunks, load_data, max_batch_size
+from int8store import load_data, max_batch_size
+from int8store.training import evaluate_in_chunks
 from int8store.backend import activate, conv2d, pool_2d
 from int8store.cli import main
 from int8store.memory.estimates import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator

@@ -20,7 +20,8 @@ import pytest
 import int8store
 import logistic_sgd
 from conftest import ROOT, old_jax
-from int8store import ArgumentError, RunCheckpoint, RunState, StreamingSplit, tensor_library
+from int8store import ArgumentError, StreamingSplit, tensor_library
+from int8store.training import RunCheckpoint, RunState
 from int8store.training import runner
 
 has_jax = importlib.util.find_spec("jax") is not None
@@ -223,7 +224,7 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
 
 def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     w = theano.shared(np.arange(3.0), name="w")
-    identity = int8store.run_identity("demo", [], [w], 10, seed=1)
+    identity = int8store.training.run_identity("demo", [], [w], 10, seed=1)
     run = RunCheckpoint(tmp_path / "run", [w], identity)
     run.save(RunState(4, 17, {"patience": 5000, "best_validation_loss": float("inf")},
                       [np.ones(3)]))
@@ -233,7 +234,7 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     assert state.loop == {"patience": 5000, "best_validation_loss": float("inf")}
     assert w.get_value().tolist() == [0.0, 1.0, 2.0] and state.best[0].tolist() == [1.0] * 3
     other = RunCheckpoint(None, [theano.shared(np.zeros(4), name="w")],
-                          int8store.run_identity("demo", [], [theano.shared(np.zeros(4), name="w")],
+                          int8store.training.run_identity("demo", [], [theano.shared(np.zeros(4), name="w")],
                                                  10, seed=1))
     with pytest.raises(ArgumentError, match=r"the model differs \(parameters w 3 float64 then, "
                                             r"w 4 float64 now\)"):

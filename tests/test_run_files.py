@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import resource
 import subprocess
 import sys
 import tracemalloc
@@ -33,8 +32,8 @@ import pytest
 import int8store
 import logistic_sgd
 from conftest import ROOT
-from int8store import (ArgumentError, OutputError, RunCheckpoint, RunState, SourceFormatError,
-                       checkpoint_writes, save_checkpoint, tensor_library)
+from int8store import ArgumentError, OutputError, SourceFormatError, tensor_library
+from int8store.training import RunCheckpoint, RunState, checkpoint_writes, save_checkpoint
 from int8store.runtime.npz import NpzArchive
 from int8store.store.atomic import TEMPORARY_SUFFIX
 
@@ -155,14 +154,15 @@ def test_a_member_announcing_more_than_the_address_space_is_refused_unallocated(
                     announcing(members_of(source)[f"{key}.npy"], (3 << 27,)))
     arguments = (["--resume", str(path)] + RESUME if command == "resume"
                  else ["--dataset", "digits", "--predict", "--save-model", str(path)])
-    limit = 2 << 30
-
-    def limited():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py")] + arguments,
+    # The limit set by the child itself before it becomes the tutorial (a
+    # preexec_fn would fork this process, whose JAX threads make that unsafe).
+    limited = ("import os, resource, sys; limit = 2 << 30; "
+               "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
+               "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", limited,
+                           str(ROOT / "tutorials" / "logistic_sgd.py")] + arguments,
                           capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          preexec_fn=limited, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     one_line(done.returncode, done.stderr, path)
     assert "(3,221,225,472 bytes) but the member holds" in done.stderr
 
@@ -179,7 +179,7 @@ LOOP = ("patience", "best_validation_loss", "test_score", "test_count", "finishe
 
 
 def run_of(params, path=None):
-    identity = int8store.run_identity("demo", [], params, 20, seed=1)
+    identity = int8store.training.run_identity("demo", [], params, 20, seed=1)
     return RunCheckpoint(path, params, identity, loop=LOOP, batches=59)
 
 
@@ -314,15 +314,15 @@ def test_a_saved_model_is_cast_to_the_model_and_checked_before_it_is_set(tmp_pat
     params = model()
     path = save_checkpoint(tmp_path / "model", W=np.ones((64, 10), np.float64),
                            b=np.ones(10, np.float32))
-    int8store.load_parameters(path, params)
+    int8store.training.load_parameters(path, params)
     assert params[0].get_value().dtype == floatx and (params[1].get_value() == 1).all()
     save_checkpoint(tmp_path / "model", W=np.zeros((64, 10)), b=np.zeros(10, np.int64))
     with pytest.raises(ArgumentError, match=f"parameter 1 b: saved \\(10,\\) int64, model "
                                             f"\\(10,\\) {floatx}"):
-        int8store.load_parameters(path, params)
+        int8store.training.load_parameters(path, params)
     assert (params[0].get_value() == 1).all()  # W was not set either
     with pytest.raises(ArgumentError, match="no such saved model"):
-        int8store.load_parameters(tmp_path / "gone.npz", params)
+        int8store.training.load_parameters(tmp_path / "gone.npz", params)
 
 
 # -- the bounded .npz reader -------------------------------------------------------
@@ -374,7 +374,7 @@ import resource, shutil, signal, sys
 sys.path.insert(0, sys.argv[1])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 import int8store, logistic_sgd
-save, calls = int8store.RunCheckpoint.save, [0]
+save, calls = int8store.training.RunCheckpoint.save, [0]
 def limited(self, state):
     calls[0] += 1
     if calls[0] == 3:
@@ -382,7 +382,7 @@ def limited(self, state):
         shutil.copy("model.npz", "model.before")
         resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
     return save(self, state)
-int8store.RunCheckpoint.save = limited
+int8store.training.RunCheckpoint.save = limited
 sys.exit(logistic_sgd.main(sys.argv[2:]))
 """
 

@@ -1,4 +1,4 @@
-"""A run in JAX mode set up before its first graph (int8store.set_up_run):
+"""A run in JAX mode set up before its first graph (int8store.training.set_up_run):
 float32 on an accelerator unless the user named floatX, XLA's compilation
 cache (a second run compiles nothing; --no-compile-cache keeps none),
 deterministic GPU ops in XLA_FLAGS before JAX starts, and the tutorials'
@@ -38,7 +38,7 @@ SET_UP = """
     lib = activate().lib
     if {pretend_gpu!r}:  # what JAX says on a machine with a GPU
         jax.default_backend = lambda: "gpu"
-    setup = int8store.set_up_run(deterministic={deterministic!r})
+    setup = int8store.training.set_up_run(deterministic={deterministic!r})
     print(json.dumps({{"float": setup.float_type, "floatX": lib.config.floatX, "why": setup.why,
                       "x64": bool(jax.config.jax_enable_x64), "line": setup.describe(),
                       "xla_flags": os.environ.get("XLA_FLAGS", ""),
@@ -89,9 +89,9 @@ def test_deterministic_ops_asked_for_are_refused_once_jax_has_started(tmp_path):
     script = """
         import json, os, jax, int8store
         jax.devices()  # JAX's backends started: XLA has read its flags
-        by_default = int8store.set_up_run(deterministic=None)
+        by_default = int8store.training.set_up_run(deterministic=None)
         try:
-            int8store.set_up_run(deterministic=True)
+            int8store.training.set_up_run(deterministic=True)
             refused = None
         except int8store.ArgumentError as error:
             refused = str(error)

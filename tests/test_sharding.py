@@ -59,7 +59,7 @@ def test_rows_are_spread_over_the_devices_and_padding_is_never_trained_on():
 def test_the_process_helpers_set_up_no_graph_library_and_start_no_jax():
     """start_processes must run before anything else uses JAX: reaching it
     (and is_main_process) imports neither JAX nor PyTensor or Aesara."""
-    code = ("import sys, int8store; int8store.start_processes, int8store.is_main_process(); "
+    code = ("import sys, int8store; int8store.parallel.start_processes, int8store.parallel.is_main_process(); "
             "print(sorted(m for m in ('jax', 'pytensor', 'aesara') if m in sys.modules))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert shown.returncode == 0, shown.stderr
@@ -120,7 +120,7 @@ def test_the_device_shuffle_ends_for_positions_outside_their_domain():
 
 
 def test_evaluation_over_blocks_counts_each_real_example_once():
-    from int8store import evaluate_in_chunks
+    from int8store.training import evaluate_in_chunks
 
     blocks = Blocks(10, 4)
     padded = blocks.on_devices(np.arange(10, dtype=float)).reshape(4, 3)  # row r scores r
@@ -141,7 +141,8 @@ RUN = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {tutorials!r})
     import int8store
-    from int8store import load_splits, SharedDataset, evaluate_in_chunks
+    from int8store import load_splits, SharedDataset
+    from int8store.training import evaluate_in_chunks
     lib = int8store.tensor_library(); T = lib.tensor
     B, EPOCHS = 100, 3
 
@@ -172,7 +173,7 @@ RUN = textwrap.dedent("""
             givens = {{x: valid.x[start:start + chunk], y: valid.y[start:start + chunk]}}
             window = lib.function([start], T.neq(T.argmax(p, axis=1), y), mode=mode,
                                   givens=givens)
-            one_call = int8store.scoring_function([start], T.neq(T.argmax(p, axis=1), y),
+            one_call = int8store.training.scoring_function([start], T.neq(T.argmax(p, axis=1), y),
                                                   givens, valid, chunk, classic, mode="jax")
             return (evaluate_in_chunks(window, valid.blocks or valid, chunk, classic),
                     one_call(), one_call.calls)
@@ -353,7 +354,7 @@ def test_processes_holding_different_data_stop_before_the_first_step(tmp_path):
         import sys
         import numpy as np
         import int8store
-        int8store.start_processes(sys.argv[1], 2, int(sys.argv[2]))
+        int8store.parallel.start_processes(sys.argv[1], 2, int(sys.argv[2]))
         images = np.full((8, 4), int(sys.argv[2]) * 3, np.uint8)  # process 1's differ
         data = int8store.SharedDataset.from_arrays(images, np.arange(8) % 2, name="train")
         try:
@@ -381,7 +382,7 @@ def test_each_process_keeps_only_its_own_devices_rows_of_a_store(tmp_path):
         import json, sys
         import numpy as np
         import int8store
-        int8store.start_processes(sys.argv[1], 2, int(sys.argv[2]))
+        int8store.parallel.start_processes(sys.argv[1], 2, int(sys.argv[2]))
         splits = int8store.load_splits(sys.argv[3], mode="jax", devices="all", normalize="dataset")
         train = splits["train"]
         mine = [np.asarray(s.data).tolist() for s in train.data.container.storage[0].addressable_shards]

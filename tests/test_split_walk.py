@@ -15,9 +15,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import ROOT, old_jax
-from int8store import (MinibatchIndexError, SharedDataset, function_mode, load_splits, place,
-                       tensor_library)
+from conftest import ROOT
+from int8store import MinibatchIndexError, function_mode, load_splits, tensor_library
 from int8store.dataset.split import Batch, Split
 
 has_jax = importlib.util.find_spec("jax") is not None

@@ -1,4 +1,4 @@
-"""Many minibatch updates a call (int8store.steps_function): the same costs
+"""Many minibatch updates a call (int8store.training.steps_function): the same costs
 and parameters as a call each, in C and JAX modes, resident, streamed and
 over several devices; each call checked on the host in JAX mode; no more
 device memory than one step; the tutorials' error lines unchanged."""
@@ -18,8 +18,8 @@ import convolutional_mlp
 import logistic_sgd
 from conftest import ROOT, old_jax
 from int8store import (ArgumentError, MinibatchIndexError, SharedDataset, StreamingSplit,
-                       function_mode, keep_on_device, minibatch_calls, place, quantize,
-                       steps_function, tensor_library)
+                       function_mode, keep_on_device, place, quantize, tensor_library)
+from int8store.training import minibatch_calls, steps_function
 from int8store.training.steps import carried_transposed
 from int8store.streaming.sources import ArrayShards
 
@@ -284,7 +284,7 @@ def test_over_four_devices_ten_updates_a_call_print_the_same_lines(tmp_path):
 
 
 def test_one_update_a_call_by_default_where_more_do_not_pay():
-    from int8store import ACCELERATOR_STEPS, default_steps
+    from int8store.training import ACCELERATOR_STEPS, default_steps
 
     assert default_steps("c") == 1 and default_steps("c", devices=4) == 1
     if has_jax:
@@ -302,7 +302,8 @@ def test_the_tutorials_choose_their_updates_a_call(model):
     a call in JAX mode, 100, but no more than an epoch's minibatches (59 of
     20 digits: every call is then a whole epoch, a loop of one fixed
     length), and print the same lines as with one a call."""
-    from int8store import default_steps, load_splits
+    from int8store import load_splits
+    from int8store.training import default_steps
 
     epoch = load_splits("digits")["train"].n_examples // 20
     lines, _ = tutorial_lines(model, "jax", False, None, everything=True)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from archives import fake_mnist, write_mnist_idx_folder
-from int8store import (ArgumentError, EncodingError, StreamError, evaluate_in_chunks, load_streams,
-                       quantize)
+from int8store import ArgumentError, EncodingError, StreamError, load_streams, quantize
+from int8store.training import evaluate_in_chunks
 from int8store.converter import convert
 from int8store.store.reader import open_store
 from int8store.streaming import buffers, shard_process

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from archives import fake_mnist, flip_bit, write_mnist_idx_folder
-from int8store import (ArgumentError, StoreChecksumError, StreamError, evaluate_in_chunks, fits_in_memory, load_data,
-                       load_streams, quantize)
+from int8store import (ArgumentError, StoreChecksumError, StreamError, load_data, load_streams,
+                       quantize)
+from int8store.training import evaluate_in_chunks
+from int8store.loading import fits_in_memory
 from int8store.converter import convert
 from int8store.store.reader import ChunkBuffer, open_store
 from int8store.streaming import shard_process

@@ -1,6 +1,6 @@
 """Theano's old names of pool_2d's arguments (ds, st, padding), as the
 original convolutional_mlp.py passes them, on both libraries: through
-int8store.pool_2d (Aesara's own pool_2d, or int8store's ops on PyTensor)."""
+int8store.nnet.pool_2d (Aesara's own pool_2d, or int8store's ops on PyTensor)."""
 
 import warnings
 
@@ -46,10 +46,10 @@ def test_st_and_padding_are_stride_and_pad(api):
 
 def test_the_classic_call_and_the_public_name(api):
     """``pool_2d(input=..., ds=poolsize, ignore_border=True)``, as the
-    original LeNet5 tutorial calls it, through int8store.pool_2d."""
-    assert int8store.pool_2d is pool_2d
+    original LeNet5 tutorial calls it, through int8store.nnet.pool_2d."""
+    assert int8store.nnet.pool_2d is pool_2d
     x = api.at.tensor4("x", dtype="float64")
-    assert int8store.pool_2d(input=x, ds=(2, 2), ignore_border=True).ndim == 4
+    assert int8store.nnet.pool_2d(input=x, ds=(2, 2), ignore_border=True).ndim == 4
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -110,7 +110,7 @@ def test_an_interrupted_tutorial_says_so_and_keeps_its_checkpoint(tmp_path, sign
 def test_a_second_interrupt_stops_at_once():
     import os
 
-    from int8store import stop_requested, stop_requests
+    from int8store.training import stop_requested, stop_requests
     from int8store.runtime.interrupts import Interrupted
 
     with stop_requests() as stop:
@@ -144,7 +144,7 @@ def test_progress_condenses_the_epoch_lines_and_keeps_the_result(tmp_path, capsy
 def test_progress_on_a_terminal_is_one_bar():
     import io
 
-    from int8store import EpochLines
+    from int8store.training import EpochLines
 
     class Terminal(io.StringIO):
         def isatty(self):

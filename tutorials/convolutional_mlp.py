@@ -38,7 +38,7 @@ theano = tensor_library()
 T = theano.tensor
 
 # Theano's conv2d and pool_2d: Aesara's own, or int8store's ops on PyTensor (which has none).
-from int8store import conv2d, pool_2d
+from int8store.nnet import conv2d, pool_2d
 
 from logistic_sgd import LogisticRegression, load_data  # noqa: F401 (the classic's imports)
 from mlp import HiddenLayer

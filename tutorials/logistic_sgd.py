@@ -37,7 +37,7 @@ theano = tensor_library()
 T = theano.tensor
 
 from int8store import load_data
-from int8store import load_parameters, training  # int8store: a run's options, calls, checkpoints
+from int8store import training  # int8store: a run's options, calls, checkpoints
 
 
 class LogisticRegression(object):
@@ -273,7 +273,7 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
     n_out = 1 + int(max(y.get_value(borrow=True).max() for _, y in datasets))
     classifier = LogisticRegression(input=T.matrix('x'), n_in=test_set_x.dataset.n_features,
                                     n_out=n_out)
-    load_parameters(model_path, classifier.params)
+    training.load_parameters(model_path, classifier.params)
 
     # compile a predictor function
     predict_model = theano.function(inputs=[classifier.input], outputs=classifier.y_pred)

@@ -337,6 +337,11 @@ class SharedDataset(Split):
         whole = self.n_examples // chunk_size * chunk_size
         yield row_windows(self.n_examples, chunk_size, whole if classic_count else None)
 
+    @property
+    def devices(self):
+        """How many devices the rows lie over (:func:`int8store.place`)."""
+        return 1 if self.blocks is None else self.blocks.devices
+
     def describe_holding(self):
         """How the split is held, for :func:`int8store.memory_table`."""
         if self.blocks is not None:
@@ -375,7 +380,7 @@ class SharedDataset(Split):
         """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int).
 
         The minibatch has the static length ``batch_size`` (see
-        :func:`int8store.minibatch`): a view of the stored rows, converted to
+        :func:`int8store.nnet.minibatch`): a view of the stored rows, converted to
         floats after the slice; an index past the end is an error. With
         ``augment``, augmented as :meth:`augment` set.
         """

@@ -14,7 +14,7 @@ way, and none asks which kind of split it holds:
   (``train_model(batch.index)``, the classic ``givens`` slicing the split's
   ``x`` and ``y``), and whether the split's shard is replaced after it;
 * :meth:`Split.calls` groups those into calls of up to K steps
-  (:func:`int8store.steps_function`), never across a shard;
+  (:func:`int8store.training.steps_function`), never across a shard;
 * :meth:`Split.scoring_plans` gives the windows that score every example
   once (:mod:`int8store.order.windows`), a plan a call.
 """
@@ -46,7 +46,9 @@ class Split:
     ``name``, ``x`` and ``y`` (the classic ``givens`` slice them),
     ``n_examples``, ``labels`` (host memory), ``image_shape``,
     :meth:`n_batches`, :meth:`minibatches`, :meth:`scoring_plans`,
-    :meth:`digest` and :meth:`describe_holding`."""
+    :meth:`digest` and :meth:`describe_holding`; :attr:`devices`,
+    :meth:`largest_batch` and :meth:`largest_call` say what a minibatch and a
+    call of many steps may take."""
 
     def minibatches(self, epoch, batch_size, start=0):
         """Each whole minibatch of epoch ``epoch`` (0 or more) from number
@@ -93,6 +95,14 @@ class Split:
                 yield first + (count,)
         finally:
             batches.close()
+
+    #: How many devices the split's rows lie over.
+    devices = 1
+
+    def largest_batch(self):
+        """The most examples one minibatch can take: the split's (a shard's
+        when streamed)."""
+        return self.n_examples
 
     def largest_call(self, batch_size):
         """The most minibatches one call of :meth:`calls` can take: an

@@ -124,7 +124,7 @@ class CheckpointWrites:
 @contextmanager
 def checkpoint_writes(report=None):
     """Within the block, a checkpoint that cannot be written
-    (:func:`save_checkpoint`, :meth:`~int8store.RunCheckpoint.save`) does
+    (:func:`save_checkpoint`, :meth:`~int8store.training.RunCheckpoint.save`) does
     not stop the run: it is said in one line by ``report`` (by default on
     stderr) and counted, and the write returns None. Yields the
     :class:`CheckpointWrites`; its ``summary()`` is the run's last word on

@@ -11,3 +11,16 @@ May import: everything below it on the spine (:mod:`int8store.errors`,
 ``runtime``, ``codes``, ``order``, ``backend``, ``store``, ``sources``, ``plan``,
 ``memory``, ``dataset``).
 """
+
+from ..runtime.exports import lazy_exports
+
+_LAZY = {
+    "StreamingSplit": ".split",
+    "stream": ".split",
+    "StoreShards": ".sources",
+    "ArrayShards": ".sources",
+}
+
+__all__ = list(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

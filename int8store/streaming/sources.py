@@ -8,7 +8,7 @@ holds fewer (``count``). Its buffer keeps one static shape: the rows after
 its own examples are filled with the examples just before the shard,
 nearest first, so that every row of every shard is a real example (a
 window of the shard evaluated whole is a window of real images, as on a
-resident split; see :func:`int8store.evaluate_in_chunks`). Only the first
+resident split; see :func:`int8store.training.evaluate_in_chunks`). Only the first
 ``count`` rows are the shard's own: they alone are trained on and scored.
 
 Both sources are read by the trainer and by the process that reads a

@@ -290,7 +290,7 @@ class StreamingSplit(Split):
 
     def passes(self):
         """The shards of one more pass over the split, in its own order when it
-        has no seed (evaluation; see :func:`~int8store.evaluate_in_chunks`).
+        has no seed (evaluation; see :func:`~int8store.training.evaluate_in_chunks`).
         Each pass counts as an epoch, so the reader prepares the next pass's
         first shards ahead."""
         current = self.epoch(self._passes, progress=False)
@@ -336,6 +336,10 @@ class StreamingSplit(Split):
             for shard in shards:
                 scored = max(0, min(shard.count, limit - shard.start))
                 yield padded_plan(row_windows(shard.count, chunk_size, scored), windows)
+
+    def largest_batch(self):
+        """The most examples one minibatch can take: a shard's."""
+        return self.shard_size
 
     def largest_call(self, batch_size):
         """The most minibatches one call can take: a shard's (a call never

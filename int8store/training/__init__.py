@@ -16,14 +16,48 @@ with them.
   (:mod:`.options`: :func:`~.options.add_arguments`) and its command
   (:mod:`.command`: :func:`~.command.run_command`).
 
+Here too, as the namespace of a run's tools: JAX mode's set-up
+(:func:`set_up_run`), augmentation (:class:`Augmentation`), the epoch lines
+(:class:`EpochLines`), stop requests (:func:`stop_requests`,
+:func:`stop_requested`) and the tutorials' own checkpoints
+(:func:`save_checkpoint`, :func:`checkpoint_writes`).
+
 May import: everything below it on the spine (:mod:`int8store.errors`,
 ``runtime``, ``codes``, ``order``, ``augment``, ``backend``, ``store``, ``sources``, ``plan``,
 ``memory``, ``dataset``, ``streaming``, ``loading``).
 """
 
-from .command import print_summary, run_command, run_reporting_errors
-from .options import add_arguments, run_options
-from .runner import Run
+from ..runtime.exports import lazy_exports
 
-__all__ = ["Run", "add_arguments", "run_options", "run_command", "run_reporting_errors",
-           "print_summary"]
+_LAZY = {
+    "Run": ".runner",
+    "add_arguments": ".options",
+    "run_options": ".options",
+    "run_command": ".command",
+    "run_reporting_errors": ".command",
+    "print_summary": ".command",
+    "steps_function": ".steps",
+    "TrainingSteps": ".steps",
+    "minibatch_calls": ".steps",
+    "default_steps": ".steps",
+    "ACCELERATOR_STEPS": ".steps",
+    "scoring_function": ".scoring",
+    "evaluate_in_chunks": ".scoring",
+    "SplitScore": ".scoring",
+    "RunCheckpoint": ".run",
+    "RunState": ".run",
+    "run_identity": ".run",
+    "load_parameters": ".parameters",
+    "EARLY_STOPPING": ".early_stopping",
+    "set_up_run": "..backend.jax.run_setup",
+    "Augmentation": "..augment.spec",
+    "EpochLines": "..runtime.progress",
+    "stop_requests": "..runtime.interrupts",
+    "stop_requested": "..runtime.interrupts",
+    "save_checkpoint": "..store.checkpoint",
+    "checkpoint_writes": "..store.checkpoint",
+}
+
+__all__ = list(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -5,7 +5,7 @@ that a file that does not fit the model changes nothing and allocates no
 more than the model's own size.
 
 A run's checkpoint (:mod:`.run`) holds its parameters in the model's dtype
-exactly; a best model saved with :func:`~int8store.save_checkpoint` may be
+exactly; a best model saved with :func:`~int8store.training.save_checkpoint` may be
 read with any floating dtype, cast to the model's (a model saved under
 ``floatX=float64`` predicts under float32).
 """
@@ -60,17 +60,17 @@ def read_parameters(archive, params, keys, held_by, cast=False, labels=None):
 
 def load_parameters(path, params, keys=None):
     """Set ``params`` (shared variables) to the arrays saved at ``path``
-    (an ``.npz``, as :func:`~int8store.save_checkpoint` writes a best
+    (an ``.npz``, as :func:`~int8store.training.save_checkpoint` writes a best
     model: ``save_checkpoint(path, W=..., b=...)``), found by each
     parameter's name or by ``keys``, each checked against its parameter
     before any is read or set (:func:`read_parameters`; a floating array is
     cast to the parameter's dtype). ``.npz`` is added to a path without it,
-    as :func:`~int8store.save_checkpoint` adds it. Returns the path.
+    as :func:`~int8store.training.save_checkpoint` adds it. Returns the path.
 
     Examples
     --------
     >>> import numpy as np, tempfile, os
-    >>> from int8store import save_checkpoint
+    >>> from int8store.training import save_checkpoint
     >>> from int8store.backend import activate
     >>> w = activate().shared(np.zeros(3), name="w")
     >>> path = save_checkpoint(os.path.join(tempfile.mkdtemp(), "model"), w=np.arange(3.0))

@@ -129,7 +129,7 @@ class RunCheckpoint:
         """Write ``state`` and the parameters' current values, atomically;
         returns the path (None without one: nothing is written; None too
         for a write that failed within
-        :func:`~int8store.checkpoint_writes`, which said so)."""
+        :func:`~int8store.training.checkpoint_writes`, which said so)."""
         if self.path is None:
             return None
         description = {"format": FORMAT, "identity": self.identity, "epoch": int(state.epoch),

@@ -132,22 +132,20 @@ class Run:
     def _batch_size(self, batch_size):
         """The batch size every split (and shard) fills, a multiple of the
         device count, each cut said in a line."""
-        smallest, what = min(split.n_examples for split in self.splits), "split"
-        shard = min(getattr(split, "shard_size", smallest) for split in self.splits)
-        if shard < smallest:
-            smallest, what = shard, "shard"
+        smallest = min(split.largest_batch() for split in self.splits)
         if batch_size > smallest:
+            what = "shard" if smallest < min(split.n_examples for split in self.splits) \
+                else "split"
             print(f"... batch size {batch_size} is larger than a {what} of {smallest} examples: "
                   f"using {smallest}")
             batch_size = smallest
-        blocks = [getattr(split, "blocks", None) for split in self.splits]
-        if blocks[0] is not None:
-            devices = blocks[0].devices
+        devices = self.train.devices
+        if devices > 1:
             if batch_size % devices:
                 print(f"... batch size {batch_size} is not a multiple of the {devices} devices: "
                       f"using {batch_size - batch_size % devices}")
                 batch_size -= batch_size % devices
-            held = ", ".join(f"{b.rows_per_device} rows" for b in blocks)
+            held = ", ".join(f"{-(-split.n_examples // devices)} rows" for split in self.splits)
             print(f"... each split over {devices} devices, row r on device r % {devices} "
                   f"({held}); minibatches of {batch_size}, {batch_size // devices} rows from "
                   "each device")
@@ -176,7 +174,7 @@ class Run:
         """``score()`` giving ``(error, count)`` over every example of
         ``split`` (:attr:`valid` or :attr:`test`) once, from the classic
         window ``givens`` (``x[index:index + batch_size]``): in JAX mode one
-        call a split (:func:`int8store.scoring_function`)."""
+        call a split (:func:`int8store.training.scoring_function`)."""
         from .scoring import scoring_function
 
         score = scoring_function(inputs, outputs, givens, split, self.batch_size,
@@ -188,7 +186,7 @@ class Run:
         """``train_model(index, count)``: ``count`` updates on minibatches
         ``index`` onwards, from what the classic tutorial gives ``function``.
         On the C backend with one update a call it is the classic compiled
-        step; otherwise :func:`int8store.steps_function` (in JAX mode its own
+        step; otherwise :func:`int8store.training.steps_function` (in JAX mode its own
         XLA loop, called directly), up to :attr:`steps` a call. In JAX mode
         the parameters stay on the device."""
         from ..backend import activate, function_mode
@@ -197,8 +195,7 @@ class Run:
         updates = list(updates.items() if hasattr(updates, "items") else updates)
         steps = self.steps_per_call
         if steps is None:
-            blocks = getattr(self.train, "blocks", None)
-            steps = min(default_steps(self.mode, blocks.devices if blocks else 1),
+            steps = min(default_steps(self.mode, self.train.devices),
                         max(self.train.largest_call(self.batch_size), 1))
         self.steps = steps
         params = [variable for variable, _ in updates]

@@ -17,7 +17,7 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   size) must take real rows on every device
   (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
   ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
-  cover padding, which :func:`~int8store.evaluate_in_chunks` leaves out;
+  cover padding, which :func:`~int8store.training.evaluate_in_chunks` leaves out;
 * on Aesara, a function's program can write the updates of the variables
   :func:`~.device.keep_on_device` names back as ``jax.Array``s
   (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy.

@@ -9,7 +9,7 @@ label 0) to the same number of rows. Padding is never trained on
 (int8store's JAX mode refuses a minibatch index past
 :meth:`~int8store.order.blocks.Blocks.n_batches`:
 :meth:`~int8store.order.blocks.Blocks.check_minibatch`) nor scored
-(:func:`int8store.evaluate_in_chunks` skips it).
+(:func:`int8store.training.evaluate_in_chunks` skips it).
 
 What a classic loop counts stays the split's own: the padded array is what
 the compiled functions use (the container holds it), while ``get_value()``

@@ -1,6 +1,6 @@
 """The static-size minibatch op: ``size`` rows from ``index * stride``
 (``stride`` is ``size`` for the classic minibatches, 1 for a window that
-starts anywhere, as :func:`~int8store.evaluate_in_chunks` takes).
+starts anywhere, as :func:`~int8store.training.evaluate_in_chunks` takes).
 
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
 to trace; this op's output has the static length ``size`` in every mode. On

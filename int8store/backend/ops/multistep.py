@@ -5,12 +5,12 @@ inputs are the minibatch index, the values the step updates, then the shared
 variables it reads; whose outputs are the step's cost and the updated
 values), and makes ``count`` of them in a row, from minibatch ``first``, each
 step starting from the values the one before left: up to ``steps`` updates
-for one call of the compiled function (:func:`int8store.steps_function`
+for one call of the compiled function (:func:`int8store.training.steps_function`
 builds it from a classic tutorial's cost, updates and ``givens``).
 
 Its ``perform`` runs the step's compiled function ``count`` times: the same
 arithmetic as ``count`` calls, no faster (a call of the C backend costs
-little). In JAX mode :func:`int8store.steps_function` builds no such op: its
+little). In JAX mode :func:`int8store.training.steps_function` builds no such op: its
 loop is int8store's own XLA function, called directly
 (:class:`int8store.backend.jax.direct.JaxSteps`).
 """

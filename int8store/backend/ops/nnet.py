@@ -1,8 +1,8 @@
 """Theano's ``conv2d`` and ``pool_2d`` on the library that runs: Aesara's own
 (``aesara.tensor.nnet.conv2d``, ``aesara.tensor.signal.pool.pool_2d``), or
 int8store's ops on PyTensor, which has neither (:mod:`.conv`,
-:mod:`.pooling`). What the tutorials import as ``int8store.conv2d`` and
-``int8store.pool_2d``.
+:mod:`.pooling`). What the tutorials import as ``int8store.nnet.conv2d`` and
+``int8store.nnet.pool_2d``.
 """
 
 import contextlib
