@@ -101,13 +101,20 @@ OTHER_CHECKOUT = ("import runpy, sys; checkout, tutorial = sys.argv[1:3]; "
                   "runpy.run_path(tutorial, run_name='__main__')")
 
 
+def _says_timings(checkout):
+    """Whether the tutorials of ``checkout`` take --timings (older ones do not)."""
+    options = [checkout / "int8store" / "training" / "options.py",
+               checkout / "tutorials" / "logistic_sgd.py"]
+    return any(path.exists() and "--timings" in path.read_text() for path in options)
+
+
 def tutorial_run(model, dataset, mode, epochs, env, checkout=None):
     tutorial = TUTORIALS[model] if checkout is None else \
         Path(checkout) / "tutorials" / TUTORIALS[model].name
     command = [sys.executable, str(tutorial)] if checkout is None else \
         [sys.executable, "-c", OTHER_CHECKOUT, str(checkout), str(tutorial)]
     command += ["--dataset", dataset, "--mode", mode]
-    if "--timings" in (tutorial.parent / "logistic_sgd.py").read_text():  # (its options are shared)
+    if _says_timings(tutorial.parent.parent):
         command += ["--timings"]
     if model == "logistic":
         command += ["--save-model", ""]
