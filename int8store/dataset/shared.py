@@ -23,7 +23,7 @@ from ..errors import ArgumentError
 from ..order.position import check_start
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
-from ..order.windows import row_windows
+from ..order.windows import split_in_a_row
 from .split import Batch, Split
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
 from .views import float_view
@@ -329,13 +329,7 @@ class SharedDataset(Split):
         if self.blocks is not None:
             yield from self.blocks.scoring_plans(chunk_size, classic_count)
             return
-        chunk_size = int(chunk_size)
-        if 0 < self.n_examples < chunk_size:
-            raise ArgumentError(f"{self.name}: chunk_size={chunk_size} is larger than the "
-                                f"{self.n_examples} examples: a static chunk cannot fit; use a "
-                                "smaller one")
-        whole = self.n_examples // chunk_size * chunk_size
-        yield row_windows(self.n_examples, chunk_size, whole if classic_count else None)
+        yield split_in_a_row(self.n_examples, chunk_size, classic_count, self.name)
 
     @property
     def devices(self):

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 
-__all__ = ["row_windows", "block_windows", "padded_plan"]
+__all__ = ["row_windows", "split_in_a_row", "block_windows", "padded_plan"]
 
 
 def row_windows(rows, chunk, limit=None):
@@ -46,6 +46,26 @@ def row_windows(rows, chunk, limit=None):
     position = starts[:, None] + np.arange(chunk)[None, :]
     weights = (position >= firsts[:, None]) & (position < np.minimum(firsts + chunk, limit)[:, None])
     return starts, weights
+
+
+def split_in_a_row(n_examples, chunk, classic_count=False, name=None):
+    """The plan that scores a split of ``n_examples`` held in a row: every
+    example, or with ``classic_count`` whole chunks only. A chunk larger
+    than the split is refused: no row past it holds data.
+
+    Examples
+    --------
+    >>> split_in_a_row(7, 3, classic_count=True)[0].tolist()
+    [0, 3]
+    """
+    n_examples, chunk = int(n_examples), int(chunk)
+    if n_examples < 0:
+        raise ArgumentError(f"n_examples={n_examples}: expected a count of examples")
+    if 0 < n_examples < chunk:
+        raise ArgumentError(f"{name + ': ' if name else ''}chunk_size={chunk} is larger than "
+                            f"the {n_examples} examples: a static chunk cannot fit; use a "
+                            "smaller one")
+    return row_windows(n_examples, chunk, n_examples // chunk * chunk if classic_count else None)
 
 
 def block_windows(blocks, chunk, classic_count=False):

@@ -187,7 +187,7 @@ class Run:
         ``index`` onwards, from what the classic tutorial gives ``function``.
         On the C backend with one update a call it is the classic compiled
         step; otherwise :func:`int8store.training.steps_function` (in JAX mode its own
-        XLA loop, called directly), up to :attr:`steps` a call. In JAX mode
+        XLA loop, called directly), up to its ``steps`` a call. In JAX mode
         the parameters stay on the device."""
         from ..backend import activate, function_mode
         from .steps import default_steps, steps_function
@@ -197,7 +197,6 @@ class Run:
         if steps is None:
             steps = min(default_steps(self.mode, self.train.devices),
                         max(self.train.largest_call(self.batch_size), 1))
-        self.steps = steps
         params = [variable for variable, _ in updates]
         if steps == 1 and self.mode == "c":
             step = activate().function(inputs, outputs, updates=updates, givens=givens,

@@ -31,7 +31,7 @@ import numpy as np
 from ..backend import activate, function_mode
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
-from ..order.windows import row_windows
+from ..order.windows import split_in_a_row
 
 __all__ = ["evaluate_in_chunks", "scoring_function", "SplitScore", "scoring_plans"]
 
@@ -48,17 +48,10 @@ def scoring_plans(split, chunk_size, classic_count=False):
     """
     if int(chunk_size) != chunk_size or chunk_size < 1:
         raise ArgumentError(f"chunk_size={chunk_size!r}: expected a positive chunk size")
-    if not isinstance(split, numbers.Integral):
+    if isinstance(split, numbers.Integral):
+        yield split_in_a_row(split, chunk_size, classic_count)
+    else:
         yield from split.scoring_plans(int(chunk_size), classic_count)
-        return
-    n_examples, chunk_size = int(split), int(chunk_size)
-    if n_examples < 0:
-        raise ArgumentError(f"n_examples={n_examples}: expected a count of examples")
-    if 0 < n_examples < chunk_size:
-        raise ArgumentError(f"chunk_size={chunk_size} is larger than the {n_examples} examples: "
-                            "a static chunk cannot fit; use a smaller one")
-    whole = n_examples // chunk_size * chunk_size
-    yield row_windows(n_examples, chunk_size, whole if classic_count else n_examples)
 
 
 def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, static=True):
@@ -222,11 +215,10 @@ def scoring_function(inputs, outputs, givens, split, chunk_size, classic_count=F
                           classic_count)
     from ..backend.jax.direct import JaxScore, jax_graph
 
-    SharedVariable = api.module("compile.sharedvalue").SharedVariable
-    (values,) = api.clone_replace([outputs], replace=dict(givens))
+    from .steps import rebound
+
     start_in_window = start.type()
-    (values,) = api.clone_replace([values], replace={start: start_in_window})
-    read = [v for v in api.graph_inputs([values]) if isinstance(v, SharedVariable)]
+    (values,), read = rebound([outputs], givens, {start: start_in_window})
     window = JaxScore(jax_graph([start_in_window, *read], [values]))
     return SplitScore(lambda score: _score_in_one_call(score, window), split, chunk_size,
                       classic_count)

@@ -171,10 +171,8 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
                             "minibatch index")
     updates = list(updates.items() if hasattr(updates, "items") else updates)
     params = [variable for variable, _ in updates]
-    SharedVariable = api.module("compile.sharedvalue").SharedVariable
     # The step on its own: the index and the parameters' values as inputs, the
     # givens applied, the shared variables it reads as they are.
-    given = api.clone_replace([cost] + [value for _, value in updates], replace=dict(givens or {}))
     index_in_step = index.type()
     flipped = [mode == "jax" and carried_transposed(variable) for variable in params]
 
@@ -182,10 +180,10 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
         return [value.T if flip else value for value, flip in zip(values, flipped)]
 
     carried = [value.type() for value in turned(params)]
-    cost_in_step, *updated = api.clone_replace(
-        given, replace={index: index_in_step, **dict(zip(params, turned(carried)))})
+    (cost_in_step, *updated), read = rebound(
+        [cost] + [value for _, value in updates], givens,
+        {index: index_in_step, **dict(zip(params, turned(carried)))})
     outputs = [cost_in_step] + turned(updated)
-    read = [v for v in api.graph_inputs(outputs) if isinstance(v, SharedVariable)]
     if mode == "jax":  # one XLA loop, called directly (its parameters donated)
         from ..backend.jax.direct import JaxSteps, jax_graph
 
@@ -200,6 +198,18 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     compiled = api.function([first, count], results[0], updates=list(zip(params, results[1:])),
                             mode=function_mode(mode))
     return TrainingSteps(compiled, int(steps), compiled)
+
+
+def rebound(outputs, givens, replace):
+    """``outputs`` with ``givens`` applied, then the variables of ``replace``
+    (a function's explicit inputs, made anew: they also appear inside the
+    givens) replaced; and the shared variables the result reads, for a
+    graph of its own (a step, a scoring window)."""
+    api = activate()
+    SharedVariable = api.module("compile.sharedvalue").SharedVariable
+    given = api.clone_replace(list(outputs), replace=dict(givens or {}))
+    rebuilt = api.clone_replace(given, replace=replace)
+    return rebuilt, [v for v in api.graph_inputs(rebuilt) if isinstance(v, SharedVariable)]
 
 
 def minibatch_calls(split, epoch, batch_size, steps, ends=None, start=0):
