@@ -90,13 +90,12 @@ def fits_in_memory(dataset, max_memory=None, caller=None):
     are read to know their size, and are held to the ceiling as they are
     read)."""
     from .runtime.limits import max_memory as ceiling, memory_ceiling
-    from .store.reader import open_store
 
     path = find_store(dataset, caller)
     if path is None:
         return True
     with memory_ceiling(max_memory):
-        return open_store(path, verify=False).nbytes <= ceiling()
+        return _open(path).nbytes <= ceiling()
 
 
 def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, valid_seed=None,
@@ -139,21 +138,23 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         raise ArgumentError("devices= needs mode='jax' and storage='int8'")
     store = find_store(dataset, caller)
     with memory_ceiling(max_memory):
+        # (opened once, unchecked: a stream checks each chunk as it reads it)
+        opened = _open(store) if store is not None and (residency != "whole" or several) \
+            else None
         if residency is None:
-            larger = store is not None and not several and \
-                _open(store).nbytes > ceiling()
+            larger = opened is not None and not several and opened.nbytes > ceiling()
             residency = "streamed" if max_device_bytes is not None or larger else "whole"
         if residency == "streamed":
             if several:
                 raise ArgumentError("devices= and streaming together are not supported yet: "
                                     "stream on one device, or hold the splits whole over several")
-            return _streamed(dataset, store, caller, normalize, dtype, mode, max_device_bytes,
+            return _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
                              batch_size, seed, prefetch, workers, report, cache_dir, valid_size,
                              valid_seed, lossy, keep_order, test_size)
         if several and store is not None:  # each process reads its own devices' rows
             from .dataset.over_devices import load_store_over_devices
 
-            opened = _open(store, verify=True)
+            opened.verify()
             check_splits(store, opened.splits)
             say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed))
             splits = load_store_over_devices(opened, devices, normalize, dtype,
@@ -175,10 +176,11 @@ def _quiet(seed):
     return (lambda line: None) if seed is not None else None
 
 
-def _open(path, verify=False):
+def _open(path):
+    """The store at ``path``, its chunks not read yet."""
     from .store.reader import open_store
 
-    return open_store(path, verify=verify)
+    return open_store(path, verify=False)
 
 
 def _store_statistics(store, normalize):
@@ -236,7 +238,7 @@ def _whole(held, encoding, image_shape, normalize, storage, dtype, mode, devices
     return splits
 
 
-def _streamed(dataset, store, caller, normalize, dtype, mode, max_device_bytes, batch_size, seed,
+def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes, batch_size, seed,
               prefetch, workers, report, cache_dir, valid_size, valid_seed, lossy, keep_order,
               test_size):
     """Each split a :class:`~int8store.StreamingSplit` (see :func:`load_streams`)."""
@@ -248,11 +250,10 @@ def _streamed(dataset, store, caller, normalize, dtype, mode, max_device_bytes, 
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     limit = ceiling()
     budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
-    if store is not None:
-        opened = _open(store)  # each chunk is checked as it is read
-        check_splits(store, opened.splits)
-        sources = {name: StoreShards(store, name, store=opened) for name in SPLITS}
-        say_if_sorted_by_class(sources["train"].labels, store, report=_quiet(seed))
+    if opened is not None:  # (each chunk is checked as it is read)
+        check_splits(opened.path, opened.splits)
+        sources = {name: StoreShards(opened.path, name, store=opened) for name in SPLITS}
+        say_if_sorted_by_class(sources["train"].labels, opened.path, report=_quiet(seed))
         encoding, image_shape = opened.encoding, opened.image_shape
     else:
         held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
