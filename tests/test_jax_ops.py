@@ -155,3 +155,68 @@ def test_channels_last_forms_give_the_library_forms_bits(padding):
     assert not gradients_apply((1, 1), padding, (3, 3), dilation=(2, 2))
     assert not gradients_apply((1, 1), padding, (3, 3), groups=2)
     assert not gradients_apply((1, 1), ((3, 3), (0, 0)), (3, 3))
+
+
+@pytest.mark.parametrize("set_instead", [False, True], ids=["increment", "set"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_update_a_row_gives_the_scatter_bits(set_instead, dtype):
+    """x[arange(n), cols] (+)= v, the classic NLL's gradient, converted to an
+    elementwise choice: the bits of the library's scatter, negative columns
+    and columns out of range (JAX drops them) included, one value a row or
+    one for all."""
+    import jax.numpy as jnp
+
+    from int8store.backend.jax.conversions import convert
+
+    _jax_funcify = api.module("link.jax.dispatch").jax_funcify
+    n, width = 6, 5
+    x = at.TensorType(dtype, shape=(n, None))("x")
+    cols = at.TensorType("int32", shape=(n,))("cols")
+    rows = at.constant(np.arange(n, dtype="uint8"))
+    x_values = rng.normal(size=(n, width)).astype(dtype)
+    col_values = np.array([0, 4, -1, 2, 7, -5], np.int32)  # 7: out of range
+    for values in (at.TensorType(dtype, shape=(n,))("v"), at.TensorType(dtype, shape=())("v")):
+        update = (at.set_subtensor if set_instead else at.inc_subtensor)(x[rows, cols], values)
+        node = update.owner
+        assert type(node.op).__name__ == "AdvancedIncSubtensor"
+        v = rng.normal(size=values.type.shape).astype(dtype)
+        arguments = [jnp.asarray(a) for a in (x_values, v, rows.data, col_values)]
+        ours = convert(node.op, node=node)(*arguments)
+        library = _jax_funcify(node.op, node=node)(*arguments)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(library))
+        assert np.asarray(ours).dtype == x_values.dtype
+    # rows that are not arange(n) keep the library's scatter
+    other = at.inc_subtensor(x[at.constant(np.array([1, 0, 2, 3, 4, 5])), cols], values).owner
+    from int8store.backend.jax.row_updates import one_update_a_row
+    assert one_update_a_row(node) and not one_update_a_row(other)
+
+
+def test_a_tutorial_step_has_no_scatter():
+    """The NLL step, many a call, compiles to an XLA loop without a scatter
+    (which a GPU makes with atomics, or sorts under deterministic ops)."""
+    from int8store import SharedDataset
+    from int8store.training import steps_function
+
+    data = SharedDataset.from_arrays(rng.integers(0, 256, (40, 12)).astype(np.uint8),
+                                     rng.integers(0, 3, 40), name="train", dtype="float32")
+    w = lib.shared(np.zeros((12, 3), np.float32), name="w")
+    index, x, y = at.lscalar(), at.matrix("x", dtype="float32"), at.ivector("y")
+    p = api.module("tensor.special").softmax(x @ w, axis=-1)
+    cost = -at.mean(at.log(p)[at.arange(y.shape[0]), y])
+    steps = steps_function([index], cost, [(w, w - np.float32(0.1) * at.grad(cost, w))], mode="jax",
+                           givens={x: data.x[index * 10:(index + 1) * 10],
+                                   y: data.y[index * 10:(index + 1) * 10]}, steps=4)
+    text = steps.function.lower().as_text()
+    assert "while" in text and "scatter" not in text
+    steps(0)
+    assert np.isfinite(w.get_value()).all() and np.abs(w.get_value()).sum() > 0
+
+
+def test_an_update_of_another_dtype_is_refused_with_the_variable_named():
+    from int8store import ArgumentError
+    from int8store.training import steps_function
+
+    w = lib.shared(np.zeros(3, np.float32), name="w")
+    index = at.lscalar()
+    with pytest.raises(ArgumentError, match="update of w: float64 values for a float32"):
+        steps_function([index], w.sum(), [(w, w - at.constant(np.float64(0.1)))], mode="jax")

@@ -171,6 +171,12 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
                             "minibatch index")
     updates = list(updates.items() if hasattr(updates, "items") else updates)
     params = [variable for variable, _ in updates]
+    for variable, value in updates:  # (as the library's function checks its updates)
+        if getattr(value, "dtype", None) != variable.dtype:
+            raise ArgumentError(
+                f"the update of {variable.name or variable}: {getattr(value, 'dtype', value)} "
+                f"values for a {variable.dtype} shared variable (cast the update, e.g. "
+                f"value.astype('{variable.dtype}'))")
     # The step on its own: the index and the parameters' values as inputs, the
     # givens applied, the shared variables it reads as they are.
     index_in_step = index.type()

@@ -3,7 +3,8 @@ own that falls back to the library's ``jax_funcify``. Only int8store's JAX
 mode uses it (see :mod:`.mode`), so the library's plain ``"JAX"`` mode stays
 as it ships.
 
-Here: the minibatch op, the gathered rows, augmentation and Argmax, on both libraries. Then, by library, the
+Here: the minibatch op, the gathered rows, augmentation, Argmax and one
+update a row (:mod:`.row_updates`), on both libraries. Then, by library, the
 ops int8store's graphs use that it cannot convert: on Aesara 2.9.4 conv2d,
 pooling, the classic softmax ops and two corrections (:mod:`.aesara_conversions`);
 on PyTensor int8store's own convolution and pooling
@@ -22,8 +23,9 @@ from ..ops.augment import Augment
 from ..ops.gather import GatherRows
 from ..ops.minibatch import Minibatch
 from ..setup.activation import activate
-from .sharding import AXIS, sharded_layout
 from ...order.blocks import check_shuffled_over
+from .row_updates import one_update_a_row, row_update
+from .sharding import AXIS, sharded_layout
 from .shuffle import permuted_in_classes_jax
 
 __all__ = ["convert", "typify"]
@@ -32,6 +34,7 @@ _api = activate()
 _jax_funcify = _api.module("link.jax.dispatch").jax_funcify
 _jax_typify = _api.module("link.jax.dispatch").jax_typify
 Argmax = _api.module("tensor.math").Argmax
+AdvancedIncSubtensor = _api.module("tensor.subtensor").AdvancedIncSubtensor
 
 
 def typify(data, dtype=None, **kwargs):
@@ -140,6 +143,14 @@ def sharded_steps(op, devices):
             f"a minibatch of {op.size} rows (stride {op.stride}) cannot be split evenly over "
             f"{devices} devices: use a batch size that is a multiple of {devices}")
     return op.size // devices, 1 if op.stride == 1 else op.stride // devices
+
+
+@convert.register(AdvancedIncSubtensor)
+def jax_funcify_AdvancedIncSubtensor(op, node=None, **kwargs):
+    general = _jax_funcify(op, node=node, **kwargs)
+    if node is None or not one_update_a_row(node):
+        return general
+    return row_update(op, general)
 
 
 @convert.register(Argmax)

@@ -108,7 +108,9 @@ class JaxSteps:
             def body(k, carry):
                 costs, state = carry
                 cost, *updated = one_step(first + k, *state, *data)
-                return costs.at[k].set(cost), tuple(updated)
+                # (an update in place, not a scatter: XLA keeps it in the loop's buffer)
+                costs = jax.lax.dynamic_update_index_in_dim(costs, cost.astype(cost_dtype), k, 0)
+                return costs, tuple(updated)
 
             costs = jnp.zeros(self.steps, cost_dtype)
             costs, state = jax.lax.fori_loop(0, count, body, (costs, turned(state)))
