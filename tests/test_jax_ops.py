@@ -184,7 +184,7 @@ def test_one_update_a_row_gives_the_scatter_bits(set_instead, dtype):
         ours = convert(node.op, node=node)(*arguments)
         library = _jax_funcify(node.op, node=node)(*arguments)
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(library))
-        assert np.asarray(ours).dtype == x_values.dtype
+        assert np.asarray(ours).dtype == np.asarray(library).dtype  # (float32 without x64)
     # rows that are not arange(n) keep the library's scatter
     other = at.inc_subtensor(x[at.constant(np.array([1, 0, 2, 3, 4, 5])), cols], values).owner
     from int8store.backend.jax.row_updates import one_update_a_row
