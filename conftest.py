@@ -1,15 +1,17 @@
 """Collection settings for the whole tree (the doctests in int8store/ included)."""
 
 import importlib.util
+import re
+from pathlib import Path
 
 from int8store.backend import chosen_backend
 
-# int8store's JAX conversions import JAX: without the [jax] extra their modules
-# are not collected for doctests (the JAX tests skip, saying why).
-_JAX_MODULES = ["int8store/backend/jax/conversions.py",
-                "int8store/backend/jax/aesara_conversions.py", "int8store/backend/jax/pooling.py",
-                "int8store/backend/jax/pytensor_conversions.py", "int8store/backend/jax/shuffle.py",
-                "int8store/backend/jax/channels_last.py"]
+# int8store's JAX conversions import JAX: without the [jax] extra the modules
+# that import it at their top are not collected for doctests (the JAX tests
+# skip, saying why).
+_JAX_MODULES = [str(path.relative_to(Path(__file__).parent))
+                for path in sorted(Path(__file__).parent.glob("int8store/backend/jax/*.py"))
+                if re.search(r"^(import|from) jax\b", path.read_text(), re.MULTILINE)]
 collect_ignore = [] if importlib.util.find_spec("jax") else list(_JAX_MODULES)
 # Each backend's own modules import it: collected for doctests on that backend only.
 collect_ignore += (["int8store/backend/ops/conv.py", "int8store/backend/ops/pooling.py",
