@@ -181,3 +181,64 @@ def test_a_chunk_larger_than_a_split_held_whole_is_refused():
     # (the window op refuses it as the graph is built: a split held whole has no rows past it)
     with pytest.raises(ArgumentError, match="20 rows cannot fill a minibatch of 30"):
         one_call(model, x, y, split, 30, False, "c")()
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+@pytest.mark.parametrize("group", [2, 3, 7])
+@pytest.mark.parametrize("classic", [False, True])
+def test_windows_scored_a_group_at_once_count_as_one_at_a_time(group, classic, monkeypatch):
+    """What a GPU does (several windows a step of the loop, their rows one
+    batch, the plan padded with windows that count nothing), forced on the
+    CPU: held whole with a last partial chunk, and streamed, the counts of a
+    call a chunk."""
+    from int8store.backend.jax import direct
+
+    monkeypatch.setattr(direct, "scoring_group", lambda *arguments: group)
+    split = digits_split(300)
+    model, x, y = trained_model()
+    expected = chunked(model, x, y, split, 64, classic)
+    place([split], "jax")
+    score = one_call(model, x, y, split, 64, classic, "jax")
+    assert score() == expected and score.calls == 1
+    streamed_split = digits_split(230)
+    expected = chunked(model, x, y, streamed_split, 30, classic)
+    shards = stream(streamed_split.x, streamed_split.y, max_device_bytes=70 * (64 + 4),
+                    batch_size=10, mode="jax", prefetch=1)
+    score = one_call(model, x, y, shards, 30, classic, "jax")
+    assert score() == pytest.approx(expected) and score()[1] == expected[1]
+    shards.close()
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_a_group_holds_the_windows_that_fit_on_one_accelerator_and_one_on_a_cpu(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    from int8store.backend.jax import window_groups
+
+    data = (jnp.zeros((1000, 64), jnp.float32),)
+
+    def values_of(start, x):  # a window of 100 rows: 100x64 floats, their sum a row
+        rows = jax.lax.dynamic_slice_in_dim(x, start, 100)
+        return (rows.sum(axis=1) > 0,)
+
+    per_window = window_groups.intermediate_bytes(
+        jax.make_jaxpr(values_of)(np.int32(0), *data).jaxpr)
+    assert per_window >= 100 * 64 * 4
+    assert window_groups.scoring_group(values_of, np.int32, data, 10) == 1  # on this CPU
+
+    class Accelerator:
+        platform = "gpu"
+
+        def __init__(self, memory):
+            self.memory = memory
+
+        def memory_stats(self):
+            return {"bytes_limit": self.memory}
+
+    for memory, windows, expected in [(8 * 3 * per_window, 10, 3), (2**40, 10, 10),
+                                      (2**40, 1, 1), (8, 10, 1)]:
+        monkeypatch.setattr(window_groups, "_device", lambda data: Accelerator(memory))
+        assert window_groups.scoring_group(values_of, np.int32, data, windows) == expected
+    monkeypatch.setattr(window_groups, "_device", lambda data: None)  # over several devices
+    assert window_groups.scoring_group(values_of, np.int32, data, 10) == 1

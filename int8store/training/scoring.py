@@ -219,7 +219,9 @@ def scoring_function(inputs, outputs, givens, split, chunk_size, classic_count=F
 
     start_in_window = start.type()
     (values,), read = rebound([outputs], givens, {start: start_in_window})
-    window = JaxScore(jax_graph([start_in_window, *read], [values]))
+    examples = split if isinstance(split, numbers.Integral) else getattr(split, "n_examples", 0)
+    window = JaxScore(jax_graph([start_in_window, *read], [values]),
+                      windows=-(-int(examples) // int(chunk_size)))
     return SplitScore(lambda score: _score_in_one_call(score, window), split, chunk_size,
                       classic_count)
 

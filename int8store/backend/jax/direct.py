@@ -22,6 +22,7 @@ import numpy as np
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from .mode import jax_mode, minibatch_check, require_jax
+from .window_groups import scoring_group
 
 __all__ = ["jax_graph", "python_function", "JaxSteps", "JaxScore"]
 
@@ -161,12 +162,15 @@ class JaxScore:
     weight is 1 over the windows ``starts`` (int32 for integer or boolean
     values, exact; the values' own float type otherwise), in one loop of a
     fixed trip count: one compilation for every call whose plan has that
-    many windows. The last :attr:`KEPT` plans are kept on the device.
+    many windows. Each step of the loop takes :attr:`group` windows at once
+    (:mod:`.window_groups`: on one accelerator as many as fit, of the
+    ``windows`` a split has; else one), the plan padded with windows that
+    count nothing. The last :attr:`KEPT` plans are kept on the device.
     """
 
     KEPT = 4
 
-    def __init__(self, window):
+    def __init__(self, window, windows=1):
         jax = require_jax()
         import jax.numpy as jnp
 
@@ -175,10 +179,17 @@ class JaxScore:
         values_of = python_function(window, "int8store_window")
         dtype = np.dtype(window.outputs[0].type.dtype)
         total_dtype = jnp.int32 if dtype.kind in "biu" else jax.dtypes.canonicalize_dtype(dtype)
+        start_dtype = jax.dtypes.canonicalize_dtype(window.inputs[0].type.dtype)
 
-        def int8store_score(starts, weights, data):
+        def group_values(starts, data):  # the values of the windows at ``starts``, at once
+            return jax.vmap(lambda start: values_of(start, *data)[0])(starts)
+
+        def int8store_score(starts, weights, data):  # (a 2-D plan: a group a step)
             def body(k, total):
-                (values,) = values_of(starts[k], *data)
+                if starts.ndim == 1:
+                    (values,) = values_of(starts[k], *data)
+                else:
+                    values = group_values(starts[k], data)
                 counted = jnp.where(weights[k], values, jnp.zeros((), values.dtype))
                 return total + jnp.sum(counted, dtype=total_dtype)
 
@@ -186,6 +197,27 @@ class JaxScore:
 
         self._score = jax.jit(int8store_score)
         self._kept = {}  # the plans seen last, on the device
+        self._group_of = lambda: scoring_group(values_of, start_dtype, _held(self.read), windows)
+        self._group = None
+
+    @property
+    def group(self):
+        """How many windows a step of the loop takes (decided at the first score)."""
+        if self._group is None:
+            self._group = self._group_of()
+        return self._group
+
+    def grouped(self, starts, weights):
+        """The plan ``(starts, weights)`` as the loop takes it: a window a
+        step, or padded (windows from the first start that count nothing)
+        to whole groups of :attr:`group`, a group a step."""
+        group = self.group
+        if group == 1:
+            return starts, weights
+        padding = -len(starts) % group
+        starts = np.concatenate([starts, np.repeat(starts[:1], padding)])
+        weights = np.concatenate([weights, np.zeros((padding,) + weights.shape[1:], bool)])
+        return (starts.reshape(-1, group), weights.reshape((-1, group) + weights.shape[1:]))
 
     def __call__(self, starts, weights):
         """The sum (a device scalar) over the plan ``(starts, weights)``
@@ -196,7 +228,7 @@ class JaxScore:
         kept = self._kept.pop(key, None)  # (put back last: the most recent)
         if kept is None:
             self._check(starts)
-            kept = require_jax().device_put((starts, weights))
+            kept = require_jax().device_put(self.grouped(starts, weights))
         self._kept[key] = kept
         while len(self._kept) > self.KEPT:
             self._kept.pop(next(iter(self._kept)))
