@@ -236,7 +236,8 @@ def test_a_group_holds_the_windows_that_fit_on_one_accelerator_and_one_on_a_cpu(
         def memory_stats(self):
             return {"bytes_limit": self.memory}
 
-    for memory, windows, expected in [(8 * 3 * per_window, 10, 3), (2**40, 10, 10),
+    for memory, windows, expected in [(8 * 3 * per_window, 9, 3), (8 * 7 * per_window, 10, 5),
+                                      (2**40, 10, 10),
                                       (2**40, 1, 1), (8, 10, 1)]:
         monkeypatch.setattr(window_groups, "_device", lambda data: Accelerator(memory))
         assert window_groups.scoring_group(values_of, np.int32, data, windows) == expected

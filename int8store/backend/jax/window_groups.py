@@ -9,7 +9,9 @@ group of windows at once (``jax.vmap``: the windows' rows become one batch)
 costs the launches of one. On a single accelerator a group holds as many
 windows as fit :data:`GROUP_BYTES` (an eighth of the device's memory at
 most) by the sum of the window's intermediate arrays (an upper bound: XLA
-frees and fuses many), up to the split's whole. The group depends on the
+frees and fuses many), up to the split's whole, evened out over the steps
+that takes (20 windows of which 15 fit: two steps of 10, not 15 and 5
+padded to 15). The group depends on the
 model, the split's size and the device, never on how the split is held or
 fed: scored held whole or streamed, the same shapes, the same kernels, the
 same lines. On a CPU, where a bigger batch gains nothing, and over several
@@ -61,4 +63,6 @@ def scoring_group(values_of, start_dtype, data, windows):
     limit = (device.memory_stats() or {}).get("bytes_limit")
     budget = min(GROUP_BYTES, limit // 8) if limit else GROUP_BYTES
     jaxpr = jax.make_jaxpr(values_of)(np.zeros((), start_dtype), *data).jaxpr
-    return int(max(1, min(windows, budget // max(intermediate_bytes(jaxpr), 1))))
+    fits = max(1, min(windows, budget // max(intermediate_bytes(jaxpr), 1)))
+    # As few steps as fit, and groups as even as they can be: the least padding
+    return int(-(-windows // -(-windows // fits)))
