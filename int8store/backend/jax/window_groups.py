@@ -20,7 +20,6 @@ devices, a window at a time, as before.
 
 import math
 
-import jax
 import numpy as np
 
 __all__ = ["GROUP_BYTES", "scoring_group", "intermediate_bytes"]
@@ -62,6 +61,8 @@ def scoring_group(values_of, start_dtype, data, windows):
         return 1
     limit = (device.memory_stats() or {}).get("bytes_limit")
     budget = min(GROUP_BYTES, limit // 8) if limit else GROUP_BYTES
+    import jax  # (here: int8store.backend.jax.direct imports this module without JAX)
+
     jaxpr = jax.make_jaxpr(values_of)(np.zeros((), start_dtype), *data).jaxpr
     fits = max(1, min(windows, budget // max(intermediate_bytes(jaxpr), 1)))
     # As few steps as fit, and groups as even as they can be: the least padding
