@@ -17,6 +17,8 @@ does not ask for. Minibatch indices are checked on the host before each
 call, as int8store's JAX mode checks them (JAX would clamp them).
 """
 
+import functools
+
 import numpy as np
 
 from ...errors import ArgumentError
@@ -197,15 +199,13 @@ class JaxScore:
 
         self._score = jax.jit(int8store_score)
         self._kept = {}  # the plans seen last, on the device
-        self._group_of = lambda: scoring_group(values_of, start_dtype, _held(self.read), windows)
-        self._group = None
+        self._values_of, self._start_dtype, self._windows = values_of, start_dtype, windows
 
-    @property
+    @functools.cached_property
     def group(self):
-        """How many windows a step of the loop takes (decided at the first score)."""
-        if self._group is None:
-            self._group = self._group_of()
-        return self._group
+        """How many windows a step of the loop takes: decided at the first
+        score, when what the window reads lies where it will be scored."""
+        return scoring_group(self._values_of, self._start_dtype, _held(self.read), self._windows)
 
     def grouped(self, starts, weights):
         """The plan ``(starts, weights)`` as the loop takes it: a window a
