@@ -6,7 +6,6 @@ device memory than one step; the tutorials' error lines unchanged."""
 import contextlib
 import importlib.util
 import io
-import json
 import os
 import subprocess
 import sys
@@ -108,6 +107,44 @@ def test_k_updates_a_call_are_k_calls_of_one(mode, seed):
             np.testing.assert_array_equal(a, b)
         else:  # the same sums of products, added in another order: a few units in the last place
             np.testing.assert_allclose(a, b, rtol=0, atol=16 * np.finfo(b.dtype).eps * abs(b).max())
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_made_for_a_gpu_the_loop_carries_parameters_as_they_are_and_matches_exactly():
+    """Inside compiling_for("gpu") (a program compiled ahead of time for a
+    GPU this machine lacks), int8store takes the GPU's forms on any
+    machine: no parameter carried transposed, the library's convolutions;
+    K updates a call then equal K calls of one bit for bit; outside, the
+    default backend's forms again."""
+    from int8store.backend.jax.channels_last import on_cpu
+    from int8store.backend.jax.target import compiling_for
+
+    split = digits_split()
+    place([split], "jax")
+    params, index, cost, updates, givens = logistic_step(split, 10)
+    one = theano.function([index], cost, updates=updates, givens=givens, mode=function_mode("jax"))
+    with compiling_for("gpu"):
+        assert not on_cpu() and not any(carried_transposed(p) for p in params)
+        steps = steps_function([index], cost, updates, givens, steps=6, mode="jax")
+    assert on_cpu() == jax_on_cpu() and carried_transposed(params[0]) == jax_on_cpu()
+    keep_on_device(params, [one, steps.function])
+    start = values(params)
+    singles = [float(one(i)) for i in range(3, 12)]
+    by_one = values(params)
+    for param, value in zip(params, start):
+        param.set_value(value)
+    keep_on_device(params, [one, steps.function])
+    grouped = list(np.asarray(steps(3))) + list(np.asarray(steps(9, 3)))
+    np.testing.assert_array_equal(np.asarray(grouped, cost.dtype), np.asarray(singles, cost.dtype))
+    for a, b in zip(values(params), by_one):
+        np.testing.assert_array_equal(a, b)
+    # lowered with what ``like`` makes of each argument (the bench gives shapes on a GPU)
+    seen = []
+    steps.function.lower(like=lambda value: seen.append(np.shape(value)) or value).compile()
+    assert seen == [(), (64, 10), (10,), (300, 64), (300,)]  # first, W and b, x and y
+    with pytest.raises(ArgumentError, match="'cuda'"):
+        with compiling_for("cuda"):
+            pass
 
 
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")

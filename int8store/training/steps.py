@@ -81,11 +81,11 @@ def carried_transposed(variable):
     ``bench/steps_per_call.py``); from rows of 64 float32 on, no gain. The
     parameter is transposed once on the way into a call and once out: its
     values are the user's, in the user's shape."""
-    import jax
+    from ..backend.jax.target import target_platform
 
     value = variable.get_value(borrow=True, return_internal_type=True)
     shape, itemsize = getattr(value, "shape", ()), np.dtype(variable.dtype).itemsize
-    return (jax.default_backend() == "cpu" and len(shape) == 2 and shape[0] > shape[1]
+    return (target_platform() == "cpu" and len(shape) == 2 and shape[0] > shape[1]
             and shape[1] * itemsize <= SHORT_ROWS)
 
 

@@ -5,7 +5,8 @@ conversions of int8store's ops and of those the library cannot convert
 :mod:`.pytensor_conversions`, :mod:`.pooling`), the Feistel order traced in
 ``jax.numpy`` (:mod:`.shuffle`), and data on JAX's devices: placing shared
 values on one device or several (:mod:`.device`), a split in blocks over the
-devices of several processes (:mod:`.sharding`).
+devices of several processes (:mod:`.sharding`); the platform the functions
+are made for, the default backend's or one named (:mod:`.target`).
 
 No module outside this room imports JAX; here, :func:`.device.place` with
 mode ``"c"`` and :func:`.mode.require_jax` work without it.

@@ -20,6 +20,8 @@ convolution's (the op's ``filter_flip``).
 import jax
 import jax.numpy as jnp
 
+from .target import target_platform
+
 __all__ = ["on_cpu", "correlate", "gradients_apply", "correlate_grad_weights",
            "correlate_grad_inputs"]
 
@@ -28,8 +30,9 @@ _TO_NHWC, _FROM_NHWC = (0, 2, 3, 1), (0, 3, 1, 2)
 
 
 def on_cpu():
-    """Whether JAX's default backend is the CPU, where these forms are used."""
-    return jax.default_backend() == "cpu"
+    """Whether the functions are made for the CPU (:mod:`.target`), where
+    these forms are used."""
+    return target_platform() == "cpu"
 
 
 def correlate(img, kern, strides=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1):

@@ -146,10 +146,14 @@ class JaxSteps:
             variable.container.storage[0] = value
         return costs
 
-    def lower(self, first=0, count=None):
+    def lower(self, first=0, count=None, like=None):
         """JAX's lowering of a call (``.compile()`` gives XLA's executable:
-        its memory analysis, its text), with the values held now."""
+        its memory analysis, its text), with the values held now, or with
+        ``like(value)`` for each (e.g. a ``jax.ShapeDtypeStruct`` placed on
+        a device that JAX can compile for but not run on)."""
         jitted, arguments = self._arguments(int(first), self.steps if count is None else int(count))
+        if like is not None:
+            arguments = require_jax().tree_util.tree_map(like, arguments)
         return jitted.lower(*arguments)
 
 
