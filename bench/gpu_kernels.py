@@ -112,8 +112,7 @@ def programs(case, steps, like, images, labels, forms="gpu"):
         for k in (1, steps):
             call = steps_function([index], cost, updates, givens, steps=k, mode="jax").function
             lowered[("int8store", k)] = call.lower(like=like)
-    codes = (images.reshape(len(images), -1).astype(np.int16) - 128).astype(np.int8)
-    ys = labels.astype(np.int32)
+    codes, ys = steps_per_call._plain_data(images, labels)
     plain, step, scan = steps_per_call._plain(model, codes, ys, batch, rate, steps)
     arguments = [like(p) for p in plain], like(codes), like(ys), like(np.int32(0))
     lowered[("plain jax.jit", 1)] = step.lower(*arguments)
@@ -136,8 +135,9 @@ def measure(cases, steps, sharding, forms="gpu"):
             counted[way] = step_kernels(compiled.as_text()) + (seconds,)
         for (how, k), (kinds, trips, seconds) in counted.items():
             plain = counted[("plain jax.jit", 1) if k == 1 else ("plain lax.scan", steps)][0]
-            rows.append((model, batch, how, k, sum(kinds.values()), kinds, trips,
-                         sum(kinds.values()) / sum(plain.values()), seconds))
+            total = sum(kinds.values())
+            rows.append((model, batch, how, k, total, kinds, trips, total / sum(plain.values()),
+                         seconds))
     return rows
 
 
@@ -176,6 +176,7 @@ def main(argv=None):
     print(f"Compiled for {gpu} on this CPU (jax {jax.__version__}, jaxlib {jaxlib.__version__}); "
           f"no autotuning; int8store in the {args.forms.upper()}'s forms.")
     print(table(measure(args.cases, args.steps, sharding, args.forms)))
+
 
 if __name__ == "__main__":
     main()

@@ -172,15 +172,20 @@ def _int8store_ways(model, images, labels, batch, mode, ks):
     return ways
 
 
+def _plain_data(images, labels):
+    """What the plain JAX ways train on: the images as int8 codes (pixel -
+    128), a row each, and the labels as int32 (on the host)."""
+    codes = (images.reshape(len(images), -1).astype(np.int16) - 128).astype(np.int8)
+    return codes, labels.astype(np.int32)
+
+
 def _plain_ways(model, images, labels, batch, k):
     """The same step in plain JAX: one ``jax.jit`` call a step, and ``k``
     steps a call in ``lax.scan``."""
     import jax
     import jax.numpy as jnp
 
-    codes = jax.device_put(jnp.asarray((images.reshape(len(images), -1).astype(np.int16) - 128)
-                                       .astype(np.int8)))
-    ys = jax.device_put(jnp.asarray(labels.astype(np.int32)))
+    codes, ys = (jax.device_put(jnp.asarray(array)) for array in _plain_data(images, labels))
     params, step, scan = _plain(model, codes, ys, batch, RATES[model], k)
     state = {"jit": params, "scan": list(params)}
     span = len(labels) // batch - k + 1
