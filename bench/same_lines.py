@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,27 +31,41 @@ import numpy as np
 LENET5 = Path(__file__).resolve().parent.parent / "tutorials" / "convolutional_mlp.py"
 
 
-def tutorial(arguments, checkpoint, kill_after=None):
+def tutorial(arguments, checkpoint, kill_after=None, limit=3600):
     """The error lines a run prints and its seconds; with ``kill_after``,
-    SIGKILLed once it has printed that many validation lines."""
+    SIGKILLed once it has printed that many validation lines. A run still
+    going after ``limit`` seconds is killed and reported."""
     command = [sys.executable, str(LENET5), "--mode", "jax", "--save-model", "",
                "--checkpoint", str(checkpoint)] + arguments
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    lines, validations = [], 0
-    for line in process.stdout:
-        if "error" in line:
-            lines.append(line.rstrip("\n"))
-            validations += "validation error" in line
-        if kill_after is not None and validations == kill_after:
-            process.kill()
-            break
-    lines += [line.rstrip("\n") for line in process.stdout if "error" in line]
-    stderr = process.stderr.read()
-    process.wait()
+    expired = threading.Event()
+    # stderr to a file, not a pipe read at the end: a long log (XLA's, on a
+    # GPU) cannot fill the pipe and stall the run.
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        watchdog = threading.Timer(limit, lambda: (expired.set(), process.kill()))
+        watchdog.start()
+        try:
+            lines, validations = [], 0
+            for line in process.stdout:
+                if "error" in line:
+                    lines.append(line.rstrip("\n"))
+                    validations += "validation error" in line
+                if kill_after is not None and validations == kill_after:
+                    process.kill()
+                    break
+            lines += [line.rstrip("\n") for line in process.stdout if "error" in line]
+            process.wait()
+        finally:
+            watchdog.cancel()
+            process.stdout.close()
+        stderr.seek(0)
+        errors = stderr.read()
+    if expired.is_set():
+        sys.exit(f"{' '.join(command)}: still running after {limit} s, killed:\n{errors}")
     if kill_after is None and process.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{stderr}")
+        sys.exit(f"{' '.join(command)} failed:\n{errors}")
     return lines, time.perf_counter() - started
 
 
@@ -64,16 +79,9 @@ def same_bits(a, b):
                                     for x, y in zip(a, b))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="mnist.pkl.gz")
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--max-device-bytes", type=int, default=16 * 2**20)
-    parser.add_argument("--kill-after", type=int, default=5,
-                        help="validation lines printed before the kill")
-    parser.add_argument("extra", nargs="*", help="after --: more options for the tutorial")
-    args = parser.parse_args(argv)
-    folder = Path(tempfile.mkdtemp(prefix="int8store-same-lines-"))
+def runs(args, folder):
+    """The four runs, their checkpoints in ``folder``: the table's rows, and
+    the lines each printed."""
     common = ["--dataset", args.dataset, "--epochs", str(args.epochs)] + args.extra
     whole, whole_s = tutorial(common, folder / "whole.npz")
     if sum("validation error" in line for line in whole) <= args.kill_after:
@@ -92,6 +100,20 @@ def main(argv=None):
             (f"killed after validation {args.kill_after}, then resumed",
              0 < before <= len(killed) and killed[:before] + resumed == whole,
              same_bits(parameters(folder / "run.npz"), reference), killed_s + resumed_s)]
+    return rows, {"held whole": whole, "streamed": streamed, "resumed": resumed}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="mnist.pkl.gz")
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--max-device-bytes", type=int, default=16 * 2**20)
+    parser.add_argument("--kill-after", type=int, default=5,
+                        help="validation lines printed before the kill")
+    parser.add_argument("extra", nargs="*", help="after --: more options for the tutorial")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="int8store-same-lines-") as folder:
+        rows, printed = runs(args, Path(folder))
     import jax
 
     from int8store.backend import activate
@@ -105,9 +127,9 @@ def main(argv=None):
     for name, lines, bits, seconds in rows:
         print(f"| {name} | {'same' if lines else 'DIFFERENT'} | "
               f"{'same' if bits else 'DIFFERENT'} | {seconds:.1f} |")
-    for name, printed in (("streamed", streamed), ("resumed", resumed)):
-        for line in printed:
-            if line not in whole:
+    for name in ("streamed", "resumed"):
+        for line in printed[name]:
+            if line not in printed["held whole"]:
                 print(f"{name}: {line}   (not printed held whole)")
                 break
     return 0 if all(lines and bits for _, lines, bits, _ in rows) else 1
