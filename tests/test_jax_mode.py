@@ -210,3 +210,40 @@ def test_lenet5_trains_in_jax_mode_with_its_images_placed_once(monkeypatch):
     for variable, images in placed:  # the very array placed before the first step: never re-sent
         assert isinstance(images, jax.Array) and images.dtype == np.int8
         assert variable.get_value(borrow=True) is images
+
+
+def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_path,
+                                                                           monkeypatch):
+    """The converted graph's source goes to one pruned folder, named by its
+    content, where the library has that setting (PyTensor 3.3.7 on), the
+    user's if named; Aesara's files stay in the temporary folder."""
+    import inspect
+    import tempfile
+
+    from int8store.backend.jax.generated_source import graph_to_python, source_folder
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    x = at.vector("x")
+    graph = api.module("graph.fg").FunctionGraph([x], [at.exp(x) * 2 + 1])
+    folder = source_folder()
+    if folder is None:
+        assert not hasattr(lib.config, "generated_src_dir") and api.NAME == "aesara"
+        pytest.skip("Aesara writes each converted graph to the temporary folder")
+    assert Path(folder) == Path(lib.config.compiledir) / "generated_src"
+    functions = {}
+    for named in (None, tmp_path / "mine"):
+        chosen = {} if named is None else {"generated_src_dir": str(named)}
+        with lib.config.change_flags(**chosen):
+            values = graph_to_python(graph, "doubled")
+            functions[named] = values
+        source = Path(values.__code__.co_filename)
+        assert source.parent == (named or Path(folder))
+        assert "def doubled(" in inspect.getsource(values)  # (tracebacks read it)
+        np.testing.assert_allclose(values(np.zeros(2))[0], [3.0, 3.0])
+    assert not list(temporary.iterdir())
+    step, _ = classic_step(place(load_data("digits"), "jax"), 300, "jax")
+    step(0)
+    assert not list(temporary.iterdir())
+    assert lib.config.generated_src_dir == ""  # the setting is left as it was

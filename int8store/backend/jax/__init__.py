@@ -2,7 +2,9 @@
 slices as static-size minibatches, every index checked on the host), the
 conversions of int8store's ops and of those the library cannot convert
 (:mod:`.conversions`, its own dispatcher; :mod:`.aesara_conversions`,
-:mod:`.pytensor_conversions`, :mod:`.pooling`), the Feistel order traced in
+:mod:`.pytensor_conversions`, :mod:`.pooling`) and the Python function they
+make of a graph, its source kept out of ``/tmp``
+(:mod:`.generated_source`), the Feistel order traced in
 ``jax.numpy`` (:mod:`.shuffle`), and data on JAX's devices: placing shared
 values on one device or several (:mod:`.device`), a split in blocks over the
 devices of several processes (:mod:`.sharding`); the platform the functions

@@ -9,12 +9,13 @@ functions int8store builds itself that is all the host work of a call, and
 on a GPU it costs more than a small model's step. Here the graph, rewritten
 as int8store's JAX mode rewrites a function's (:func:`jax_graph`: the
 classic slices as minibatch ops) and converted with int8store's conversions
-(:func:`python_function`), is given to ``jax.jit`` as a function of plain
-arguments and called with the shared variables' arrays as they lie on the
-device: the parameters donated (XLA writes their updates over them), the
-data read where it is, nothing brought back to the host that the caller
-does not ask for. Minibatch indices are checked on the host before each
-call, as int8store's JAX mode checks them (JAX would clamp them).
+(:func:`.generated_source.graph_to_python`), is given to ``jax.jit`` as a
+function of plain arguments and called with the shared variables' arrays as
+they lie on the device: the parameters donated (XLA writes their updates
+over them), the data read where it is, nothing brought back to the host that
+the caller does not ask for. Minibatch indices are checked on the host
+before each call, as int8store's JAX mode checks them (JAX would clamp
+them).
 """
 
 import functools
@@ -23,10 +24,11 @@ import numpy as np
 
 from ...errors import ArgumentError
 from ..setup.activation import activate
+from .generated_source import graph_to_python
 from .mode import jax_mode, minibatch_check, require_jax
 from .window_groups import scoring_group
 
-__all__ = ["jax_graph", "python_function", "JaxSteps", "JaxScore"]
+__all__ = ["jax_graph", "JaxSteps", "JaxScore"]
 
 
 def jax_graph(inputs, outputs):
@@ -39,15 +41,6 @@ def jax_graph(inputs, outputs):
     graph.attach_feature(api.Supervisor(graph.inputs))
     jax_mode().optimizer.rewrite(graph)
     return graph
-
-
-def python_function(graph, name):
-    """The graph as a Python function of its inputs that JAX can trace,
-    through int8store's conversions (then the library's)."""
-    from .conversions import convert, typify
-
-    fgraph_to_python = activate().module("link.utils").fgraph_to_python
-    return fgraph_to_python(graph, convert, type_conversion_fn=typify, fgraph_name=name)
 
 
 def index_checks(graph, what):
@@ -101,7 +94,7 @@ class JaxSteps:
         n_state = len(self.params)
         self.read = list(step.inputs[1 + n_state:])
         self._checks = index_checks(step, "many steps a call")
-        one_step = python_function(step, "int8store_step")
+        one_step = graph_to_python(step, "int8store_step")
         cost_dtype = jax.dtypes.canonicalize_dtype(step.outputs[0].type.dtype)
 
         def turned(values):  # between the parameters' shapes and the loop's
@@ -182,7 +175,7 @@ class JaxScore:
 
         self.read = list(window.inputs[1:])
         self._checks = index_checks(window, "a split scored in one call")
-        values_of = python_function(window, "int8store_window")
+        values_of = graph_to_python(window, "int8store_window")
         dtype = np.dtype(window.outputs[0].type.dtype)
         total_dtype = jnp.int32 if dtype.kind in "biu" else jax.dtypes.canonicalize_dtype(dtype)
         start_dtype = jax.dtypes.canonicalize_dtype(window.inputs[0].type.dtype)

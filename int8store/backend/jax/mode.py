@@ -66,11 +66,10 @@ def _make_jax_mode():
     GraphRewriter, in2out, node_rewriter = (rewriting.GraphRewriter, rewriting.in2out,
                                             rewriting.node_rewriter)
     JAXLinker = api.module("link.jax.linker").JAXLinker
-    fgraph_to_python = api.module("link.utils").fgraph_to_python
     Subtensor = api.module("tensor.subtensor").Subtensor
 
     from ..ops.minibatch import Minibatch, minibatch_of_slice
-    from .conversions import convert, typify
+    from .generated_source import graph_to_python
     from .updates import DeviceUpdates
 
     class CheckedJAXLinker(JAXLinker):
@@ -83,10 +82,9 @@ def _make_jax_mode():
                                   if isinstance(node.op, Minibatch)]
             # What JAXLinker.fgraph_convert does, with int8store's conversions
             # (Aesara's for every other op).
-            return fgraph_to_python(fgraph, convert, type_conversion_fn=typify,
-                                    fgraph_name="jax_funcified_fgraph",
-                                    input_storage=input_storage, storage_map=storage_map,
-                                    **kwargs)
+            return graph_to_python(fgraph, "jax_funcified_fgraph",
+                                   input_storage=input_storage, storage_map=storage_map,
+                                   **kwargs)
 
         def make_all(self, *args, **kwargs):
             program, inputs, outputs, *rest = super().make_all(*args, **kwargs)
