@@ -101,7 +101,12 @@ def metadata_offsets(path):
 
 
 def run(data_bits=4096, stride=1, limit=10.0, workers=None, seed=0):
-    scratch = tempfile.mkdtemp(prefix="bitflips-")
+    # (a hung worker, killed, may still hold its file: removal is best effort)
+    with tempfile.TemporaryDirectory(prefix="bitflips-", ignore_cleanup_errors=True) as scratch:
+        return _flips(scratch, data_bits, stride, limit, workers, seed)
+
+
+def _flips(scratch, data_bits, stride, limit, workers, seed):
     path = write_small_store(scratch)
     original = path.read_bytes()
     expected = json.dumps(observe(path), default=str)

@@ -154,8 +154,8 @@ def torch_imports(python):
     return subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0
 
 
-def measure(models, dataset, anchors, epochs, rounds, c_backend, torch_python, before, skip=()):
-    cache = tempfile.mkdtemp(prefix="int8store-compile-cache-")
+def measure(models, dataset, anchors, epochs, rounds, c_backend, torch_python, before, cache,
+            skip=()):
     env = {**os.environ, "XDG_CACHE_HOME": cache}  # the tutorials' compilation cache
     cold, warm = "int8store jax", "int8store jax, warm cache"
     ways = [cold, warm, "plain jax.jit", "plain lax.scan"]
@@ -217,12 +217,15 @@ def main(argv=None):
                         help="also the int8store rows of another checkout of int8store (e.g. "
                              "'git worktree add /tmp/before COMMIT'): before and after a change")
     args = parser.parse_args(argv)
-    folder = tempfile.mkdtemp(prefix="int8store-time-to-accuracy-")
-    dataset, anchors = prepared_data(args.mnist, folder)
-    results = measure(args.models, dataset, anchors, args.epochs, args.rounds, args.c_backend,
-                      args.torch_python, args.before, args.skip)
-    raw = Path(folder) / "runs.json"
-    raw.write_text(json.dumps(results, indent=1))
+    # The data and the compilation cache go when the runs are done; the runs stay.
+    with tempfile.TemporaryDirectory(prefix="int8store-time-to-accuracy-") as scratch:
+        dataset, anchors = prepared_data(args.mnist, scratch)
+        results = measure(args.models, dataset, anchors, args.epochs, args.rounds,
+                          args.c_backend, args.torch_python, args.before,
+                          os.path.join(scratch, "cache"), args.skip)
+    handle, raw = tempfile.mkstemp(prefix="int8store-time-to-accuracy-", suffix=".json")
+    with os.fdopen(handle, "w") as file:
+        json.dump(results, file, indent=1)
     print(f"(every run: {raw})")
     from int8store.backend import activate
 
