@@ -11,13 +11,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each run has a temporary folder of its own, removed when it ends: the
+# libraries leave files in it that nothing else removes (Aesara's JAX
+# conversions, PyTensor's Numba mode: a source file for each function they
+# compile, some 2,500 a suite).
 run() {  # run BACKEND STEP FLOATX [PYTEST ARGS]: pytest in that stack's environment
-    local backend=$1 step=$2 floatx=$3 flags
+    local backend=$1 step=$2 floatx=$3 flags scratch status=0
     shift 3
     flags=$(tr '[:lower:]' '[:upper:]' <<<"$backend")_FLAGS
     echo "=== $step: $backend, floatX=$floatx ==="
-    env INT8STORE_BACKEND="$backend" "$flags=floatX=$floatx" \
-        ".venv-$backend/bin/python" -m pytest "$@" "${pytest_args[@]+"${pytest_args[@]}"}"
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/int8store-tests.XXXXXX")
+    env INT8STORE_BACKEND="$backend" "$flags=floatX=$floatx" TMPDIR="$scratch" \
+        ".venv-$backend/bin/python" -m pytest "$@" "${pytest_args[@]+"${pytest_args[@]}"}" \
+        || status=$?
+    rm -rf "$scratch"
+    return "$status"
 }
 # A stack's second run leaves out the tests that build no graph (readers,
 # stores, hostile inputs, fuzzing) and those whose subprocesses set their own
