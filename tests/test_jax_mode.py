@@ -216,9 +216,12 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
                                                                            monkeypatch):
     """The converted graph's source goes to one pruned folder, named by its
     content, where the library has that setting (PyTensor 3.3.7 on), the
-    user's if named; Aesara's files stay in the temporary folder."""
+    user's if named; elsewhere (Aesara) it is kept in memory, the file
+    removed. Either way tracebacks still show the generated lines."""
     import inspect
+    import re
     import tempfile
+    import traceback
 
     from int8store.backend.jax.generated_source import graph_to_python, source_folder
 
@@ -226,24 +229,30 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
     temporary.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     x = at.vector("x")
+    # (an exp and a product inside: a fused scalar graph, converted apart)
     graph = api.module("graph.fg").FunctionGraph([x], [at.exp(x) * 2 + 1])
     folder = source_folder()
-    if folder is None:
-        assert not hasattr(lib.config, "generated_src_dir") and api.NAME == "aesara"
-        pytest.skip("Aesara writes each converted graph to the temporary folder")
-    assert Path(folder) == Path(lib.config.compiledir) / "generated_src"
-    functions = {}
-    for named in (None, tmp_path / "mine"):
-        chosen = {} if named is None else {"generated_src_dir": str(named)}
-        with lib.config.change_flags(**chosen):
+    assert (folder is None) == (not hasattr(lib.config, "generated_src_dir"))
+    chosen = [None] if folder is None else [None, tmp_path / "mine"]
+    for named in chosen:
+        flags = {} if named is None else {"generated_src_dir": str(named)}
+        with lib.config.change_flags(**flags):
             values = graph_to_python(graph, "doubled")
-            functions[named] = values
         source = Path(values.__code__.co_filename)
-        assert source.parent == (named or Path(folder))
-        assert "def doubled(" in inspect.getsource(values)  # (tracebacks read it)
+        if folder is not None:
+            assert source.parent == (named or Path(lib.config.compiledir) / "generated_src")
+            assert source.exists()
+        assert "def doubled(" in inspect.getsource(values)
         np.testing.assert_allclose(values(np.zeros(2))[0], [3.0, 3.0])
+        with pytest.raises(Exception) as raised:
+            values("not an array")
+        shown = "".join(traceback.format_exception(raised.value))
+        # (the generated line itself, read from the file or from memory)
+        assert re.search(re.escape(f'File "{source}"') + r", line \d+, in doubled\n +\w+ = ",
+                         shown), shown
     assert not list(temporary.iterdir())
     step, _ = classic_step(place(load_data("digits"), "jax"), 300, "jax")
     step(0)
     assert not list(temporary.iterdir())
-    assert lib.config.generated_src_dir == ""  # the setting is left as it was
+    if folder is not None:
+        assert lib.config.generated_src_dir == ""  # the setting is left as it was
