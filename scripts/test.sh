@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each run has a temporary folder of its own, removed when it ends: the
-# libraries leave files in it that nothing else removes (Aesara's JAX
-# conversions, PyTensor's Numba mode: a source file for each function they
-# compile, some 2,500 a suite).
+# libraries' own JAX and Numba modes, which the tests try too, leave a source
+# file in it for each function they compile, and nothing else removes them.
 run() {  # run BACKEND STEP FLOATX [PYTEST ARGS]: pytest in that stack's environment
     local backend=$1 step=$2 floatx=$3 flags scratch status=0
     shift 3
