@@ -243,9 +243,9 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
 
 @pytest.mark.devices
 @pytest.mark.skipif(not has_jax or old_jax(),
-                    reason="needs JAX >= 0.8: jaxlib 0.7.1 aborts a step that reduces over "
-                           "forced CPU devices when the cores are busy (XLA's 10 s rendezvous "
-                           "timeout; seen here with the PyTensor suite beside it)")
+                    reason="needs JAX >= 0.12: older XLA:CPU runtimes can deadlock a step "
+                           "that reduces over forced CPU devices when the cores are busy "
+                           "(conftest.old_jax)")
 @pytest.mark.parametrize("seed", [[], ["--seed", "5"]], ids=["in order", "shuffled"])
 def test_any_device_count_trains_alike_and_a_run_stopped_on_four_resumes_on_two(tmp_path, seed):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}

@@ -301,9 +301,9 @@ def test_the_tutorials_print_the_same_lines_with_ten_updates_a_call(model, mode,
 
 @pytest.mark.devices
 @pytest.mark.skipif(not has_jax or old_jax(),
-                    reason="needs JAX >= 0.8: older XLA CPU runtimes stop a loop whose steps "
-                           "reduce over forced CPU devices when the cores are busy (a 10 s "
-                           "rendezvous timeout, seen with jaxlib 0.7.1 on 2 cores)")
+                    reason="needs JAX >= 0.12: older XLA:CPU runtimes can deadlock a step "
+                           "that reduces over forced CPU devices when the cores are busy "
+                           "(conftest.old_jax)")
 def test_over_four_devices_ten_updates_a_call_print_the_same_lines(tmp_path):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
 
