@@ -9,10 +9,11 @@ folder it prunes (``config.generated_src_dir``). For int8store's own
 conversions, where the user has not named that folder, it is
 ``generated_src`` in PyTensor's compile directory, beside the C modules it
 already keeps there: a run leaves nothing in ``/tmp``, and a second run
-reuses the first's files. Where the library has no such setting (Aesara),
-the files the conversion just wrote to the temporary folder are removed and
-their source kept in memory instead (:mod:`linecache`, which tracebacks
-and :func:`inspect.getsource` read).
+reuses the first's files. Where the library has no such setting (Aesara;
+PyTensor before 3.3.7, which Python 3.11 gets), the files the conversion
+just wrote to the temporary folder are removed and their source kept in
+memory instead (:mod:`linecache`, which tracebacks and
+:func:`inspect.getsource` read).
 """
 
 import contextlib
