@@ -223,6 +223,7 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
     import tempfile
     import traceback
 
+    from int8store.backend.jax import generated_source
     from int8store.backend.jax.generated_source import graph_to_python, source_folder
 
     temporary = tmp_path / "tmp"
@@ -250,6 +251,17 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
         # (the generated line itself, read from the file or from memory)
         assert re.search(re.escape(f'File "{source}"') + r", line \d+, in doubled\n +\w+ = ",
                          shown), shown
+    assert not list(temporary.iterdir())
+    if folder is not None:  # a folder that cannot be written: kept in memory too
+        def refused(*args, **kwargs):
+            raise PermissionError("read-only")
+
+        monkeypatch.setattr(generated_source.os, "makedirs", refused)
+        values = graph_to_python(graph, "doubled")
+        assert Path(values.__code__.co_filename).parent == temporary  # (written, removed)
+        assert "def doubled(" in inspect.getsource(values)
+        monkeypatch.undo()
+        monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     assert not list(temporary.iterdir())
     step, _ = classic_step(place(load_data("digits"), "jax"), 300, "jax")
     step(0)

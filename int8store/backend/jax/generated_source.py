@@ -48,7 +48,7 @@ def graph_to_python(fgraph, name, **kwargs):
     api = activate()
     fgraph_to_python = api.module("link.utils").fgraph_to_python
     folder = source_folder()
-    if folder is not None:
+    if folder is not None and _writable(folder):
         with api.lib.config.change_flags(generated_src_dir=folder):
             return fgraph_to_python(fgraph, convert, type_conversion_fn=typify,
                                     fgraph_name=name, **kwargs)
@@ -57,6 +57,16 @@ def graph_to_python(fgraph, name, **kwargs):
     for generated in _generated_functions(function):
         _keep_in_memory(generated)
     return function
+
+
+def _writable(folder):
+    """Whether source can be written in ``folder`` (made if missing); if not
+    (a read-only home), it is kept in memory instead."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def _generated_functions(function):
