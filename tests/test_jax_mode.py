@@ -230,7 +230,8 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
     temporary.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     x = at.vector("x")
-    # (an exp and a product inside: a fused scalar graph, converted apart)
+    # (not rewritten: one file; the compiled step below adds fused scalar graphs'
+    # files, converted apart, and int8store's JAX mode's)
     graph = api.module("graph.fg").FunctionGraph([x], [at.exp(x) * 2 + 1])
     folder = source_folder()
     assert (folder is None) == (not hasattr(lib.config, "generated_src_dir"))

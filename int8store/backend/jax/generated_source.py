@@ -48,14 +48,13 @@ def graph_to_python(fgraph, name, **kwargs):
     api = activate()
     fgraph_to_python = api.module("link.utils").fgraph_to_python
     folder = source_folder()
-    if folder is not None and _writable(folder):
-        with api.lib.config.change_flags(generated_src_dir=folder):
-            return fgraph_to_python(fgraph, convert, type_conversion_fn=typify,
+    in_folder = folder is not None and _writable(folder)
+    with api.lib.config.change_flags(**({"generated_src_dir": folder} if in_folder else {})):
+        function = fgraph_to_python(fgraph, convert, type_conversion_fn=typify,
                                     fgraph_name=name, **kwargs)
-    function = fgraph_to_python(fgraph, convert, type_conversion_fn=typify, fgraph_name=name,
-                                **kwargs)
-    for generated in _generated_functions(function):
-        _keep_in_memory(generated)
+    if not in_folder:
+        for generated in _generated_functions(function):
+            _keep_in_memory(generated)
     return function
 
 
