@@ -395,11 +395,12 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
         with ``function(..., mode=int8store.function_mode(mode))``.
     dtype : {"float32", "float64"}, optional
         The views' dtype; default the library's ``floatX``, as the classic
-        shared variables. Both hold exactly the source's values. On a GPU
-        choose float32 (here, by ``floatX=float32``, or by calling
-        :func:`int8store.training.set_up_run` first, as the tutorials do):
-        the libraries' default float64 turns on JAX's 64-bit mode, and a
-        classic LeNet5 run then takes over three times as long.
+        shared variables. Both hold exactly the source's values. To train
+        in float32 on a GPU, set ``floatX=float32`` or call
+        :func:`int8store.training.set_up_run` first, as the tutorials do
+        (``dtype`` alone leaves the model in ``floatX``): the libraries'
+        default float64 turns on JAX's 64-bit mode, and a classic LeNet5
+        run then takes over three times as long.
     max_memory : int or str, optional
         Ceiling on what the source's headers may ask to allocate at once,
         e.g. ``"4GiB"``; default half the physical memory (see

@@ -13,8 +13,9 @@ frees and fuses many), up to the split's whole, evened out over the steps
 that takes (20 windows of which 15 fit: two steps of 10, not 15 and 5
 padded to 15). The group depends on the model, the split's size and the
 device, never on how the split is held or fed: scored held whole or
-streamed, the same shapes, the same kernels, the same lines. On a CPU, where a bigger batch gains nothing, and over several
-devices, a window at a time, as before.
+streamed, the same shapes, the same kernels, the same lines. On a CPU,
+where a bigger batch gains nothing, and over several devices, a window at
+a time, as before.
 """
 
 import math
