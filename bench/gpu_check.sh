@@ -32,6 +32,7 @@ PY
 [ -z "$missing" ] || python -m pip install --quiet --no-index --no-deps $missing
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # int8store from the checkout (nothing to build)
 export PYTENSOR_FLAGS=mode=FAST_RUN  # (PyTensor's C mode: no numba on the device)
+export PYTHONUNBUFFERED=1  # each line into $OUT as it comes: a call cut off at its limit keeps them
 mnist=.device/mnist.pkl.gz
 {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

@@ -208,10 +208,11 @@ def _plain_ways(model, images, labels, batch, k):
 
 
 def measure(cases, ks, rounds, steps, c_rows):
+    """Each case's rows as soon as it is measured (a run cut short, as on a
+    lent GPU's time limit, keeps the cases it finished)."""
     import jax
 
     images, labels = digit_like_images(EXAMPLES, seed=0)
-    rows = []
     for case in cases:
         model, batch = CASES[case]
         ways = _int8store_ways(model, images, labels, batch, "jax", ks)
@@ -228,11 +229,9 @@ def measure(cases, ks, rounds, steps, c_rows):
                 times[way].append((time.perf_counter() - start) / steps)
         median = {way: statistics.median(t) for way, t in times.items()}
         plain = median[("jax", "plain jax.jit", 1)]
-        for (mode, how, k), seconds in median.items():
-            rows.append((model, batch, mode, how, k, seconds,
-                         seconds / median[(mode, "int8store", 1)],
-                         seconds / plain if mode == "jax" else None))
-    return rows
+        yield [(model, batch, mode, how, k, seconds, seconds / median[(mode, "int8store", 1)],
+                seconds / plain if mode == "jax" else None)
+               for (mode, how, k), seconds in median.items()]
 
 
 def tutorial_epochs(ks, epochs=6):
@@ -310,16 +309,17 @@ def main(argv=None):
             print(f"| {k} | {1000 * statistics.median(epochs):.1f} | {1000 * min(epochs):.1f} | "
                   f"{statistics.median(epochs) / base:.2f} |")
         return
-    rows = measure(args.cases, ks, args.rounds, args.steps, args.c_rows)
     print(f"{activate().describe()}, JAX {jax.__version__} on {device.platform}: "
           f"{device.device_kind}; {EXAMPLES} int8 28x28 images resident; medians of "
           f"{args.rounds} alternating rounds of {args.steps} steps")
     print(f"| model | batch | mode | way | steps per call | ms/step | vs int8store K=1 | "
           f"vs plain jax.jit |")
-    print("|---|---:|---|---|---:|---:|---:|---:|")
-    for model, batch, mode, how, k, seconds, vs_one, vs_plain in rows:
-        print(f"| {model} | {batch} | {mode} | {how} | {k} | {1000 * seconds:.4f} | "
-              f"{vs_one:.2f} | {'' if vs_plain is None else f'{vs_plain:.2f}'} |")
+    print("|---|---:|---|---|---:|---:|---:|---:|", flush=True)
+    for rows in measure(args.cases, ks, args.rounds, args.steps, args.c_rows):
+        for model, batch, mode, how, k, seconds, vs_one, vs_plain in rows:
+            print(f"| {model} | {batch} | {mode} | {how} | {k} | {1000 * seconds:.4f} | "
+                  f"{vs_one:.2f} | {'' if vs_plain is None else f'{vs_plain:.2f}'} |")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -169,25 +169,39 @@ def measure(models, dataset, anchors, epochs, rounds, c_backend, torch_python, b
     results = {}
     for model in models:
         runs = {way: [] for way in ways}
+
+        def record(way, run):
+            runs[way].append(run)
+            _progress(model, way, run)
+
         for round_ in range(rounds):
             for way in (ways if round_ % 2 == 0 else ways[::-1]):
                 if way == warm:
                     continue  # run right after the cold run, on the cache it left
                 if way == cold:
                     shutil.rmtree(os.path.join(cache, "int8store"), ignore_errors=True)
-                    runs[cold].append(tutorial_run(model, dataset, "jax", epochs, env))
+                    record(cold, tutorial_run(model, dataset, "jax", epochs, env))
                     if warm in runs:
-                        runs[warm].append(tutorial_run(model, dataset, "jax", epochs, env))
+                        record(warm, tutorial_run(model, dataset, "jax", epochs, env))
                 elif way.startswith("before: "):
-                    runs[way].append(tutorial_run(model, dataset, way.split()[-1], epochs, env,
-                                                  before))
+                    record(way, tutorial_run(model, dataset, way.split()[-1], epochs, env,
+                                             before))
                 elif way == "int8store c":
-                    runs[way].append(tutorial_run(model, dataset, "c", epochs, env))
+                    record(way, tutorial_run(model, dataset, "c", epochs, env))
                 else:
                     python = torch_python if way.startswith("torch") else sys.executable
-                    runs[way].append(anchor_run(way, model, anchors, epochs, python, env))
+                    record(way, anchor_run(way, model, anchors, epochs, python, env))
         results[model] = runs
     return results
+
+
+def _progress(model, way, run):
+    """A line on stderr as each run ends: what a run cut short (as on a lent
+    GPU's time limit) still shows."""
+    print(f"({model}, {way}: {run['whole']:.1f} s whole, "
+          f"{_format(run['loop'], '.1f')} s loop, "
+          f"{_format(run['valid'], '.2f')} / {_format(run['test'], '.2f')} %)",
+          file=sys.stderr, flush=True)
 
 
 def _format(value, spec):
