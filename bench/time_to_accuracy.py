@@ -29,7 +29,8 @@ It prints, a row a way: the whole process's seconds, the training loop's
 (scoring included), the scoring's (int8store), XLA's compilations and
 loads from the cache (int8store, JAX mode), the best validation and test
 errors, the epochs, and each whole-process time as a ratio to plain
-``jax.jit``'s in the same run; then the device.
+``jax.jit``'s in the same run; then the device. Each run's figures go to
+stderr as it ends, so a bench cut short still shows those it finished.
 
     python bench/time_to_accuracy.py [--mnist mnist.pkl.gz] [--models lenet5 logistic]
         [--epochs N] [--rounds 1] [--c-backend] [--torch-python PATH] [--before CHECKOUT]
