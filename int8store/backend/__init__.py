@@ -46,6 +46,7 @@ May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 from ..codes.vocabulary import MODES, check_mode
 from .ops.nnet import conv2d, pool_2d
 from .setup.activation import activate, is_active
+from .setup.c_mode import c_mode
 from .setup.library import set_up
 from .setup.selection import BACKENDS, chosen_backend
 
@@ -75,9 +76,9 @@ def function_mode(mode):
     default device (a GPU when JAX sees one).
 
     ``"c"`` is Aesara's default mode; on PyTensor, whose default is now
-    Numba, it is PyTensor's C backend (``Mode("cvm", "fast_run")``): int8store's
-    convolution and pooling are numpy-and-BLAS ops, which Numba could run
-    only in its slow object mode.
+    Numba, it is PyTensor's C backend (:func:`.setup.c_mode.c_mode`):
+    int8store's convolution and pooling are numpy-and-BLAS ops, which Numba
+    could run only in its slow object mode.
 
     Examples
     --------
@@ -92,5 +93,5 @@ def function_mode(mode):
     if api.NAME == "aesara":
         return None
     if _C_MODE is None:
-        _C_MODE = api.module("compile.mode").Mode(linker="cvm", optimizer="fast_run")
+        _C_MODE = c_mode(api)
     return _C_MODE
