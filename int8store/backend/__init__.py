@@ -37,7 +37,8 @@ JAX mode only; PyTensor's Numba dispatch learns int8store's own op classes
 and nothing else).
 
 Here: :func:`activate`, :func:`tensor_library`, :func:`conv2d` and
-:func:`pool_2d` (Theano's, on either library) and :func:`function_mode`.
+:func:`pool_2d` (Theano's, on either library), :func:`function_mode` and
+:func:`c_mode`.
 
 May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 :mod:`int8store.codes`, :mod:`int8store.order`.
@@ -51,7 +52,7 @@ from .setup.library import set_up
 from .setup.selection import BACKENDS, chosen_backend
 
 __all__ = ["activate", "is_active", "set_up", "tensor_library", "conv2d", "pool_2d",
-           "function_mode", "MODES", "BACKENDS", "chosen_backend"]
+           "function_mode", "c_mode", "MODES", "BACKENDS", "chosen_backend"]
 
 _C_MODE = None
 

@@ -180,9 +180,8 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     key = (model, int(batch_size), tuple(image_shape), int(n_classes))
     if key not in _ESTIMATES:
-        from ..backend import activate
+        from ..backend import activate, c_mode
         api = activate()
-        Mode = api.module("compile.mode").Mode
 
         from .reference_models import build_step
         from .step_memory import step_memory
@@ -190,8 +189,7 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
         graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes))
         neurons, count, nbytes = graph_counts(graph.layers, graph.params)
         # The C backend's rewrites, without generating C code: the same graph.
-        compiled = api.function(graph.inputs, graph.outputs,
-                                   mode=Mode(linker="py", optimizer="fast_run"))
+        compiled = api.function(graph.inputs, graph.outputs, mode=c_mode(api, linker="py"))
         _ESTIMATES[key] = ModelMemory(model, int(batch_size), count, nbytes, neurons,
                                       rule_of_thumb_bytes(neurons, count, int(batch_size)),
                                       step_memory(compiled))

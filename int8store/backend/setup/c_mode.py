@@ -43,10 +43,11 @@ def symbolic_ops_kept_whole(api):
                  if isinstance(op, type) and issubclass(op, graph_op))
 
 
-def c_mode(api):
-    """PyTensor's C mode with fast_run, the softmax ops that it would keep
-    whole inlined (:func:`symbolic_ops_kept_whole`)."""
-    mode = api.module("compile.mode").Mode(linker="cvm", optimizer="fast_run")
+def c_mode(api, linker="cvm"):
+    """The library's C mode with fast_run, the softmax ops that PyTensor would
+    keep whole inlined (:func:`symbolic_ops_kept_whole`). ``linker="py"``:
+    the same graph, without generating code (what the memory estimates read)."""
+    mode = api.module("compile.mode").Mode(linker=linker, optimizer="fast_run")
     kept_whole = symbolic_ops_kept_whole(api)
     if not kept_whole:
         return mode
