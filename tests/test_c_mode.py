@@ -1,7 +1,7 @@
-"""int8store's C mode on PyTensor runs softmax in C: PyTensor 3.0 keeps its
-symbolic softmax and log-softmax whole, run from Python with their graphs
-compiled by Numba on the first call (most of a small tutorial's first run),
-and int8store inlines them before fusion; PyTensor's own modes stay as
+"""int8store's C mode on PyTensor runs softmax in C: PyTensor before 3.3.1
+keeps its symbolic softmax and log-softmax whole, run from Python with their
+graphs compiled by Numba on the first call (most of a small tutorial's first
+run), and int8store inlines them before fusion; PyTensor's own modes stay as
 shipped."""
 
 import numpy as np

@@ -5,36 +5,33 @@ backend (``Mode("cvm", "fast_run")``), because int8store's convolution and
 pooling are numpy-and-BLAS ops that Numba could run only in its slow object
 mode.
 
-PyTensor 3.0 (the last release for Python 3.11) made softmax and log-softmax
-symbolic ops (an ``OpFromGraph``) that its C mode keeps whole: each runs from
-Python, its inner graph compiled on the first call in the default mode,
-Numba. A first run of the logistic tutorial on the digits took 7 s instead of
-0.3 s, nearly all of it Numba compiling two softmaxes, and every call went
-through Python. Later releases inline them at fusion
-(``FusibleSymbolicOp``). Where PyTensor does not, int8store's C mode inlines
-them at the same point, after the rewrites that match on the whole op (the log
-of a softmax made a log-softmax, ...), so that their bodies fuse into C loops
-as later releases' do. PyTensor's own modes are left as it ships them.
+PyTensor 3.0 to 3.3.0 (3.0 is the last release for Python 3.11) make softmax
+and log-softmax symbolic ops (an ``OpFromGraph``) that their C mode keeps
+whole: each runs from Python, its inner graph compiled on the first call in
+the default mode, Numba. A first run of the logistic tutorial on the digits
+(PyTensor 3.0.7) took 7 s instead of 0.3 s, nearly all of it Numba compiling
+two softmaxes, and every call went through Python. PyTensor 3.3.1 inlines
+them at fusion (``inline_symbolic_for_fusion``). Where PyTensor does not,
+int8store's C mode inlines them at the same point, after the rewrites that
+match on the whole op (the log of a softmax made a log-softmax, ...), so
+that their bodies fuse into C loops as 3.3.1's do. PyTensor's own modes are
+left as it ships them.
 """
 
 __all__ = ["c_mode", "symbolic_ops_kept_whole", "INLINE_POSITION"]
 
 #: Where in PyTensor's rewrites the inlining runs: after ``add_mul_fusion``
-#: (48), just before ``elemwise_fusion`` (49), where later releases inline.
+#: (48), just before ``elemwise_fusion`` (49), where PyTensor 3.3.1 inlines.
 INLINE_POSITION = 48.5
 
 
 def symbolic_ops_kept_whole(api):
     """The softmax op classes that PyTensor's fast_run leaves whole (an
     ``OpFromGraph`` that fusion does not inline): none on Aesara and on
-    PyTensor releases with ``FusibleSymbolicOp``."""
+    PyTensor releases that inline them at fusion themselves."""
     if api.NAME != "pytensor":
         return ()
-    try:
-        symbolic = api.module("tensor.symbolic")
-    except ImportError:
-        symbolic = None
-    if hasattr(symbolic, "FusibleSymbolicOp"):
+    if hasattr(api.module("tensor.rewriting.ofg"), "inline_symbolic_for_fusion"):
         return ()
     special = api.module("tensor.special")
     graph_op = api.module("compile.builders").OpFromGraph
