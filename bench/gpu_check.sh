@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU rows of issue 44, in two calls of the device tool (each well under
-# its 10-minute limit) and a third if time is left, after scripts/device_wheels.sh:
-#   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # about 4 minutes on an H100
-#   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # about 4 minutes
-#   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # 2 minutes, if time is left
+# The GPU rows of issue 44, one call of the device tool a part (each well
+# under its 10-minute limit), after scripts/device_wheels.sh:
+#   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # 217 s on an H200 (2026-11-27)
+#   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200
+#   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 2 minutes
+#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 2 minutes
 # int8store runs from the checkout, PyTensor and what else the image lacks
 # installed from the carried wheels; the data is the real MNIST. Part 1: the
 # time to accuracy of both tutorials against plain JAX and PyTorch resident
@@ -13,7 +14,11 @@
 # and the same lines held whole, streamed, killed and resumed, with and
 # without deterministic ops. Part 3: steps a call under XLA's GPU flags
 # that may serve better (deterministic ops another way, CUDA graphs of the
-# whole loop). What it prints goes to $OUT/gpu_check_PART.txt.
+# whole loop). Part 4: where the runs differ and spend: what XLA's
+# autotuner chose for the held-whole and the streamed run's steps
+# (bench/gpu_programs.py), the scoring's time by the size of its groups of
+# windows, and the start of a run (CUDA, the first transfer, the rest under
+# cProfile). What it prints goes to $OUT/gpu_check_PART.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?"which part: 1, 2 or 3"}
@@ -60,6 +65,56 @@ mnist=.device/mnist.pkl.gz
             XLA_FLAGS=$flags python bench/steps_per_call.py --rounds 3 --ks 1 100 \
                 --cases lenet5-500 mlp-20 logistic-600 | grep -E "int8store|plain"
         done
+        ;;
+    4)  # the held-whole and streamed runs' programs, compiled into one fresh
+        # cache as a user's two runs would be (its autotuning results shared)
+        dumps=$(mktemp -d)
+        for way in held streamed; do
+            echo "== LeNet5, 2 epochs, $way, XLA's programs dumped"
+            extra=(); [ $way = streamed ] && extra=(--max-device-bytes 16777216)
+            XDG_CACHE_HOME=$dumps/cache XLA_FLAGS="--xla_dump_to=$dumps/$way" python \
+                tutorials/convolutional_mlp.py --dataset $mnist --mode jax --epochs 2 \
+                --save-model "" "${extra[@]}" | grep "validation error"
+        done
+        (cd bench && python gpu_programs.py "$dumps/held" "$dumps/streamed") | head -120
+        for bytes in 1 268435456 1073741824 8589934592; do
+            echo "== LeNet5, 10 epochs, scoring groups of at most $bytes bytes"
+            python - "$bytes" "$mnist" <<'PY' | grep -E "^(group|timings)"
+import runpy, sys
+import int8store.backend.jax.direct as direct
+import int8store.backend.jax.window_groups as window_groups
+window_groups.GROUP_BYTES = int(sys.argv[1])
+chosen = direct.scoring_group
+def logged(*arguments):
+    group = chosen(*arguments)
+    print("group", group, "windows a step of the scoring loop")
+    return group
+direct.scoring_group = logged
+sys.path.insert(0, "tutorials")  # (the tutorial imports logistic_sgd beside it)
+sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", sys.argv[2], "--mode", "jax",
+            "--epochs", "10", "--timings", "--save-model", ""]
+runpy.run_path(sys.argv[0], run_name="__main__")
+PY
+        done
+        echo "== the start: import jax, its GPU backend, the first transfer"
+        python - <<'PY'
+import time
+began = time.perf_counter()
+import jax, numpy
+imported = time.perf_counter()
+jax.devices()
+started = time.perf_counter()
+jax.device_put(numpy.zeros((50000, 784), numpy.int8)).block_until_ready()
+sent = time.perf_counter()
+print(f"import jax {imported - began:.2f} s, its backends {started - imported:.2f} s, "
+      f"39 MB to the device {sent - started:.2f} s")
+PY
+        echo "== the logistic tutorial, 20 epochs, a warm cache, under cProfile"
+        python tutorials/logistic_sgd.py --dataset $mnist --mode jax --epochs 20 --save-model "" >/dev/null
+        python -m cProfile -s cumtime tutorials/logistic_sgd.py --dataset $mnist --mode jax \
+            --epochs 20 --save-model "" --timings >"$dumps/profile.txt"
+        grep -E "^timings|ran for" "$dumps/profile.txt"
+        grep -A 40 "Ordered by" "$dumps/profile.txt"
         ;;
     esac
 } 2>&1 | tee "$out"

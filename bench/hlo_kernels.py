@@ -3,13 +3,16 @@ program's text (``compiled.as_text()``): for a program with a loop, the
 loop's body, and the trip count XLA knows for it (a GPU loop that does not
 know it asks the host after each trip); else the whole program. Thunks are
 counted by kind: fusions, GEMMs (a library call or a Triton GEMM fusion),
-cuDNN calls, copies, others. Used by ``bench/gpu_kernels.py``.
+cuDNN calls, copies, others. Used by ``bench/gpu_kernels.py``; and what a
+step's GEMMs and cuDNN calls were tuned to (:func:`tuned_thunks`), by
+``bench/gpu_programs.py``.
 """
 
 import collections
+import json
 import re
 
-__all__ = ["KINDS", "computations", "launches", "step_kernels"]
+__all__ = ["KINDS", "computations", "launches", "step_kernels", "step_lines", "tuned_thunks"]
 
 KINDS = ("fusion", "GEMM", "cuDNN", "copy", "other")
 #: the instructions of a compiled program that launch nothing
@@ -59,16 +62,56 @@ def launches(lines):
     return counted
 
 
-def step_kernels(text):
-    """``(kernels by kind, trip count)`` of a step of the compiled program
+def step_lines(text):
+    """``(instruction lines, trip count)`` of a step of the compiled program
     ``text``: the loop's body if the program has one loop (its trip count
     as XLA knows it, or None), else the whole program (and None)."""
     found = computations(text)
     loops = [line for line in found["ENTRY"] if _opcode(line) == "while"]
     if not loops:
-        return launches(found["ENTRY"]), None
+        return found["ENTRY"], None
     if len(loops) > 1:
         raise ValueError(f"{len(loops)} loops in the program: expected one or none")
     body = re.search(r"body=%([^,\s]+)", loops[0]).group(1)
     trips = re.search(r'"known_trip_count":\{"n":"(\d+)"', loops[0])
-    return launches(found[body]), int(trips.group(1)) if trips else None
+    return found[body], int(trips.group(1)) if trips else None
+
+
+def step_kernels(text):
+    """``(kernels by kind, trip count)`` of a step of the compiled program
+    ``text`` (see :func:`step_lines`)."""
+    lines, trips = step_lines(text)
+    return launches(lines), trips
+
+
+#: backend_config keys that say when a thunk runs, not what it computes
+SCHEDULING = ("operation_queue_id", "wait_on_operation_queues", "force_earliest_schedule")
+
+
+def tuned_thunks(text):
+    """The GEMMs and cuDNN calls of a step of the compiled program ``text``,
+    in order, each ``(kind, what, tuned)``: ``what`` its result type and
+    attributes (names, operands and metadata left out: the same call in
+    two programs reads the same), ``tuned`` its backend config (what the
+    autotuner chose: a cuDNN algorithm, a cuBLAS algorithm, a Triton
+    tiling) without the keys that only schedule it."""
+    found = []
+    for line in step_lines(text)[0]:
+        opcode = _opcode(line)
+        kind = opcode and _kind(line, opcode)
+        if kind not in ("GEMM", "cuDNN"):
+            continue
+        config = re.search(r"backend_config=(\{.*\})", line)
+        try:
+            tuned = json.loads(config.group(1)) if config else {}
+        except json.JSONDecodeError:  # (not JSON: compared as written)
+            tuned = {"text": config.group(1)}
+        for key in SCHEDULING:
+            tuned.pop(key, None)
+        head = re.sub(r"metadata=\{[^}]*\}", "", line[:config.start()] if config else line)
+        parts = re.match(r"(?:ROOT )?%\S+ = (\([^)]*\)|\S+) ([a-z-]+)\([^)]*\)(.*)", head)
+        attributes = [item.strip() for item in parts.group(3).split(", ")
+                      if item.strip() and not item.strip().startswith(("metadata=", "calls="))]
+        what = " ".join([parts.group(1), parts.group(2)] + attributes)
+        found.append((kind, what, json.dumps(tuned, sort_keys=True)))
+    return found

@@ -3,6 +3,7 @@ kernels with: its reading of XLA's compiled text, on a GPU program's lines
 written out here and on programs this JAX compiles for the CPU."""
 
 import importlib.util
+import json
 import sys
 
 import pytest
@@ -10,12 +11,14 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-from hlo_kernels import computations, launches, step_kernels  # noqa: E402
+from gpu_programs import main as compare_programs  # noqa: E402
+from hlo_kernels import computations, launches, step_kernels, tuned_thunks  # noqa: E402
 
 has_jax = importlib.util.find_spec("jax") is not None
 
 # A loop as XLA prints it for an H100 (abridged): a Triton GEMM, a cuDNN call,
 # a copy, two fusions, and a tuple type with an /*index=5*/ comment.
+# (The cuDNN call's algorithm as the autotuner writes it.)
 GPU_PROGRAM = """\
 HloModule jit_steps
 
@@ -24,7 +27,7 @@ HloModule jit_steps
   %gte.0 = s32[] get-tuple-element(%arg), index=0
   %gte.1 = f32[8,8]{1,0} get-tuple-element(%arg), index=2
   %gemm_fusion_dot.1 = f32[8,8]{1,0} fusion(%gte.1, %gte.1), kind=kCustom, calls=%g, backend_config={"fusion_backend_config":{"kind":"__triton_nested_gemm_fusion"}}
-  %cudnn-conv.1 = (f32[8,8]{1,0}, u8[0]{0}) custom-call(%gte.1, %gte.1), custom_call_target="__cudnn$convForward"
+  %cudnn-conv.1 = (f32[8,8]{1,0}, u8[0]{0}) custom-call(%gte.1, %gte.1), window={size=5x5}, custom_call_target="__cudnn$convForward", metadata={op_name="jit(steps)/conv" stack_frame_id=3}, backend_config={"operation_queue_id":"0","wait_on_operation_queues":[],"cudnn_conv_backend_config":{"algorithm":{"algo_id":"1","math_type":"DEFAULT_MATH"}}}
   %copy.3 = f32[8,8]{1,0} copy(%gemm_fusion_dot.1)
   %bitcast.2 = f32[64]{0} bitcast(%copy.3)
   %loop_add_fusion = s32[] fusion(%gte.0), kind=kLoop, calls=%add
@@ -79,3 +82,53 @@ def test_programs_this_jax_compiles_are_read():
     assert step_kernels(single.as_text()) == (launches(computations(single.as_text())["ENTRY"]),
                                               None)
     assert dict(step_kernels(single.as_text())[0]) == {"fusion": 1}
+
+
+CONV = ('(f32[8,8]{1,0}, u8[0]{0}) custom-call window={size=5x5} '
+        'custom_call_target="__cudnn$convForward"')
+
+
+def tuned_as(algorithm, queue="0", name="cudnn-conv.1"):
+    """GPU_PROGRAM with its convolution tuned to ``algorithm`` (renamed,
+    on another queue: what does not change what it computes)."""
+    return (GPU_PROGRAM.replace('"algo_id":"1"', f'"algo_id":"{algorithm}"')
+            .replace('"operation_queue_id":"0"', f'"operation_queue_id":"{queue}"')
+            .replace("%cudnn-conv.1 =", f"%{name} ="))
+
+
+def test_what_a_step_was_tuned_to():
+    """Each GEMM and cuDNN call of the step, with what the autotuner chose
+    and nothing that only names or schedules it."""
+    thunks = tuned_thunks(GPU_PROGRAM)
+    assert [kind for kind, _, _ in thunks] == ["GEMM", "cuDNN"]
+    assert thunks[0] == ("GEMM", "f32[8,8]{1,0} fusion kind=kCustom",
+                         '{"fusion_backend_config": {"kind": "__triton_nested_gemm_fusion"}}')
+    kind, what, tuned = thunks[1]
+    assert what == CONV
+    assert json.loads(tuned) == {"cudnn_conv_backend_config": {
+        "algorithm": {"algo_id": "1", "math_type": "DEFAULT_MATH"}}}
+    assert tuned_thunks(tuned_as("1", queue="3", name="cudnn-conv.9")) == thunks
+    other = tuned_thunks(tuned_as("7"))[1]
+    assert other[1] == what and other[2] != tuned
+
+
+def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys, monkeypatch):
+    """bench/gpu_programs.py on two dumps: the calls tuned alike and those
+    not; a dump without a GPU training program is refused by name."""
+    name = "module_0004.jit_int8store_full_steps.sm_9.0_gpu_after_optimizations.txt"
+    for folder, algorithm in (("held", "1"), ("streamed", "7")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text(tuned_as(algorithm))
+    monkeypatch.setattr(sys, "argv", ["gpu_programs.py", str(tmp_path / "held"),
+                                      str(tmp_path / "streamed")])
+    compare_programs()
+    printed = capsys.readouterr().out
+    assert "GEMM  same      f32[8,8]{1,0} fusion kind=kCustom" in printed
+    assert f"cuDNN DIFFERENT {CONV}" in printed
+    assert '"algo_id": "7"' in printed
+    assert printed.endswith("1 GEMM or cuDNN calls tuned differently or not in both\n")
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / name.replace("sm_9.0_gpu", "cpu")).write_text(GPU_PROGRAM)
+    monkeypatch.setattr(sys, "argv", sys.argv[:2] + [str(tmp_path / "cpu")])
+    with pytest.raises(SystemExit, match="cpu: no GPU training program"):
+        compare_programs()
