@@ -18,7 +18,7 @@
 # autotuner chose for the held-whole and the streamed run's steps
 # (bench/gpu_programs.py), the scoring's time by the size of its groups of
 # windows, and the start of a run (CUDA, the first transfer, the rest under
-# cProfile). What it prints goes to $OUT/gpu_check_PART.txt.
+# cProfile) and a LeNet5 run's own time, function by function. What it prints goes to $OUT/gpu_check_PART.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?"which part: 1, 2 or 3"}
@@ -115,6 +115,11 @@ PY
             --epochs 20 --save-model "" --timings >"$dumps/profile.txt"
         grep -E "^timings|ran for" "$dumps/profile.txt"
         grep -A 40 "Ordered by" "$dumps/profile.txt"
+        echo "== LeNet5, 20 epochs, a warm cache, under cProfile: its own time"
+        python -m cProfile -s tottime tutorials/convolutional_mlp.py --dataset $mnist --mode jax \
+            --epochs 20 --save-model "" --timings >"$dumps/profile.txt"
+        grep -E "^timings|ran for" "$dumps/profile.txt"
+        grep -A 30 "Ordered by" "$dumps/profile.txt"
         ;;
     esac
 } 2>&1 | tee "$out"
