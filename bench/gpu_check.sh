@@ -14,14 +14,18 @@
 # and the same lines held whole, streamed, killed and resumed, with and
 # without deterministic ops. Part 3: steps a call under XLA's GPU flags
 # that may serve better (deterministic ops another way, CUDA graphs of the
-# whole loop). Part 4: where the runs differ and spend: what XLA's
-# autotuner chose for the held-whole and the streamed run's steps
-# (bench/gpu_programs.py), the scoring's time by the size of its groups of
-# windows, and the start of a run (CUDA, the first transfer, the rest under
-# cProfile) and a LeNet5 run's own time, function by function. What it prints goes to $OUT/gpu_check_PART.txt.
+# whole loop). Part 4: where the runs differ and spend their time:
+# - what XLA's autotuner chose for the held-whole and the streamed run's
+#   steps (bench/gpu_programs.py);
+# - which form of LeNet5's convolutions cuDNN runs fastest
+#   (bench/conv_forms.py);
+# - the scoring's time by the size of its groups of windows;
+# - the start of a run (CUDA, the first transfer, the rest under cProfile);
+# - a LeNet5 run's own time, function by function.
+# What it prints goes to $OUT/gpu_check_PART.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?"which part: 1, 2 or 3"}
+part=${1:?"which part: 1, 2, 3 or 4"}
 out=${OUT:-/tmp}/gpu_check_$part.txt
 # The carried wheels of packages the image lacks (its own are kept: the image
 # has most of them, and numpy, jax and torch as a GPU user has them).
@@ -77,6 +81,8 @@ mnist=.device/mnist.pkl.gz
                 --save-model "" "${extra[@]}" | grep "validation error"
         done
         (cd bench && python gpu_programs.py "$dumps/held" "$dumps/streamed") | head -120
+        echo "== the forms of LeNet5's convolutions (cuDNN's backward-data or forward)"
+        python bench/conv_forms.py --rounds 5 --steps 100
         for bytes in 1 268435456 1073741824 8589934592; do
             echo "== LeNet5, 10 epochs, scoring groups of at most $bytes bytes"
             python - "$bytes" "$mnist" <<'PY' | grep -E "^(group|timings)"
