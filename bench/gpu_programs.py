@@ -29,11 +29,14 @@ def programs(folder):
     found = {}
     for path in sorted(Path(folder).iterdir()):
         match = PROGRAM.search(path.name)
-        if match and "gpu" in path.name:
+        if match:
             found[match.group(1)] = path.read_text()
     if not found:
-        raise SystemExit(f"{folder}: no GPU training program in the dump (int8store_*steps "
-                         "after optimizations); was it compiled, not loaded from a cache?")
+        raise SystemExit(f"{folder}: no training program in the dump (int8store_*steps after "
+                         "optimizations); was it compiled, not loaded from a cache?")
+    if not any(tuned_thunks(text) for text in found.values()):
+        raise SystemExit(f"{folder}: no GEMM or cuDNN call in its training programs' steps: "
+                         "compiled for a CPU, not a GPU?")
     return found
 
 

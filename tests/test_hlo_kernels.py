@@ -114,7 +114,7 @@ def test_what_a_step_was_tuned_to():
 
 def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys, monkeypatch):
     """bench/gpu_programs.py on two dumps: the calls tuned alike and those
-    not; a dump without a GPU training program is refused by name."""
+    not; a dump of CPU programs, or of no training program, is refused."""
     name = "module_0004.jit_int8store_full_steps.sm_9.0_gpu_after_optimizations.txt"
     for folder, algorithm in (("held", "1"), ("streamed", "7")):
         (tmp_path / folder).mkdir()
@@ -127,8 +127,13 @@ def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys, monkeypat
     assert f"cuDNN DIFFERENT {CONV}" in printed
     assert '"algo_id": "7"' in printed
     assert printed.endswith("1 GEMM or cuDNN calls tuned differently or not in both\n")
+    cpu_program = "\n".join(line for line in GPU_PROGRAM.splitlines()
+                             if "gemm_fusion" not in line and "cudnn" not in line)
     (tmp_path / "cpu").mkdir()
-    (tmp_path / "cpu" / name.replace("sm_9.0_gpu", "cpu")).write_text(GPU_PROGRAM)
+    (tmp_path / "cpu" / name.replace("sm_9.0_gpu", "cpu")).write_text(cpu_program)
     monkeypatch.setattr(sys, "argv", sys.argv[:2] + [str(tmp_path / "cpu")])
-    with pytest.raises(SystemExit, match="cpu: no GPU training program"):
+    with pytest.raises(SystemExit, match="cpu: no GEMM or cuDNN call"):
+        compare_programs()
+    monkeypatch.setattr(sys, "argv", sys.argv[:2] + [str(tmp_path)])
+    with pytest.raises(SystemExit, match="no training program in the dump"):
         compare_programs()
