@@ -62,6 +62,7 @@ mnist=.device/mnist.pkl.gz
         ;;
     3)  # if device time is left: XLA's GPU flags that may make a step cheaper, or
         # deterministic for less (autotuned once, the choice kept for later programs)
+        mkdir -p /tmp/autotune  # (XLA's autotuning cache folder must exist)
         for flags in "" "--xla_gpu_deterministic_ops=true" \
             "--xla_gpu_exclude_nondeterministic_ops=true --xla_gpu_per_fusion_autotune_cache_dir=/tmp/autotune" \
             "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"; do
