@@ -116,17 +116,17 @@ sent = time.perf_counter()
 print(f"import jax {imported - began:.2f} s, its backends {started - imported:.2f} s, "
       f"39 MB to the device {sent - started:.2f} s")
 PY
+        profiled() {  # TUTORIAL SORT LINES: 20 epochs of it under cProfile, its top LINES
+            python -m cProfile -s "$2" "tutorials/$1" --dataset $mnist --mode jax --epochs 20 \
+                --save-model "" --timings >"$dumps/profile.txt"
+            grep -E "^timings|ran for" "$dumps/profile.txt"
+            grep -A "$3" "Ordered by" "$dumps/profile.txt"
+        }
         echo "== the logistic tutorial, 20 epochs, a warm cache, under cProfile"
         python tutorials/logistic_sgd.py --dataset $mnist --mode jax --epochs 20 --save-model "" >/dev/null
-        python -m cProfile -s cumtime tutorials/logistic_sgd.py --dataset $mnist --mode jax \
-            --epochs 20 --save-model "" --timings >"$dumps/profile.txt"
-        grep -E "^timings|ran for" "$dumps/profile.txt"
-        grep -A 40 "Ordered by" "$dumps/profile.txt"
+        profiled logistic_sgd.py cumtime 40
         echo "== LeNet5, 20 epochs, a warm cache, under cProfile: its own time"
-        python -m cProfile -s tottime tutorials/convolutional_mlp.py --dataset $mnist --mode jax \
-            --epochs 20 --save-model "" --timings >"$dumps/profile.txt"
-        grep -E "^timings|ran for" "$dumps/profile.txt"
-        grep -A 30 "Ordered by" "$dumps/profile.txt"
+        profiled convolutional_mlp.py tottime 30
         ;;
     esac
 } 2>&1 | tee "$out"

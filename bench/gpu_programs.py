@@ -65,11 +65,11 @@ def compare(name_a, text_a, name_b, text_b):
     return differ + left
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a", help="the first run's XLA dump folder (e.g. held whole)")
     parser.add_argument("b", help="the second run's (e.g. streamed)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     found_a, found_b = programs(args.a), programs(args.b)
     differ = 0
     for name_a, text_a in found_a.items():

@@ -111,7 +111,7 @@ def tuned_thunks(text):
         head = re.sub(r"metadata=\{[^}]*\}", "", line[:config.start()] if config else line)
         parts = re.match(r"(?:ROOT )?%\S+ = (\([^)]*\)|\S+) ([a-z-]+)\([^)]*\)(.*)", head)
         attributes = [item.strip() for item in parts.group(3).split(", ")
-                      if item.strip() and not item.strip().startswith(("metadata=", "calls="))]
+                      if item.strip() and not item.strip().startswith("calls=")]
         what = " ".join([parts.group(1), parts.group(2)] + attributes)
         found.append((kind, what, json.dumps(tuned, sort_keys=True)))
     return found

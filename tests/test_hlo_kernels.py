@@ -112,16 +112,14 @@ def test_what_a_step_was_tuned_to():
     assert other[1] == what and other[2] != tuned
 
 
-def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys, monkeypatch):
+def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys):
     """bench/gpu_programs.py on two dumps: the calls tuned alike and those
     not; a dump of CPU programs, or of no training program, is refused."""
     name = "module_0004.jit_int8store_full_steps.sm_9.0_gpu_after_optimizations.txt"
     for folder, algorithm in (("held", "1"), ("streamed", "7")):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / name).write_text(tuned_as(algorithm))
-    monkeypatch.setattr(sys, "argv", ["gpu_programs.py", str(tmp_path / "held"),
-                                      str(tmp_path / "streamed")])
-    compare_programs()
+    compare_programs([str(tmp_path / "held"), str(tmp_path / "streamed")])
     printed = capsys.readouterr().out
     assert "GEMM  same      f32[8,8]{1,0} fusion kind=kCustom" in printed
     assert f"cuDNN DIFFERENT {CONV}" in printed
@@ -131,9 +129,7 @@ def test_two_runs_programs_are_compared_call_by_call(tmp_path, capsys, monkeypat
                              if "gemm_fusion" not in line and "cudnn" not in line)
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / name.replace("sm_9.0_gpu", "cpu")).write_text(cpu_program)
-    monkeypatch.setattr(sys, "argv", sys.argv[:2] + [str(tmp_path / "cpu")])
     with pytest.raises(SystemExit, match="cpu: no GEMM or cuDNN call"):
-        compare_programs()
-    monkeypatch.setattr(sys, "argv", sys.argv[:2] + [str(tmp_path)])
+        compare_programs([str(tmp_path / "held"), str(tmp_path / "cpu")])
     with pytest.raises(SystemExit, match="no training program in the dump"):
-        compare_programs()
+        compare_programs([str(tmp_path / "held"), str(tmp_path)])
