@@ -82,6 +82,34 @@ mnist=.device/mnist.pkl.gz
                 --save-model "" "${extra[@]}" | grep "validation error"
         done
         (cd bench && python gpu_programs.py "$dumps/held" "$dumps/streamed") | head -120
+        echo "autotuning results JAX kept beside the programs:" \
+            "$(find "$dumps/cache" -path "*autotune*" -type f | wc -l) files"
+        # Is a fresh compilation deterministic, and do XLA's persisted autotuning
+        # results (its documented way to deterministic compilation) make the
+        # streamed run the held one? Each run its own fresh cache.
+        short() {  # NAME XLA_FLAGS [TUTORIAL OPTIONS]: 3 epochs, its parameters kept
+            local name=$1 flags=$2; shift 2
+            XDG_CACHE_HOME=$dumps/$name XLA_FLAGS=$flags python tutorials/convolutional_mlp.py \
+                --dataset $mnist --mode jax --epochs 3 --save-model "" \
+                --checkpoint "$dumps/$name.npz" "$@" | grep "validation error" >"$dumps/$name.txt"
+        }
+        short heldA "--xla_gpu_dump_autotune_results_to=$dumps/autotune.textproto"
+        short heldB ""
+        short streamedC "--xla_gpu_load_autotune_results_from=$dumps/autotune.textproto" \
+            --max-device-bytes 16777216
+        (cd bench && python - "$dumps" <<'PY'
+import sys
+from pathlib import Path
+from same_lines import parameters, same_bits
+runs = Path(sys.argv[1])
+lines = {name: (runs / f"{name}.txt").read_text() for name in ("heldA", "heldB", "streamedC")}
+bits = {name: parameters(runs / f"{name}.npz") for name in lines}
+for name, what in (("heldB", "held, compiled afresh"),
+                   ("streamedC", "streamed, held's autotuning results loaded")):
+    print(f"{what}: lines {'same' if lines[name] == lines['heldA'] else 'DIFFERENT'}, "
+          f"parameters {'same' if same_bits(bits[name], bits['heldA']) else 'DIFFERENT'}")
+PY
+        )
         echo "== the forms of LeNet5's convolutions (cuDNN's backward-data or forward)"
         python bench/conv_forms.py --rounds 5 --steps 100
         for bytes in 1 268435456 1073741824 8589934592; do
