@@ -4,7 +4,7 @@
 #   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # 217 s on an H200 (2026-11-27)
 #   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200
 #   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 2 minutes
-#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 2 minutes
+#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 3 minutes
 # int8store runs from the checkout, PyTensor and what else the image lacks
 # installed from the carried wheels; the data is the real MNIST. Part 1: the
 # time to accuracy of both tutorials against plain JAX and PyTorch resident
@@ -16,7 +16,9 @@
 # that may serve better (deterministic ops another way, CUDA graphs of the
 # whole loop). Part 4: where the runs differ and spend their time:
 # - what XLA's autotuner chose for the held-whole and the streamed run's
-#   steps (bench/gpu_programs.py);
+#   steps (bench/gpu_programs.py); whether a fresh compilation of the held
+#   run is the same bit for bit, and whether XLA's persisted autotuning
+#   results make the streamed run the held one;
 # - which form of LeNet5's convolutions cuDNN runs fastest
 #   (bench/conv_forms.py);
 # - the scoring's time by the size of its groups of windows;
@@ -102,8 +104,12 @@ import sys
 from pathlib import Path
 from same_lines import parameters, same_bits
 runs = Path(sys.argv[1])
-lines = {name: (runs / f"{name}.txt").read_text() for name in ("heldA", "heldB", "streamedC")}
-bits = {name: parameters(runs / f"{name}.npz") for name in lines}
+names = ("heldA", "heldB", "streamedC")
+ended = [name for name in names if (runs / f"{name}.npz").exists()]
+if len(ended) < len(names):
+    sys.exit(f"no parameters from {sorted(set(names) - set(ended))}: the run failed (above)")
+lines = {name: (runs / f"{name}.txt").read_text() for name in names}
+bits = {name: parameters(runs / f"{name}.npz") for name in names}
 for name, what in (("heldB", "held, compiled afresh"),
                    ("streamedC", "streamed, held's autotuning results loaded")):
     print(f"{what}: lines {'same' if lines[name] == lines['heldA'] else 'DIFFERENT'}, "
