@@ -26,7 +26,9 @@ epochs (the tutorials': LeNet5 200, logistic 1000, with early stopping);
 ``--rounds R`` runs every way R times, alternating their order.
 
 It prints, a row a way: the whole process's seconds, the training loop's
-(scoring included), the scoring's (int8store), XLA's compilations and
+(scoring included), the scoring's (int8store; in brackets the first score
+of each split's, in which JAX mode traces its program and compiles or
+loads it: the rest is what scoring costs a run), XLA's compilations and
 loads from the cache (int8store, JAX mode), the best validation and test
 errors, the epochs, and each whole-process time as a ratio to plain
 ``jax.jit``'s in the same run; then the device. Each run's figures go to
@@ -132,6 +134,7 @@ def tutorial_run(model, dataset, mode, epochs, env, checkout=None):
     minutes = number(r"ran for ([\d.]+)m", text=err)
     return {"whole": seconds, "loop": loop if minutes is None else 60 * minutes,
             "scoring": number(r"scoring the splits ([\d.]+) s"),
+            "first scores": number(r"\(([\d.]+) s the first score"),
             "compiled": number(r"(\d+) XLA programs? compiled"),
             "loaded": number(r"(\d+) loaded from the cache"),
             "valid": number(r"best validation error\s+([\d.]+) %"),
@@ -246,8 +249,9 @@ def main(argv=None):
 
     print(f"{activate().describe()}; data: {args.mnist or 'generated MNIST-shaped images'}; "
           f"epochs: {args.epochs or 'the tutorials'}; medians of {args.rounds} round(s)")
-    print("| model | way | whole process, s | training loop, s | scoring, s | XLA compiled "
-          "/ loaded | best valid / test error, % | epochs | whole vs plain jax.jit |")
+    print("| model | way | whole process, s | training loop, s | scoring (first scores), s "
+          "| XLA compiled / loaded | best valid / test error, % | epochs | whole vs plain "
+          "jax.jit |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     devices = set()
     for model, runs in results.items():
@@ -259,8 +263,9 @@ def main(argv=None):
             whole, loop, scoring = (median(done, k) for k in ("whole", "loop", "scoring"))
             compiled, loaded = median(done, "compiled"), median(done, "loaded")
             xla = f"{compiled:.0f} / {loaded:.0f}" if compiled is not None else ""
-            print(f"| {model} | {way} | {whole:.1f} | {_format(loop, '.1f')} | "
-                  f"{_format(scoring, '.2f')} | {xla} | "
+            first = median(done, "first scores")  # (a split's first: its program made)
+            scored = _format(scoring, '.2f') + (f" ({first:.2f})" if first is not None else "")
+            print(f"| {model} | {way} | {whole:.1f} | {_format(loop, '.1f')} | {scored} | {xla} | "
                   f"{_format(median(done, 'valid'), '.2f')} / "
                   f"{_format(median(done, 'test'), '.2f')} | "
                   f"{_format(median(done, 'epochs'), '.0f')} | "

@@ -7,6 +7,7 @@ and JAX's backends are the process's."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -119,6 +120,10 @@ def test_a_second_run_compiles_nothing_and_the_cache_can_be_declined(tmp_path):
     assert len(timings) == 2
     assert "0 XLA programs compiled" not in timings[0]
     assert "0 XLA programs compiled" in timings[1], timings[1]  # all loaded from the cache
+    for line in timings:  # the first score of each split (its program made) apart
+        scoring, first_scores = map(float, re.search(
+            r"scoring the splits ([\d.]+) s in \d+ calls \(([\d.]+) s the first score", line).groups())
+        assert 0 < first_scores <= scoring, line
     assert [line for line in first if "error" in line] == \
         [line for line in second if "error" in line]
     cache = tmp_path / "cache" / "int8store" / "jax"

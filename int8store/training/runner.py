@@ -335,10 +335,12 @@ class Run:
     def result(self, **fields):
         """The training function's result: ``fields`` and what the run
         knows (the splits, for the memory table; the scoring's time and
-        calls; whether it was interrupted)."""
+        calls, and the time of each split's first score; whether it was
+        interrupted)."""
         return dict(fields, datasets=self.splits, interrupted=bool(stop_requested()),
                     scoring_seconds=sum(score.seconds for score in self._scores),
-                    scoring_calls=sum(score.calls for score in self._scores))
+                    scoring_calls=sum(score.calls for score in self._scores),
+                    scoring_first_seconds=sum(score.first_seconds for score in self._scores))
 
 
 class _OneCall:

@@ -141,15 +141,21 @@ class SplitScore:
     far (JAX mode: one a split held whole, one a shard streamed) and
     :attr:`seconds` the time they took (in JAX mode each score first waits
     for the training calls before it, which the device may still be
-    running: the time is the score's own)."""
+    running: the time is the score's own), :attr:`first_seconds` of it the
+    first score's (in JAX mode its program is traced, then compiled or
+    loaded from the cache: what the later scores do not pay)."""
 
     def __init__(self, run, split, chunk_size, classic_count):
         self._run, self.split = run, split
         self.chunk_size, self.classic_count = int(chunk_size), bool(classic_count)
-        self.calls, self.seconds = 0, 0.0
+        self.calls, self.seconds, self.first_seconds = 0, 0.0, 0.0
 
     def __call__(self):
-        return self._run(self)
+        before, first = self.seconds, self.calls == 0
+        result = self._run(self)
+        if first:
+            self.first_seconds = self.seconds - before
+        return result
 
     def __repr__(self):
         return f"SplitScore({self.split!r}, chunks of {self.chunk_size})"
