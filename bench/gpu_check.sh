@@ -20,7 +20,8 @@
 #   run is the same bit for bit, and whether XLA's persisted autotuning
 #   results make the streamed run the held one;
 # - which form of LeNet5's convolutions cuDNN runs fastest
-#   (bench/conv_forms.py);
+#   (bench/conv_forms.py), and the whole tutorial in both forms of the
+#   forward convolutions' turned kernel (kernel_turn.TURN_APART_ON_GPU);
 # - the scoring's time by the size of its groups of windows;
 # - the start of a run (CUDA, the first transfer, the rest under cProfile);
 # - a LeNet5 run's own time, function by function.
@@ -136,6 +137,25 @@ sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", sys.argv[2], "--mode"
             "--epochs", "10", "--timings", "--save-model", ""]
 runpy.run_path(sys.argv[0], run_name="__main__")
 PY
+        done
+        # The whole tutorial in both forms of the forward convolutions' turned
+        # kernel (int8store/backend/jax/kernel_turn.py): each form's programs
+        # made by a 1-epoch run first, then 20 epochs each, in the order ABBA.
+        turn() {  # APART EPOCHS: the LeNet5 tutorial, its timings line
+            python - "$1" "$2" "$mnist" <<'PY' | grep -E "^timings"
+import runpy, sys
+import int8store.backend.jax.kernel_turn as kernel_turn
+kernel_turn.TURN_APART_ON_GPU = sys.argv[1] == "apart"
+sys.path.insert(0, "tutorials")  # (the tutorial imports logistic_sgd beside it)
+sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", sys.argv[3], "--mode", "jax",
+            "--epochs", sys.argv[2], "--timings", "--save-model", ""]
+runpy.run_path(sys.argv[0], run_name="__main__")
+PY
+        }
+        turn folded 1 >/dev/null; turn apart 1 >/dev/null
+        for form in folded apart apart folded; do
+            echo "== LeNet5, 20 epochs, the forward kernel's turn $form"
+            turn $form 20
         done
         echo "== the start: import jax, its GPU backend, the first transfer"
         python - <<'PY'

@@ -220,3 +220,36 @@ def test_an_update_of_another_dtype_is_refused_with_the_variable_named():
     index = at.lscalar()
     with pytest.raises(ArgumentError, match="update of w: float64 values for a float32"):
         steps_function([index], w.sum(), [(w, w - at.constant(np.float64(0.1)))], mode="jax")
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["folded", "apart"])
+def test_the_forward_kernel_turn_kept_apart_on_a_gpu_computes_the_same(monkeypatch, apart):
+    """In programs made for a GPU (``compiling_for("gpu")``, traced and run
+    here on the CPU) with ``kernel_turn.TURN_APART_ON_GPU``, the forward
+    convolution's turned kernel, and only its, sits behind an optimization
+    barrier, which makes XLA call cuDNN's forward convolution; the values and
+    both gradients are the C backend's, as without the barrier."""
+    import jax
+
+    from int8store.backend.jax import kernel_turn
+    from int8store.backend.jax.direct import jax_graph
+    from int8store.backend.jax.generated_source import graph_to_python
+    from int8store.backend.jax.target import compiling_for
+
+    monkeypatch.setattr(kernel_turn, "TURN_APART_ON_GPU", apart)
+    image_shape, filter_shape = (4, 2, 10, 9), (3, 2, 5, 5)  # LeNet5's kernels, valid
+    x = at.TensorType("float32", shape=image_shape)("x")
+    w = at.TensorType("float32", shape=filter_shape)("w")
+    out = conv2d(x, w, input_shape=image_shape, filter_shape=filter_shape)
+    weights = at.TensorType("float32", shape=(4, 3, 6, 5))("r")
+    outputs = [out] + at.grad((out * weights).sum(), [x, w])
+    values = [rng.normal(size=v.type.shape).astype(np.float32) for v in (x, w, weights)]
+    with compiling_for("gpu"):
+        converted = graph_to_python(jax_graph([x, w, weights], outputs), "kernel_turn_test")
+        jaxpr = str(jax.make_jaxpr(converted)(*values))
+        results = jax.jit(converted)(*values)
+    assert jaxpr.count("optimization_barrier") == (1 if apart else 0)
+    assert_same(lib.function([x, w, weights], outputs, mode=function_mode("c"))(*values),
+                results, 1e-4)
+    on_this_cpu = str(jax.make_jaxpr(kernel_turn.turned)(values[1]))  # (made for the CPU)
+    assert "rev" in on_this_cpu and "optimization_barrier" not in on_this_cpu

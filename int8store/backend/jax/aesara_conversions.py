@@ -15,6 +15,7 @@ from ..ops.nnet import aesara_nnet_quietly
 from ..setup.fixes import in_versions
 from .channels_last import (correlate, correlate_grad_inputs, correlate_grad_weights,
                             gradients_apply, on_cpu)
+from .kernel_turn import turned
 from .pooling import tiled_max_pool_grad
 
 with aesara_nnet_quietly():
@@ -108,9 +109,10 @@ def jax_funcify_CrossentropySoftmax1HotWithBiasDx(op, **kwargs):
 
 # -- conv2d and its gradients -------------------------------------------------------
 
-def _conv2d_function(op):
+def _conv2d_function(op, forward=False):
     """``conv(img, kern)`` with the op's border_mode, subsample, filter_flip,
-    dilation and groups, through ``jax.lax.conv_general_dilated``."""
+    dilation and groups, through ``jax.lax.conv_general_dilated`` (the
+    ``forward`` pass's turned kernel as :mod:`.kernel_turn` makes it)."""
     if op.unshared:
         raise NotImplementedError("unshared convolutions have no JAX conversion in int8store")
     strides = tuple(int(s) for s in op.subsample)
@@ -119,8 +121,8 @@ def _conv2d_function(op):
     channels_last = on_cpu()
 
     def conv(img, kern):
-        if op.filter_flip:
-            kern = kern[:, :, ::-1, ::-1]  # a true convolution; lax correlates
+        if op.filter_flip:  # a true convolution; lax correlates
+            kern = turned(kern) if forward else kern[:, :, ::-1, ::-1]
         if channels_last:  # XLA:CPU's fast form, inside loops too (.channels_last)
             return correlate(img, kern, strides, _padding(op, kern.shape[2:]), dilation, groups)
         return jax.lax.conv_general_dilated(
@@ -175,7 +177,7 @@ def _pullback(linear, shape, dtype, cotangent):
 
 @_conversion(AbstractConv2d)
 def jax_funcify_AbstractConv2d(op, **kwargs):
-    return _conv2d_function(op)
+    return _conv2d_function(op, forward=True)
 
 
 @_conversion(AbstractConv2d_gradWeights)

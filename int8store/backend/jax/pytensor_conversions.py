@@ -17,6 +17,7 @@ from ..ops.im2col import padding as conv_padding
 from ..ops.pooling import MaxPool2d, MaxPool2dGrad, lowest, pool_out_len
 from .channels_last import (correlate, correlate_grad_inputs, correlate_grad_weights,
                             gradients_apply, on_cpu)
+from .kernel_turn import turned
 from .pooling import tiled_max_pool_grad
 
 __all__ = ["register"]
@@ -40,16 +41,17 @@ def _dtype(node, default):
 
 # -- conv2d and its gradients ----------------------------------------------------------------
 
-def _conv_function(op, dtype):
+def _conv_function(op, dtype, forward=False):
     """``conv(img, kern)``, the op's convolution through ``jax.lax.conv_general_dilated``
-    (channels-last on the CPU: :mod:`.channels_last`)."""
+    (channels-last on the CPU: :mod:`.channels_last`; the ``forward`` pass's
+    turned kernel as :mod:`.kernel_turn` makes it)."""
     strides = tuple(op.subsample)
     channels_last = on_cpu()
 
     def conv(img, kern):
         img, kern = jnp.asarray(img).astype(dtype), jnp.asarray(kern).astype(dtype)
-        if op.filter_flip:
-            kern = kern[:, :, ::-1, ::-1]  # a true convolution: lax correlates
+        if op.filter_flip:  # a true convolution: lax correlates
+            kern = turned(kern) if forward else kern[:, :, ::-1, ::-1]
         padding = _padding(op, kern.shape[2:])
         if channels_last:
             return correlate(img, kern, strides, padding)
@@ -93,7 +95,7 @@ def _transpose(linear, shape, dtype, cotangent):
 
 
 def jax_funcify_Conv2d(op, node=None, **kwargs):
-    return _conv_function(op, _dtype(node, "float32"))
+    return _conv_function(op, _dtype(node, "float32"), forward=True)
 
 
 def jax_funcify_Conv2dGradWeights(op, node=None, **kwargs):
