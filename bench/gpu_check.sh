@@ -4,7 +4,7 @@
 #   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # 217 s on an H200 (2026-11-27)
 #   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200
 #   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 2 minutes
-#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 3 minutes
+#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 4 minutes
 # int8store runs from the checkout, PyTensor and what else the image lacks
 # installed from the carried wheels; the data is the real MNIST. Part 1: the
 # time to accuracy of both tutorials against plain JAX and PyTorch resident
