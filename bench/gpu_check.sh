@@ -74,9 +74,23 @@ mnist=.device/mnist.pkl.gz
                 --cases lenet5-500 mlp-20 logistic-600 | grep -E "int8store|plain"
         done
         ;;
-    4)  # the held-whole and streamed runs' programs, compiled into one fresh
-        # cache as a user's two runs would be (its autotuning results shared)
+    4)  # where the runs differ and where they spend their time
         dumps=$(mktemp -d)
+        echo "== the start: import jax, its GPU backend, the first transfer"
+        python - <<'PY'
+import time
+began = time.perf_counter()
+import jax, numpy
+imported = time.perf_counter()
+jax.devices()
+started = time.perf_counter()
+jax.device_put(numpy.zeros((50000, 784), numpy.int8)).block_until_ready()
+sent = time.perf_counter()
+print(f"import jax {imported - began:.2f} s, its backends {started - imported:.2f} s, "
+      f"39 MB to the device {sent - started:.2f} s")
+PY
+        # the held-whole and streamed runs' programs, compiled into one fresh
+        # cache as a user's two runs would be (its autotuning results shared)
         for way in held streamed; do
             echo "== LeNet5, 2 epochs, $way, XLA's programs dumped"
             extra=(); [ $way = streamed ] && extra=(--max-device-bytes 16777216)
@@ -157,19 +171,6 @@ PY
             echo "== LeNet5, 20 epochs, the forward kernel's turn $form"
             turn $form 20
         done
-        echo "== the start: import jax, its GPU backend, the first transfer"
-        python - <<'PY'
-import time
-began = time.perf_counter()
-import jax, numpy
-imported = time.perf_counter()
-jax.devices()
-started = time.perf_counter()
-jax.device_put(numpy.zeros((50000, 784), numpy.int8)).block_until_ready()
-sent = time.perf_counter()
-print(f"import jax {imported - began:.2f} s, its backends {started - imported:.2f} s, "
-      f"39 MB to the device {sent - started:.2f} s")
-PY
         profiled() {  # TUTORIAL SORT LINES: 20 epochs of it under cProfile, its top LINES
             python -m cProfile -s "$2" "tutorials/$1" --dataset $mnist --mode jax --epochs 20 \
                 --save-model "" --timings >"$dumps/profile.txt"
