@@ -3,7 +3,7 @@
 # under its 10-minute limit), after scripts/device_wheels.sh:
 #   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # 217 s on an H200 (2026-11-27)
 #   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200
-#   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 2 minutes
+#   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 3 minutes
 #   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 4 minutes
 # int8store runs from the checkout, PyTensor and what else the image lacks
 # installed from the carried wheels; the data is the real MNIST. Part 1: the
@@ -64,11 +64,15 @@ mnist=.device/mnist.pkl.gz
         python bench/same_lines.py --dataset $mnist --epochs 20 -- --no-deterministic
         ;;
     3)  # if device time is left: XLA's GPU flags that may make a step cheaper, or
-        # deterministic for less (autotuned once, the choice kept for later programs)
+        # deterministic for less (autotuned once, the choice kept for later programs);
+        # the loop's body in CUDA graphs (XLA's command buffers: WHILE is not among
+        # its defaults), unrolled into one graph, or with graphs of any size
         mkdir -p /tmp/autotune  # (XLA's autotuning cache folder must exist)
         for flags in "" "--xla_gpu_deterministic_ops=true" \
             "--xla_gpu_exclude_nondeterministic_ops=true --xla_gpu_per_fusion_autotune_cache_dir=/tmp/autotune" \
-            "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"; do
+            "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL" \
+            "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_command_buffer_unroll_loops=true" \
+            "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1"; do
             echo "== XLA_FLAGS=$flags"
             XLA_FLAGS=$flags python bench/steps_per_call.py --rounds 3 --ks 1 100 \
                 --cases lenet5-500 mlp-20 logistic-600 | grep -E "int8store|plain"
