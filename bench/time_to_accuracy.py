@@ -260,10 +260,10 @@ def main(argv=None):
             if not done:
                 continue
             devices.add(f"{way.split(':')[0].split()[0]}: {done[0]['device']}")
-            whole, loop, scoring = (median(done, k) for k in ("whole", "loop", "scoring"))
+            whole, loop, scoring, first = (median(done, k) for k in
+                                           ("whole", "loop", "scoring", "first scores"))
             compiled, loaded = median(done, "compiled"), median(done, "loaded")
             xla = f"{compiled:.0f} / {loaded:.0f}" if compiled is not None else ""
-            first = median(done, "first scores")  # (a split's first: its program made)
             scored = _format(scoring, '.2f') + (f" ({first:.2f})" if first is not None else "")
             print(f"| {model} | {way} | {whole:.1f} | {_format(loop, '.1f')} | {scored} | {xla} | "
                   f"{_format(median(done, 'valid'), '.2f')} / "

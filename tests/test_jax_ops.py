@@ -251,5 +251,6 @@ def test_the_forward_kernel_turn_kept_apart_on_a_gpu_computes_the_same(monkeypat
     assert jaxpr.count("optimization_barrier") == (1 if apart else 0)
     assert_same(lib.function([x, w, weights], outputs, mode=function_mode("c"))(*values),
                 results, 1e-4)
-    on_this_cpu = str(jax.make_jaxpr(kernel_turn.turned)(values[1]))  # (made for the CPU)
+    on_this_cpu = str(jax.make_jaxpr(lambda kern: kernel_turn.turned(kern, forward=True))(
+        values[1]))  # (a forward convolution's kernel, in a program made for the CPU)
     assert "rev" in on_this_cpu and "optimization_barrier" not in on_this_cpu

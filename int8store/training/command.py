@@ -93,7 +93,7 @@ def print_summary(result, timings=False):
         compiled = result.get("compilations")
         # (in JAX mode a split's first score traces its program, then compiles or loads it)
         first = " (%.2f s the first score of each split)" % result["scoring_first_seconds"] \
-            if compiled and "scoring_first_seconds" in result else ""
+            if compiled else ""
         print("timings: training loop %.2f s, of which scoring the splits %.2f s in %i calls%s%s"
               % (result["seconds"], result["scoring_seconds"], result["scoring_calls"], first,
                  "; " + compiled if compiled else ""))

@@ -122,7 +122,7 @@ def _conv2d_function(op, forward=False):
 
     def conv(img, kern):
         if op.filter_flip:  # a true convolution; lax correlates
-            kern = turned(kern) if forward else kern[:, :, ::-1, ::-1]
+            kern = turned(kern, forward)
         if channels_last:  # XLA:CPU's fast form, inside loops too (.channels_last)
             return correlate(img, kern, strides, _padding(op, kern.shape[2:]), dilation, groups)
         return jax.lax.conv_general_dilated(

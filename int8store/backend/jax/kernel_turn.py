@@ -29,11 +29,11 @@ __all__ = ["TURN_APART_ON_GPU", "turned"]
 TURN_APART_ON_GPU = False
 
 
-def turned(kern):
+def turned(kern, forward=False):
     """``kern`` (filters, channels, rows, columns) turned half-way round in
-    its two spatial axes: kept apart from the convolution in programs made
-    for a GPU when :data:`TURN_APART_ON_GPU` says so."""
+    its two spatial axes: for a ``forward`` convolution, kept apart from it
+    in programs made for a GPU when :data:`TURN_APART_ON_GPU` says so."""
     kern = kern[:, :, ::-1, ::-1]
-    if TURN_APART_ON_GPU and target_platform() == "gpu":
+    if forward and TURN_APART_ON_GPU and target_platform() == "gpu":
         return jax.lax.optimization_barrier(kern)
     return kern

@@ -51,7 +51,7 @@ def _conv_function(op, dtype, forward=False):
     def conv(img, kern):
         img, kern = jnp.asarray(img).astype(dtype), jnp.asarray(kern).astype(dtype)
         if op.filter_flip:  # a true convolution: lax correlates
-            kern = turned(kern) if forward else kern[:, :, ::-1, ::-1]
+            kern = turned(kern, forward)
         padding = _padding(op, kern.shape[2:])
         if channels_last:
             return correlate(img, kern, strides, padding)
