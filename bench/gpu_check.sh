@@ -137,38 +137,37 @@ PY
         )
         echo "== the forms of LeNet5's convolutions (cuDNN's backward-data or forward)"
         python bench/conv_forms.py --rounds 5 --steps 100
-        for bytes in 1 268435456 1073741824 8589934592; do
-            echo "== LeNet5, 10 epochs, scoring groups of at most $bytes bytes"
-            python - "$bytes" "$mnist" <<'PY' | grep -E "^(group|timings)"
+        lenet5_with() {  # EPOCHS SETUP: the LeNet5 tutorial after the Python lines SETUP
+            python - "$1" "$mnist" "$2" <<'PY' | grep -E "^(group|timings)"
 import runpy, sys
-import int8store.backend.jax.direct as direct
-import int8store.backend.jax.window_groups as window_groups
-window_groups.GROUP_BYTES = int(sys.argv[1])
+epochs, mnist, setup = sys.argv[1:4]
+exec(setup)  # (int8store's setting changed before the tutorial builds its functions)
+sys.path.insert(0, "tutorials")  # (the tutorial imports logistic_sgd beside it)
+sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", mnist, "--mode", "jax",
+            "--epochs", epochs, "--timings", "--save-model", ""]
+runpy.run_path(sys.argv[0], run_name="__main__")
+PY
+        }
+        log_groups='import int8store.backend.jax.direct as direct
 chosen = direct.scoring_group
 def logged(*arguments):
     group = chosen(*arguments)
     print("group", group, "windows a step of the scoring loop")
     return group
-direct.scoring_group = logged
-sys.path.insert(0, "tutorials")  # (the tutorial imports logistic_sgd beside it)
-sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", sys.argv[2], "--mode", "jax",
-            "--epochs", "10", "--timings", "--save-model", ""]
-runpy.run_path(sys.argv[0], run_name="__main__")
-PY
+direct.scoring_group = logged'
+        for bytes in 1 268435456 1073741824 8589934592; do
+            echo "== LeNet5, 10 epochs, scoring groups of at most $bytes bytes"
+            lenet5_with 10 "import int8store.backend.jax.window_groups as window_groups
+window_groups.GROUP_BYTES = $bytes
+$log_groups"
         done
         # The whole tutorial in both forms of the forward convolutions' turned
         # kernel (int8store/backend/jax/kernel_turn.py): each form's programs
         # made by a 1-epoch run first, then 20 epochs each, in the order ABBA.
-        turn() {  # APART EPOCHS: the LeNet5 tutorial, its timings line
-            python - "$1" "$2" "$mnist" <<'PY' | grep -E "^timings"
-import runpy, sys
-import int8store.backend.jax.kernel_turn as kernel_turn
-kernel_turn.TURN_APART_ON_GPU = sys.argv[1] == "apart"
-sys.path.insert(0, "tutorials")  # (the tutorial imports logistic_sgd beside it)
-sys.argv = ["tutorials/convolutional_mlp.py", "--dataset", sys.argv[3], "--mode", "jax",
-            "--epochs", sys.argv[2], "--timings", "--save-model", ""]
-runpy.run_path(sys.argv[0], run_name="__main__")
-PY
+        turn() {  # FORM EPOCHS: the tutorial with the turn folded or apart
+            local apart=False; [ "$1" = apart ] && apart=True
+            lenet5_with "$2" "import int8store.backend.jax.kernel_turn as kernel_turn
+kernel_turn.TURN_APART_ON_GPU = $apart"
         }
         turn folded 1 >/dev/null; turn apart 1 >/dev/null
         for form in folded apart apart folded; do
