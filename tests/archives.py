@@ -4,6 +4,7 @@ import gzip
 import pickle
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -147,6 +148,17 @@ def tar_folder(folder, archive_path, prefix=""):
             if path.is_file():
                 archive.add(path, prefix + path.relative_to(folder).as_posix())
     return archive_path
+
+
+def with_gzip_extra_field(path):
+    """Give the gzip file ``path`` an extra field in its header (FEXTRA, as
+    bgzip and other tools write one): the same data, still sound gzip."""
+    data = bytearray(Path(path).read_bytes())
+    field = b"IS" + (4).to_bytes(2, "little") + b"int8"  # one subfield, RFC 1952 2.3.1.1
+    data[3] |= 0x04
+    data[10:10] = len(field).to_bytes(2, "little") + field
+    Path(path).write_bytes(bytes(data))
+    return path
 
 
 def flip_bit(path, offset, bit):

@@ -20,8 +20,8 @@ import h5py
 import numpy as np
 import pytest
 
-from archives import (fake_mnist, python2_array_pickle, tar_gz_with_zeros, write_image_folder,
-                      write_mnist_idx_folder, zip_folder, zip_with_zeros)
+from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_zeros,
+                      write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
 from int8store import EncodingError, SourceFormatError, load_splits
 from int8store.cli import main
 
@@ -195,6 +195,18 @@ def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
             link.type, link.linkname = kind, "cat/00000.png"
             archive.addfile(link)
         refused(tmp_path, capsys, [path], f"{path}:cat/extra.png", "link to cat/00000.png")
+
+
+@pytest.mark.parametrize("name", ["images.tar.gz", "cifar-10-python.tar.gz"])
+def test_a_gzip_header_announcing_an_extra_field_it_lacks_is_refused(tmp_path, capsys, name):
+    # The gzip header's flags say "an extra field" (FEXTRA) where the compressed
+    # data begins: Python's tarfile before 3.11.5 (Debian 12's 3.11.2) raised
+    # AttributeError there (python/cpython#107396). Both tar readers refuse it.
+    path = tar_folder(image_folder(tmp_path), tmp_path / name)
+    data = bytearray(path.read_bytes())
+    data[3] = 0x04
+    path.write_bytes(data)
+    refused(tmp_path, capsys, [path], f"{path}: not a readable tar archive")
 
 
 def test_zip_symlinks_and_escaping_names_are_refused(tmp_path, capsys):

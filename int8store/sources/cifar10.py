@@ -23,8 +23,6 @@ and folders, and members larger than :data:`MOST_MEMBER_BYTES` are refused.
 """
 
 import reprlib
-import tarfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +30,7 @@ import numpy as np
 from ..errors import SizeLimitError, SourceFormatError
 from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
-from ._files import checked_tar_members
+from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream
 from .download import DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder, fetch_into
 from .pickled import PROTOCOL_2_DATA, BoundedReader, restricted_load
 
@@ -65,7 +63,6 @@ _LAYOUT = f"the CIFAR-10 archive names its files {FOLDER}/BATCH"
 # The keys of a batch and of batches.meta: (required, optional).
 _BATCH_KEYS = (("data", "labels"), ("batch_label", "filenames"))
 _META_KEYS = (("label_names",), ("num_cases_per_batch", "num_vis"))
-_TAR_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error)
 #: What a batch's pickle may hold, as a refusal of anything else names it.
 _HOLDS = "dicts, byte strings, ints, a uint8 array and lists"
 
@@ -93,9 +90,9 @@ def is_cifar10_archive(path):
     if Path(path).name.lower().startswith("cifar-10-python"):
         return True
     try:
-        with tarfile.open(path, "r|*") as archive:
+        with open_tar_stream(path) as archive:
             first = archive.next()
-    except _TAR_ERRORS:
+    except TAR_ERRORS:
         return False  # (the image archive reader says what is wrong with it)
     return first is not None and _parts(first.name)[:1] == [FOLDER]
 
@@ -112,7 +109,7 @@ def read_cifar10_archive(path):
     path = Path(path)
     found = {}
     try:
-        with tarfile.open(path, "r|*") as archive:
+        with open_tar_stream(path) as archive:
             for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isdir():
                     continue
@@ -127,7 +124,7 @@ def read_cifar10_archive(path):
                 if name in found:
                     raise SourceFormatError(f"{where}: a second {name}; the archive holds one")
                 found[name] = _parse(name, archive.extractfile(member), member.size, where)
-    except _TAR_ERRORS as error:
+    except TAR_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
     return _source(found, str(path), f"{path}:{FOLDER}/")
 

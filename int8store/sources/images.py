@@ -19,7 +19,6 @@ unpacks to gigabytes is refused before a byte of it is unpacked.
 
 import io
 import os
-import tarfile
 import warnings
 import zipfile
 import zlib
@@ -30,7 +29,7 @@ import numpy as np
 from ..errors import SizeLimitError, SourceFormatError
 from ..runtime.limits import check_memory, check_zip_member, describe_bytes
 from . import SourceData, Split
-from ._files import check_member_name, checked_tar_members
+from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]
@@ -252,25 +251,25 @@ def _tar_tree(path):
     try:
         # One pass in stream mode: each member is checked from its header
         # before the archive is read past it (or its bytes unpacked).
-        with tarfile.open(path, "r|*") as archive:
+        with open_tar_stream(path) as archive:
             for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isfile():
                     if _is_decoded(member.name):
                         _check_image_file_size(member.size, where)
                     names.append(member.name)
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+    except TAR_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
 
     def in_order(wanted):
         # One streaming pass in the archive's own order: seeking back in a
         # compressed tar would decompress it again for every file.
         try:
-            with tarfile.open(path, "r|*") as archive:
+            with open_tar_stream(path) as archive:
                 for member in archive:
                     if member.isfile() and member.name in wanted:
                         yield member.name, _read_image_file(
                             archive.extractfile(member), member.size, f"{path}:{member.name}")
-        except (tarfile.TarError, OSError, EOFError) as error:
+        except TAR_ERRORS as error:
             raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
 
     return _Tree(str(path), names, None, in_order)
