@@ -105,9 +105,10 @@ def test_npz_with_keys_given(tmp_path, capsys):
                       keys={"train": ("p", "q"), "test": ("r", "s")})
 
 
-def test_mnist_pickle_keeps_its_floats_exactly(tmp_path):
+@pytest.mark.parametrize("protocol", [2, 5])  # 5: the arrays' bytes as BYTEARRAY8
+def test_mnist_pickle_keeps_its_floats_exactly(tmp_path, protocol):
     content = fake_mnist_pickle_content(width=784)
-    convert(write_pickle_gz(tmp_path / "mnist.pkl.gz", content), tmp_path / "m.h5")
+    convert(write_pickle_gz(tmp_path / "mnist.pkl.gz", content, protocol), tmp_path / "m.h5")
     store = open_store(tmp_path / "m.h5")
     assert store.image_shape == (28, 28) and store.encoding.divisor == 256
     for name, (images, labels) in zip(("train", "valid", "test"), content):

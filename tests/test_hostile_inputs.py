@@ -136,6 +136,23 @@ def test_a_pickle_asking_for_a_huge_byte_string(tmp_path, capsys):
     refused(tmp_path, capsys, [path], str(path))
 
 
+@pytest.mark.parametrize("gzipped", [False, True])
+@pytest.mark.parametrize("framed", [False, True])
+def test_a_pickle_announcing_a_gigabyte_bytearray_allocates_none_of_it(tmp_path, capsys, gzipped,
+                                                                       framed):
+    # BYTEARRAY8 (protocol 5: a writable array's bytes) announcing 1 GiB, then
+    # a few bytes, in a FRAME or not: Python's unpickler would allocate the
+    # gigabyte first (the fuzz found this); refused() holds it to 64 MiB.
+    array = b"\x96" + struct.pack("<Q", 1 << 30) + b"\x00" * 64
+    if framed:
+        array = b"\x95" + struct.pack("<Q", len(array)) + array
+    data = b"\x80\x05" + array + b"."
+    path = tmp_path / ("mnist.pkl.gz" if gzipped else "mnist.pkl")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    err = refused(tmp_path, capsys, [path], str(path))
+    assert framed or "announces 1,073,741,8" in err, err
+
+
 def test_a_pickle_line_that_never_ends_is_read_no_further_than_the_ceiling(tmp_path, capsys):
     # GLOBAL, then 100 MiB without a newline (100 KB of gzip): both pickle
     # readers read a line of a length the file decides, each within the ceiling.

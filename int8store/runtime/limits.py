@@ -132,9 +132,14 @@ class AnnouncedBytes:
         self.total = 0
 
     def add(self, nbytes):
+        self.check(nbytes)
         self.total += max(0, nbytes)
-        check_in_file(self.total, self.stored, self.what, self.origin, self.compressed)
-        check_memory(self.total, f"{self.what}'s data", self.origin)
+
+    def check(self, nbytes):
+        """Refuse ``nbytes`` more if the total would pass either ceiling."""
+        total = self.total + max(0, nbytes)
+        check_in_file(total, self.stored, self.what, self.origin, self.compressed)
+        check_memory(total, f"{self.what}'s data", self.origin)
 
     def room(self):
         """The bytes that may still be announced: a read of unknown length

@@ -92,8 +92,29 @@ class _RestrictedUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(str(error)) from None
         super().load_build()
 
+    def load_bytearray8(self):
+        # Python's unpickler allocates the length a BYTEARRAY8 announces (a
+        # writable array's bytes, protocol 5) before reading it: hold the
+        # length to what is left to read first.
+        size, = struct.unpack("<Q", self.read(8))
+        frame = self._unframer.current_frame
+        if frame is not None:
+            if size > frame.getbuffer().nbytes - frame.tell():
+                raise pickle.UnpicklingError("pickle exhausted before end of frame")
+        elif self._will_read is not None:
+            self._will_read(size)
+        data = bytearray(size)
+        if self.readinto(data) != size:
+            raise EOFError
+        self.append(data)
+
     dispatch = dict(pickle._Unpickler.dispatch)
     dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+    def __init__(self, file, **options):
+        super().__init__(file, **options)
+        self._will_read = getattr(file, "will_read", None)  # a BoundedReader's
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
@@ -189,6 +210,12 @@ class BoundedReader:
 
     def readline(self, limit=-1):
         return self._bounded(self._file.readline, limit)
+
+    def will_read(self, nbytes):
+        """Refuse ``nbytes`` that the pickle announces, before they are
+        allocated, if the file cannot hold them (the read then counts them)."""
+        if not self._read_whole():
+            self._asked.check(nbytes)
 
     def _bounded(self, read, limit):
         """``read(n)`` for a read whose length the file decides (a line, the
