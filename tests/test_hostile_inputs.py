@@ -238,6 +238,14 @@ def test_zip_symlinks_and_escaping_names_are_refused(tmp_path, capsys):
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr("../cat/evil.png", b"x")
     refused(tmp_path, capsys, [path], f"{path}:../cat/evil.png", "absolute path or '..'")
+    # A name that starts with a NUL byte: zipfile reads it as empty (and its
+    # ZipInfo.is_dir failed on one before Python 3.12).
+    path = zip_folder(root, tmp_path / "c.zip")
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("cat/nameless.png", b"x")
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"cat/nameless.png", b"\x00at/nameless.png"))
+    refused(tmp_path, capsys, [path], f"{path}: a member with an empty name")
 
 
 def test_a_member_beyond_the_memory_ceiling_is_refused_before_reading(tmp_path, capsys):

@@ -99,7 +99,10 @@ def check_tar_member(member, where, layout):
 
 
 def check_member_name(name, where, layout):
-    """Refuse an archive member named with an absolute path or '..'."""
+    """Refuse an archive member named with an absolute path or '..', or
+    with no name (zipfile cuts a name at its first NUL byte)."""
+    if not name:
+        raise SourceFormatError(f"{where.removesuffix(':')}: a member with an empty name; {layout}")
     parts = name.split("/")
     if name.startswith("/") or ".." in parts or "\\" in name:
         raise SourceFormatError(f"{where}: a member named with an absolute path or '..'; {layout}")

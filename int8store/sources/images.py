@@ -221,7 +221,8 @@ def _folder_tree(folder):
 def _zip_tree(path):
     try:
         archive = zipfile.ZipFile(path)
-        members = [i for i in archive.infolist() if not i.is_dir()]
+        # (not ZipInfo.is_dir: before Python 3.12 it fails on an empty name)
+        members = [i for i in archive.infolist() if not i.filename.endswith("/")]
     except _ZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
     for info in members:
