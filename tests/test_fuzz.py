@@ -242,7 +242,9 @@ def test_fuzz_store_bytes(request, scratch, small_store):
 
 
 ATTRIBUTE_VALUES = st.one_of(st.integers(-3, 300), st.floats(allow_nan=False),
-                             st.text(st.characters(blacklist_characters="\x00"), max_size=8),
+                             # (no surrogates: h5py cannot write one, so no store holds one)
+                             st.text(st.characters(blacklist_characters="\x00",
+                                                   blacklist_categories=("Cs",)), max_size=8),
                              st.lists(st.integers(0, 9), max_size=3).map(np.array))
 
 
