@@ -129,6 +129,31 @@ def test_a_pickle_calling_numpy_ndarray_directly_is_refused(tmp_path, capsys, pr
     refused(tmp_path, capsys, [path], str(path), "numpy.ndarray(...)", "uninitialised memory")
 
 
+@pytest.mark.parametrize("kind", ["M8", "m8", "V8", "S4", "U2"])
+def test_a_pickle_giving_a_dtype_other_than_a_numbers_state_is_refused(tmp_path, kind):
+    """numpy.dtype(KIND) then BUILD with the state numpy writes for numbers:
+    numpy trusts it (a datetime dtype crashes the process, a byte-string one
+    gets a size of -1). Both pickle readers refuse it; in a child process, so
+    that a crash fails this test, not the suite."""
+    import subprocess
+    import sys
+
+    minus_one = b"J" + struct.pack("<i", -1)
+    data = (b"\x80\x02cnumpy\ndtype\n(U" + bytes([len(kind)]) + kind.encode() + b"K\x00K\x01tR"
+            b"(K\x03U\x01<NNN" + minus_one + minus_one + b"K\x00tb.")
+    path = tmp_path / "mnist.pkl.gz"
+    path.write_bytes(gzip.compress(data))
+    out = tmp_path / "out" / "store.h5"
+    out.parent.mkdir()
+    run = subprocess.run([sys.executable, "-m", "int8store.cli", "convert", str(path), "-o", str(out)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"error: {path}: ") and run.stderr.count("\n") == 1, run.stderr
+    assert "only numbers' dtypes are rebuilt" in run.stderr, run.stderr
+    assert list(out.parent.iterdir()) == []
+
+
 def test_a_pickle_asking_for_a_huge_byte_string(tmp_path, capsys):
     # BINBYTES8 announcing 2**40 bytes, then nothing.
     path = tmp_path / "mnist.pkl.gz"

@@ -219,9 +219,12 @@ def _read_array(file, shape, dtype, fortran, size, origin):
 
 def check_state(obj, state):
     """Raise ValueError unless ``state`` is what numpy pickles for a plain
-    numeric array or a builtin dtype: ``__setstate__`` trusts its argument,
-    and odd states make dtypes and arrays that fail later in numpy itself."""
+    numeric array or a numeric dtype: ``__setstate__`` trusts its argument,
+    and odd states make dtypes and arrays that fail later in numpy itself (a
+    datetime dtype given a number's state crashes the process)."""
     if isinstance(obj, np.dtype):
+        if obj.kind not in "biuf":
+            raise ValueError(f"a state for a {obj} dtype: only numbers' dtypes are rebuilt")
         if not (isinstance(state, tuple) and len(state) == 8 and state[0] == 3
                 and state[1] in ("<", ">", "|", "=") and state[2:5] == (None, None, None)
                 and state[5:] == (-1, -1, 0)):
