@@ -24,3 +24,5 @@ collect_ignore.append("tests/clients")
 def pytest_addoption(parser):
     parser.addoption("--fuzz-long", action="store_true",
                      help="run the fuzz tests (tests/test_fuzz.py) with 20 times more examples")
+    parser.addoption("--fuzz-random", action="store_true",
+                     help="draw the fuzz tests' examples at random, not the same each run")

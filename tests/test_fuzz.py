@@ -5,8 +5,9 @@ Each example converts a generated file and asserts the promise: it either
 converts (and the store verifies) or fails with a named int8store error, with
 no output and no temporary file left, within bounded memory. Stores are held
 to more: damaged bytes or edited attributes give an error or the very same
-data. A few hundred examples per strategy in CI; ``pytest --fuzz-long`` runs
-twenty times as many.
+data. A few hundred examples per strategy in CI, the same each run;
+``pytest --fuzz-long`` runs twenty times as many, ``--fuzz-random`` draws
+them at random (hypothesis prints a failing case).
 """
 
 import gzip
@@ -35,11 +36,13 @@ BOUND = 48 << 20
 
 
 def fuzz(request, strategy, examples):
-    """Run the decorated check over ``strategy``, ``examples`` times (x20 with --fuzz-long)."""
+    """Run the decorated check over ``strategy``, ``examples`` times (x20 with
+    --fuzz-long), the same examples each run unless --fuzz-random."""
     count = examples * (20 if request.config.getoption("--fuzz-long") else 1)
+    derandomize = not request.config.getoption("--fuzz-random")
 
     def decorate(check):
-        settings(max_examples=count, deadline=None, derandomize=True, database=None,
+        settings(max_examples=count, deadline=None, derandomize=derandomize, database=None,
                  suppress_health_check=list(HealthCheck))(given(strategy)(check))()
     return decorate
 
