@@ -50,6 +50,27 @@ def refused(tmp_path, capsys, sources, *fragments, extra=()):
     return err
 
 
+def refused_in_child(tmp_path, source, *fragments, setup=""):
+    """``refused`` in a child process, for a case that could crash or exhaust
+    the caller; ``setup``: Python lines the child runs first (a resource
+    limit). Returns the error line."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out" / "store.h5"
+    out.parent.mkdir(exist_ok=True)
+    script = f"{setup}\nimport sys\nfrom int8store.cli import main\nsys.exit(main(sys.argv[1:]))"
+    run = subprocess.run([sys.executable, "-c", script, "convert", str(source), "-o", str(out)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
+    for fragment in fragments:
+        assert fragment in run.stderr, run.stderr
+    assert list(out.parent.iterdir()) == []  # no output, no temporary file
+    return run.stderr
+
+
 # -- IDX --------------------------------------------------------------------------
 
 def idx_header(type_code, dims):
@@ -135,23 +156,13 @@ def test_a_pickle_giving_a_dtype_other_than_a_numbers_state_is_refused(tmp_path,
     numpy trusts it (a datetime dtype crashes the process, a byte-string one
     gets a size of -1). Both pickle readers refuse it; in a child process, so
     that a crash fails this test, not the suite."""
-    import subprocess
-    import sys
-
     minus_one = b"J" + struct.pack("<i", -1)
     data = (b"\x80\x02cnumpy\ndtype\n(U" + bytes([len(kind)]) + kind.encode() + b"K\x00K\x01tR"
             b"(K\x03U\x01<NNN" + minus_one + minus_one + b"K\x00tb.")
     path = tmp_path / "mnist.pkl.gz"
     path.write_bytes(gzip.compress(data))
-    out = tmp_path / "out" / "store.h5"
-    out.parent.mkdir()
-    run = subprocess.run([sys.executable, "-m", "int8store.cli", "convert", str(path), "-o", str(out)],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.startswith(f"error: {path}: ") and run.stderr.count("\n") == 1, run.stderr
-    assert "only numbers' dtypes are rebuilt" in run.stderr, run.stderr
-    assert list(out.parent.iterdir()) == []
+    err = refused_in_child(tmp_path, path, "only numbers' dtypes are rebuilt")
+    assert err.startswith(f"error: {path}: "), err
 
 
 def test_a_pickle_asking_for_a_huge_byte_string(tmp_path, capsys):
@@ -288,25 +299,13 @@ def test_a_member_beyond_the_memory_ceiling_is_refused_before_reading(tmp_path, 
 def test_a_4gib_member_is_refused_unread_under_a_512mib_address_space(tmp_path, write):
     """4 GiB of zeros named like an image (18 MB compressed): refused from the
     length it announces, in a process that cannot map more than 512 MiB."""
-    import subprocess
-    import sys
-
     root = image_folder(tmp_path)
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.png"))}
     path = write(tmp_path / f"bomb{'.zip' if write is zip_with_zeros else '.tar.gz'}", files,
                  "cat/zbomb.png", 4 << 30)
-    out = tmp_path / "out" / "store.h5"
-    out.parent.mkdir()
     limit = 512 << 20
-    script = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); "
-              "from int8store.cli import main; sys.exit(main(sys.argv[1:]))")
-    run = subprocess.run([sys.executable, "-c", script, "convert", str(path), "-o", str(out)],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
-    assert f"{path}:cat/zbomb.png: " in run.stderr and "4.0 GiB" in run.stderr, run.stderr
-    assert list(out.parent.iterdir()) == []
+    refused_in_child(tmp_path, path, f"{path}:cat/zbomb.png: ", "4.0 GiB",
+                     setup=f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))")
 
 
 def test_an_image_file_is_never_read_past_the_length_it_announced(tmp_path):
@@ -533,18 +532,7 @@ def test_outputs_that_cannot_be_written_are_one_line(tmp_path, capsys):
 
 def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     """The file-size limit (RLIMIT_FSIZE) makes writes fail as a full disk does."""
-    import subprocess
-    import sys
-
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=3000, side=28))
-    out = tmp_path / "out" / "m.h5"
-    out.parent.mkdir()
-    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-              "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20)); "
-              "from int8store.cli import main; sys.exit(main(sys.argv[1:]))")
-    run = subprocess.run([sys.executable, "-c", script, "convert", str(folder), "-o", str(out)],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2, run.stderr
-    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1, run.stderr
-    assert str(out) in run.stderr and "cannot write" in run.stderr
-    assert list(out.parent.iterdir()) == []
+    refused_in_child(tmp_path, folder, str(tmp_path / "out" / "store.h5"), "cannot write",
+                     setup="import resource, signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+                           "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))")
