@@ -77,6 +77,10 @@ class _RestrictedUnpickler(pickle._Unpickler):
     #: What the file's pickles may hold, for the refusal of anything else.
     holds = "numpy arrays, dtypes, tuples and lists"
 
+    def __init__(self, file, **options):
+        super().__init__(file, **options)
+        self._will_read = getattr(file, "will_read", None)  # a BoundedReader's
+
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]
@@ -111,10 +115,6 @@ class _RestrictedUnpickler(pickle._Unpickler):
     dispatch = dict(pickle._Unpickler.dispatch)
     dispatch[pickle.BUILD[0]] = load_build
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
-
-    def __init__(self, file, **options):
-        super().__init__(file, **options)
-        self._will_read = getattr(file, "will_read", None)  # a BoundedReader's
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
