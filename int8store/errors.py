@@ -2,8 +2,13 @@
 
 Every error int8store raises derives from :class:`Int8StoreError` and from the
 builtin that fits, so callers can catch either (``except ValueError`` keeps
-working for code written against the classic tutorials).
+working for code written against the classic tutorials). A message quotes
+another library's error through :func:`quoted`, and shows a value read from
+a file through :func:`shown`, and names an archive's member through
+:func:`located`: none of them runs on, or over lines.
 """
+
+import reprlib
 
 __all__ = [
     "Int8StoreError",
@@ -92,3 +97,39 @@ class HelperStartError(Int8StoreError, RuntimeError):
     it was ready to serve: the environment's fault (a missing module, a limit
     such as ``ulimit -v``), not the input's; the message names the input and
     the helper's own reason."""
+
+
+def shortened(text, most=160):
+    """``text`` on one line, what cannot be printed escaped (``\\n``), and
+    at most ``most`` characters long, its middle left out."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if len(text) <= most:
+        return text
+    half = (most - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
+
+
+def located(path, name):
+    """``FILE:NAME``, how a message names a member of ``path`` (an archive's
+    file, an HDF5 dataset): the name as the file gives it, :func:`shortened`."""
+    return f"{path}:{shortened(name)}"
+
+
+def quoted(error, most=160):
+    """Another library's words for ``error`` as a message quotes them,
+    :func:`shortened`: some quote the file's own bytes (zipfile's "File name
+    in directory ... and header ... differ" holds up to 64 KiB of a damaged
+    header)."""
+    return shortened(str(error) or type(error).__name__, most)
+
+
+def shown(value, most=100):
+    """A value read from a file as a message shows it, of any size or depth:
+    its ``repr`` with long numbers, strings and containers cut (reprlib, 3
+    levels deep), :func:`shortened`."""
+    return shortened(_SHOWN.repr(value), most)
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 3

@@ -56,8 +56,9 @@ def converts_or_refuses(source, folder):
     try:
         convert(source, out / "s.h5", chunk_bytes=1 << 16, max_memory=CEILING)
         store = open_store(out / "s.h5")
-    except Int8StoreError:
+    except Int8StoreError as refusal:
         store = None
+        one_short_line(refusal, source)
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -65,6 +66,14 @@ def converts_or_refuses(source, folder):
     if store is None:
         assert list(out.iterdir()) == []
     return store
+
+
+def one_short_line(refusal, source):
+    """A refusal's message: one line that names ``source`` and quotes no run of
+    the file's bytes."""
+    message = str(refusal)
+    assert str(source) in message and "\n" not in message, message
+    assert len(message) - len(str(source)) < 400, message
 
 
 def mutated(data, edits, cut):

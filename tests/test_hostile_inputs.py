@@ -7,6 +7,7 @@ temporary file, and memory bounded far below what the file announces.
 """
 
 import gzip
+import io
 import os
 import pickle
 import signal
@@ -282,6 +283,29 @@ def test_zip_symlinks_and_escaping_names_are_refused(tmp_path, capsys):
     data = path.read_bytes()
     path.write_bytes(data.replace(b"cat/nameless.png", b"\x00at/nameless.png"))
     refused(tmp_path, capsys, [path], f"{path}: a member with an empty name")
+
+
+def test_a_member_named_over_lines_and_pages_is_named_on_one_short_line(tmp_path, capsys):
+    """A member's name is the file's to give: a newline in it, or 4,000
+    characters, is shown escaped and shortened, the line still one line."""
+    root = image_folder(tmp_path)
+    for kind in ("zip", "tar"):
+        for name, shown in (("cat/two\nlines.png", "cat/two\\nlines.png"),
+                            ("cat/" + "x" * 4000 + ".png", "cat/xxx")):
+            path = tmp_path / f"named.{kind}"
+            if kind == "zip":
+                path = zip_folder(root, path)
+                with zipfile.ZipFile(path, "a") as archive:
+                    archive.writestr(name, b"not an image")
+            else:
+                with tarfile.open(path, "w") as archive:
+                    for image in sorted(root.rglob("*.png")):
+                        archive.add(image, image.relative_to(root).as_posix())
+                    info = tarfile.TarInfo(name)
+                    info.size = 12
+                    archive.addfile(info, io.BytesIO(b"not an image"))
+            err = refused(tmp_path, capsys, [path], f"{path}:", shown, "cannot read this image")
+            assert len(err) < len(str(path)) + 400, err
 
 
 def test_a_member_beyond_the_memory_ceiling_is_refused_before_reading(tmp_path, capsys):

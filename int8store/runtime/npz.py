@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import SourceFormatError
+from ..errors import SourceFormatError, located, quoted, shortened
 from .limits import check_memory, check_zip_member
 
 __all__ = ["NpzArchive", "NpzMember", "describe_array"]
@@ -76,14 +76,16 @@ class NpzArchive:
                     member = NpzMember(archive, info, self.path, size)
                     if member.key in members:
                         raise SourceFormatError(
-                            f"{self.path}: holds two members named {info.filename}: it is "
-                            "damaged or not what it claims to be")
+                            f"{self.path}: holds two members named "
+                            f"{shortened(info.filename)}: it is damaged or not what it claims "
+                            "to be")
                     members[member.key] = member
         except _READ_ERRORS as error:
             if isinstance(error, SourceFormatError):
                 raise
-            raise SourceFormatError(f"{self.path}: not a readable .npz archive ({error}): cut "
-                                    "short, damaged, or not an .npz") from error
+            raise SourceFormatError(f"{self.path}: not a readable .npz archive "
+                                    f"({quoted(error)}): cut short, damaged, or not an .npz"
+                                    ) from error
         self.members = members
 
     def __contains__(self, key):
@@ -104,7 +106,7 @@ class NpzMember:
 
     def __init__(self, archive, info, path, archive_size):
         self.path, self.name, self.key = path, info.filename, info.filename[:-4]
-        self.where = f"{path}:{info.filename}"
+        self.where = located(path, info.filename)
         check_zip_member(info, self.where, archive_size)
         try:
             with archive.open(info) as f:
@@ -116,7 +118,8 @@ class NpzMember:
         except _READ_ERRORS as error:
             if isinstance(error, SourceFormatError):
                 raise
-            raise SourceFormatError(f"{self.where}: not a readable .npy member ({error})") from error
+            raise SourceFormatError(f"{self.where}: not a readable .npy member "
+                                    f"({quoted(error)})") from error
         if self.dtype.hasobject:
             raise SourceFormatError(f"{self.where}: holds Python objects, which are not read")
         if any(length < 0 for length in self.shape):
@@ -173,7 +176,8 @@ class NpzMember:
         except _READ_ERRORS as error:
             if isinstance(error, SourceFormatError):
                 raise
-            raise SourceFormatError(f"{self.where}: damaged in the archive ({error})") from error
+            raise SourceFormatError(f"{self.where}: damaged in the archive "
+                                    f"({quoted(error)})") from error
 
 
 def _read_exactly(f, nbytes, where):

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from isal import igzip, isal_zlib
 
-from ..errors import SourceFormatError
+from ..errors import SourceFormatError, located
 from ..runtime.limits import check_in_file
 
 __all__ = ["open_maybe_gzipped", "is_gzipped", "check_tar_member", "check_member_name",
@@ -77,7 +77,7 @@ def checked_tar_members(archive, path, layout):
     stored, compressed = os.path.getsize(path), is_compressed_tar(path)
     total = 0
     for member in archive:
-        where = f"{path}:{member.name}"
+        where = located(path, member.name)
         check_tar_member(member, where, layout)
         if member.isfile():
             total += member.size

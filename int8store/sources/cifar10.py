@@ -22,12 +22,11 @@ links, names that are absolute or hold ``..``, anything but regular files
 and folders, and members larger than :data:`MOST_MEMBER_BYTES` are refused.
 """
 
-import reprlib
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError
+from ..errors import SizeLimitError, SourceFormatError, quoted, shown
 from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
 from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream
@@ -125,7 +124,7 @@ def read_cifar10_archive(path):
                     raise SourceFormatError(f"{where}: a second {name}; the archive holds one")
                 found[name] = _parse(name, archive.extractfile(member), member.size, where)
     except TAR_ERRORS as error:
-        raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
+        raise SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})") from error
     return _source(found, str(path), f"{path}:{FOLDER}/")
 
 
@@ -207,7 +206,7 @@ def _entries(content, where, keys):
         text = key.decode("latin1") if isinstance(key, bytes) else key
         if text not in required + optional or text in entries:
             raise SourceFormatError(
-                f"{where}: holds the key {reprlib.repr(key)}"
+                f"{where}: holds the key {shown(key)}"
                 f"{' twice' if text in entries else ''}; expected {', '.join(required + optional)}")
         entries[text] = value
     missing = [k for k in required if k not in entries]

@@ -54,7 +54,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import processes
-from ..errors import SourceFormatError
+from ..errors import SourceFormatError, located
 from ..runtime.limits import check_in_file, check_memory, describe_bytes, max_memory
 
 __all__ = ["Hdf5Process", "TIME_LIMIT", "MAX_CHUNK_BYTES"]
@@ -397,7 +397,7 @@ def _datasets(f, path):
 
 
 def _check_dataset(dataset, name, path):
-    where = f"{path}:{name}"
+    where = located(path, name)
     if dataset.is_virtual:
         raise SourceFormatError(f"{where}: is a virtual dataset (its data lies in other files); "
                                 "int8store reads self-contained HDF5 files only")

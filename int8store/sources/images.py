@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError
+from ..errors import SizeLimitError, SourceFormatError, located, quoted, shortened
 from ..runtime.limits import check_memory, check_zip_member, describe_bytes
 from . import SourceData, Split
 from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
@@ -117,13 +117,14 @@ def decode_image(data, origin, resize=None):
     except SourceFormatError:
         raise
     except Image.DecompressionBombError as error:
-        raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit ({error})") from error
+        raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit "
+                             f"({quoted(error)})") from error
     except UnidentifiedImageError as error:  # its own text names an in-memory buffer
         raise SourceFormatError(
             f"{origin}: cannot read this image: not one of the formats int8store decodes "
             f"({', '.join(RASTER_FORMATS)})") from error
     except (OSError, SyntaxError, ValueError) as error:
-        raise SourceFormatError(f"{origin}: cannot read this image ({error})") from error
+        raise SourceFormatError(f"{origin}: cannot read this image ({quoted(error)})") from error
     if resize is not None:
         rows, cols = resize
         image = image.resize((cols, rows), Image.Resampling.BICUBIC)
@@ -178,8 +179,9 @@ class _Tree:
         self.separator = separator
 
     def where(self, name):
-        """How a file is named in messages: folder/CLASS/x.png, archive.zip:CLASS/x.png."""
-        return f"{self.label}{self.separator}{name}"
+        """How a file is named in messages: folder/CLASS/x.png, archive.zip:CLASS/x.png
+        (the name :func:`~int8store.errors.shortened`, as a member's always is)."""
+        return f"{self.label}{self.separator}{shortened(name)}"
 
 
 def _folder_tree(folder):
@@ -224,9 +226,9 @@ def _zip_tree(path):
         # (not ZipInfo.is_dir: before Python 3.12 it fails on an empty name)
         members = [i for i in archive.infolist() if not i.filename.endswith("/")]
     except _ZIP_ERRORS as error:
-        raise SourceFormatError(f"{path}: not a readable zip archive ({error})") from error
+        raise SourceFormatError(f"{path}: not a readable zip archive ({quoted(error)})") from error
     for info in members:
-        where = f"{path}:{info.filename}"
+        where = located(path, info.filename)
         check_member_name(info.filename, where, _LAYOUT)
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
@@ -240,9 +242,10 @@ def _zip_tree(path):
     def read(name):
         try:
             with archive.open(name) as member:
-                return _read_image_file(member, sizes[name], f"{path}:{name}")
+                return _read_image_file(member, sizes[name], located(path, name))
         except _ZIP_ERRORS as error:
-            raise SourceFormatError(f"{path}:{name}: damaged in the archive ({error})") from error
+            raise SourceFormatError(f"{located(path, name)}: damaged in the archive "
+                                    f"({quoted(error)})") from error
 
     return _Tree(str(path), names, read)
 
@@ -259,7 +262,7 @@ def _tar_tree(path):
                         _check_image_file_size(member.size, where)
                     names.append(member.name)
     except TAR_ERRORS as error:
-        raise SourceFormatError(f"{path}: not a readable tar archive ({error})") from error
+        raise SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})") from error
 
     def in_order(wanted):
         # One streaming pass in the archive's own order: seeking back in a
@@ -269,9 +272,10 @@ def _tar_tree(path):
                 for member in archive:
                     if member.isfile() and member.name in wanted:
                         yield member.name, _read_image_file(
-                            archive.extractfile(member), member.size, f"{path}:{member.name}")
+                            archive.extractfile(member), member.size,
+                            located(path, member.name))
         except TAR_ERRORS as error:
-            raise SourceFormatError(f"{path}: damaged tar archive ({error})") from error
+            raise SourceFormatError(f"{path}: damaged tar archive ({quoted(error)})") from error
 
     return _Tree(str(path), names, None, in_order)
 

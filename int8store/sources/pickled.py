@@ -16,7 +16,8 @@ import struct
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError, UnsafePickleError
+from ..errors import (SizeLimitError, SourceFormatError, UnsafePickleError, quoted,
+                      shortened)
 from ..runtime.limits import AnnouncedBytes
 from . import SourceData, Split
 from .py2pickle import NDARRAY, check_state
@@ -86,7 +87,7 @@ class _RestrictedUnpickler(pickle._Unpickler):
             return _ALLOWED[(module, name)]
         except KeyError:
             raise UnsafePickleError(
-                f"the pickle asks for {_shortened(module)}.{_shortened(name)}, which is not "
+                f"the pickle asks for {shortened(module, 80)}.{shortened(name, 80)}, which is not "
                 f"allowed: only {self.holds} are rebuilt") from None
 
     def load_build(self):
@@ -118,11 +119,6 @@ class _RestrictedUnpickler(pickle._Unpickler):
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
-
-
-def _shortened(text, most=80):
-    """``text`` as a message shows it: at most ``most`` characters."""
-    return text if len(text) <= most else f"{text[:most - 3]}..."
 
 
 #: The opcodes of protocol 2 that a pickle of dicts, lists, tuples, small
@@ -179,7 +175,8 @@ def restricted_load(file, origin="pickle", opcodes=None, holds=None):
         ) from error
     except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             struct.error, SystemError) as error:  # SystemError: numpy on some damaged array states
-        raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays ({error})") from error
+        raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays "
+                                f"({quoted(error)})") from error
     except MemoryError as error:
         raise SizeLimitError(f"{origin}: the pickle announces more data than fits in memory") from error
 
@@ -281,7 +278,8 @@ def _read_python2_arrays(path):
         raise SourceFormatError(str(error)) from error
     except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError,
             SystemError) as error:  # SystemError: numpy on some damaged array states
-        raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays ({error})") from error
+        raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays "
+                                f"({quoted(error)})") from error
 
 
 def _shape_of(content):

@@ -43,9 +43,8 @@ import hashlib
 import json
 import math
 import os
-import reprlib
 
-from ..errors import StoreChecksumError, StoreFormatError
+from ..errors import StoreChecksumError, StoreFormatError, quoted, shown
 
 __all__ = ["MAGIC", "MAX_USERBLOCK_BYTES", "pack", "read_manifest", "manifest_digest",
            "userblock_size_for", "hash_outside", "data_ranges", "data_range", "field", "is_count",
@@ -127,7 +126,7 @@ def read_manifest(path):
             manifest = json.loads(text)
         except (ValueError, RecursionError) as error:  # checksummed, yet not JSON: not ours
             raise StoreFormatError(f"{path}: the manifest is not JSON ({type(error).__name__}: "
-                                   f"{reprlib.repr(str(error))})") from error
+                                   f"{quoted(error)})") from error
         if not isinstance(manifest, dict):
             raise StoreFormatError(f"{path}: the manifest is {shown(manifest)}, not a JSON object")
         block = field(manifest, "userblock_size", int, path)
@@ -251,8 +250,3 @@ def is_number(value):
 def is_hex(value, digits):
     """Whether ``value`` is ``digits`` lowercase hexadecimal digits (a hex digest)."""
     return isinstance(value, str) and len(value) == digits and not value.strip("0123456789abcdef")
-
-
-def shown(value):
-    """A short ``repr`` of a value of any size or depth, for messages."""
-    return reprlib.repr(value)
