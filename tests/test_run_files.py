@@ -79,6 +79,15 @@ def replaced(path, out, key, data):
     return write_members(out, {**members_of(path), f"{key}.npy": data})
 
 
+def name_run_on(path, out):
+    """The first member's local header announcing a name of 600 bytes, so
+    that zipfile's error quotes 600 bytes of the file."""
+    data = bytearray(path.read_bytes())
+    data[26:28] = (600).to_bytes(2, "little")
+    out.write_bytes(bytes(data))
+    return out
+
+
 #: Each kind of damage: how it is made from a whole file (source, out, the key
 #: of its first parameter), and what the error line says.
 DAMAGE = {
@@ -94,6 +103,8 @@ DAMAGE = {
         src, out, key, npy_bytes(np.array([1, "a"], dtype=object))),
         "holds Python objects"),
     "missing": (lambda src, out, key: out, "no such"),
+    "a header's name run on": (lambda src, out, key: name_run_on(src, out),
+                               "not a readable .npy member (File name in directory "),
 }
 
 
@@ -111,6 +122,7 @@ def one_line(status, err, path):
     assert status == 2, err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err and f"{path}" in err, err
+    assert len(err) - len(str(path)) < 400, err  # (a file's bytes quoted shortened)
     return err
 
 
@@ -232,6 +244,14 @@ FORGED = {
     "data of numbers": ({"identity__data": [1, 2]}, "the data differs"),
     "a model of numbers": ({"identity__model": 7}, "the model differs (parameters 7 then"),
     "another format": ({"format": 2}, "a run checkpoint of format 2; this int8store reads format 1"),
+    "a patience of 401 digits": ({"loop__patience": 10 ** 400},
+                                 "patience is 100000000000000000...0000000000000000000, expected "
+                                 "an integer from 0 to"),
+    "a validation error of 401 digits": ({"loop__best_validation_loss": 10 ** 400},
+                                         "best_validation_loss is 100000000000000000..."),
+    "an augmentation of 10**5 numbers": ({"identity__augmentation": list(range(10 ** 5))},
+                                         "the augmentation (--augment) differs ([0, 1, 2, 3, 4, "
+                                         "5, ...] then, None now)"),
 }
 
 

@@ -14,6 +14,8 @@ True
 import math
 from dataclasses import dataclass
 
+from ..errors import shown
+
 __all__ = ["LoopNumber", "EARLY_STOPPING"]
 
 #: The largest integer the loop's numbers may be: int64's (they meet numpy there).
@@ -34,14 +36,18 @@ class LoopNumber:
     def refusal(self, value):
         """Why ``value`` cannot be this number (None when it can)."""
         if self.kind is bool:
-            return None if isinstance(value, bool) else f"{value!r}, expected true or false"
+            return None if isinstance(value, bool) else \
+                f"{shown(value)}, expected true or false"
         number = isinstance(value, int if self.kind is int else (int, float)) \
             and not isinstance(value, bool)
         what = "an integer" if self.kind is int else "a number"
         if number and self.infinite and value == math.inf:
             return None
-        if not number or math.isnan(value) or not self.low <= value <= self.high:
-            return f"{value!r}, expected {what} from {self.low} to {self.high}" + (
+        # (JSON's integers run to 4,300 digits: math.isnan cannot take them,
+        # a message shows them shortened)
+        nan = isinstance(value, float) and math.isnan(value)
+        if not number or nan or not self.low <= value <= self.high:
+            return f"{shown(value)}, expected {what} from {self.low} to {self.high}" + (
                 " or infinity" if self.infinite else "")
         return None
 

@@ -36,12 +36,11 @@ and each parameter's shape and dtype against the model's, read only then.
 
 import json
 import os
-import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArgumentError, SourceFormatError
+from ..errors import ArgumentError, SourceFormatError, shortened, shown
 from ..runtime.npz import NpzArchive
 from ..store.checkpoint import npz_path, save_checkpoint
 from .early_stopping import EARLY_STOPPING
@@ -155,13 +154,14 @@ class RunCheckpoint:
         self._check_loop(path, description["loop"])
         n, best = len(self.params), description["best"]
         if best not in (0, n):
-            raise SourceFormatError(f"{path}: holds {best} best-model parameters; a model of "
-                                    f"{n} has {n}, or none before its first validation")
+            raise SourceFormatError(f"{path}: holds {shown(best)} best-model parameters; a model "
+                                    f"of {n} has {n}, or none before its first validation")
         keys = [f"param_{i}" for i in range(n)] + [f"best_{i}" for i in range(best)]
         extra = sorted(set(archive.keys()) - set(keys) - {_DESCRIPTION})
         if extra:
-            shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
-            raise SourceFormatError(f"{path}: holds {shown}, which no checkpoint of this model "
+            named = ", ".join(shortened(key, 60) for key in extra[:4]) + (
+                f" and {len(extra) - 4} more" if len(extra) > 4 else "")
+            raise SourceFormatError(f"{path}: holds {named}, which no checkpoint of this model "
                                     "holds")
         labels = [parameter_label(i, p) for i, p in enumerate(self.params)]
         values = read_parameters(archive, self.params + self.params[:best], keys, "checkpoint",
@@ -191,13 +191,13 @@ class RunCheckpoint:
                                     f"{type(description).__name__}, expected an object")
         if description.get("format") != FORMAT:
             raise ArgumentError(f"{path}: a run checkpoint of format "
-                                f"{reprlib.repr(description.get('format'))}; this int8store "
+                                f"{shown(description.get('format'))}; this int8store "
                                 f"reads format {FORMAT}")
         for name, kind in _FIELDS.items():
             value = description.get(name)
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise SourceFormatError(f"{path}: its description's {name} is "
-                                        f"{reprlib.repr(value)}, expected an "
+                                        f"{shown(value)}, expected an "
                                         f"{'integer' if kind is int else 'object'}")
         return description
 
@@ -205,14 +205,14 @@ class RunCheckpoint:
         """Refuse a data position outside the data: epoch 1 or more, the
         epoch's minibatch from 0 to its count (the epoch over)."""
         if not 1 <= epoch <= _MOST_POSITION:
-            raise SourceFormatError(f"{path}: its data position is at epoch {epoch}, expected "
-                                    f"1 to {_MOST_POSITION}")
+            raise SourceFormatError(f"{path}: its data position is at epoch {shown(epoch)}, "
+                                    f"expected 1 to {_MOST_POSITION}")
         if not 0 <= step <= (self.batches if self.batches is not None else _MOST_POSITION):
             within = ("" if self.batches is None else
                       f": an epoch of the training split has {self.batches} minibatches at "
                       f"batch size {self.identity.get('batch_size')}")
-            raise SourceFormatError(f"{path}: its data position, minibatch {step} of epoch "
-                                    f"{epoch}, is outside the data{within}")
+            raise SourceFormatError(f"{path}: its data position, minibatch {shown(step)} of epoch "
+                                    f"{shown(epoch)}, is outside the data{within}")
 
     def _check_loop(self, path, loop):
         """Refuse a loop whose numbers are not the ones this run reads, or
@@ -220,7 +220,7 @@ class RunCheckpoint:
         if self.loop is not None and sorted(loop) != sorted(self.loop):
             raise SourceFormatError(
                 f"{path}: its early-stopping state holds "
-                f"{', '.join(reprlib.repr(name) for name in loop) or 'nothing'}, expected "
+                f"{shortened(', '.join(shown(name) for name in loop)) or 'nothing'}, expected "
                 f"{', '.join(self.loop)}")
         for name in loop:
             refusal = EARLY_STOPPING[name].refusal(loop[name]) if name in EARLY_STOPPING else None
@@ -242,26 +242,27 @@ def _check_same(path, recorded, current):
             continue
         if key == "data":
             names = ("train", "valid", "test")
-            differ = [n for n, a, b in zip(names, then or [], now or []) if a != b]
+            listed = then if isinstance(then, list) else []  # (a file's: anything)
+            differ = [n for n, a, b in zip(names, listed, now or []) if a != b]
             detail = f"split {', '.join(differ) or 'count'} differs (BLAKE3 {_short(then)} then, " \
                      f"{_short(now)} now)"
         elif key == "model":
             detail = f"parameters {_shapes(then)} then, {_shapes(now)} now"
         else:
-            detail = f"{then!r} then, {now!r} now"
+            detail = f"{shown(then)} then, {shown(now)} now"
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
                             "resume with what it was written with, or start afresh")
 
 
 def _short(digests):
     if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
-        return reprlib.repr(digests)
-    return "/".join(d[:12] for d in digests)
+        return shown(digests)
+    return shortened("/".join(d[:12] for d in digests))
 
 
 def _shapes(model):
     try:
-        return ", ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
-                         for name, shape, dtype in model or [])
+        return shortened(", ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
+                                   for name, shape, dtype in model or []))
     except (TypeError, ValueError):  # (not what a checkpoint writes: shown as it is)
-        return reprlib.repr(model)
+        return shown(model)
