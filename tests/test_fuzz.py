@@ -12,9 +12,11 @@ them at random (hypothesis prints a failing case).
 
 import gzip
 import io
+import json
 import tarfile
 import tracemalloc
 import zipfile
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -24,8 +26,11 @@ from hypothesis import strategies as st
 
 from archives import (fake_mnist, fake_mnist_pickle_content, python2_pickle, write_image_folder,
                       write_mnist_idx_folder)
-from int8store import Int8StoreError, open_store
+from int8store import (ArgumentError, Int8StoreError, SourceFormatError, open_store,
+                       tensor_library)
 from int8store.converter import convert
+from int8store.training import (RunCheckpoint, RunState, load_parameters, run_identity,
+                                 save_checkpoint)
 
 pytestmark = pytest.mark.graph_free
 
@@ -279,3 +284,126 @@ def test_fuzz_store_attribute_edits(request, scratch, small_store):
         except Int8StoreError:
             return
         assert seen == expected
+
+
+# -- a run's own files: checkpoints and saved models ------------------------------------
+
+def checkpoint_model():
+    theano = tensor_library()
+    floatx = theano.config.floatX
+    return [theano.shared(np.arange(12, dtype=floatx).reshape(4, 3), name="W"),
+            theano.shared(np.arange(3, dtype=floatx), name="b")]
+
+
+CHECKPOINT_LOOP = {"patience": 5000, "best_validation_loss": 0.05, "best_iter": 40,
+                   "test_score": 0.06, "test_count": 300, "finished": False}
+
+
+def checkpoint_run(params, path):
+    identity = run_identity("fuzz", [], params, 20, seed=1)
+    return RunCheckpoint(path, params, identity, loop=list(CHECKPOINT_LOOP), batches=59)
+
+
+def values_of(params):
+    return [p.get_value().tolist() for p in params]
+
+
+def read_or_refused(read, path, params):
+    """``read(path, params)``'s result, or None for a one-line int8store error
+    naming the file that set no parameter; within bounded memory either way."""
+    before = values_of(params)
+    tracemalloc.start()
+    try:
+        return read(path, params)
+    except (SourceFormatError, ArgumentError) as refusal:
+        assert str(refusal).startswith(f"{path}:")
+        one_short_line(refusal, path)
+        assert values_of(params) == before
+        return None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < BOUND, peak
+
+
+def resumed(path, params):
+    return checkpoint_run(params, None).resume(path)
+
+
+@pytest.fixture(scope="module")
+def written_run(tmp_path_factory):
+    """A run checkpoint (epoch 3, minibatch 7, with a best model) and a saved model."""
+    folder = tmp_path_factory.mktemp("run")
+    params = checkpoint_model()
+    best = [p.get_value() + 1 for p in params]
+    run = checkpoint_run(params, folder / "run").save(RunState(3, 7, CHECKPOINT_LOOP, best))
+    model = save_checkpoint(folder / "model", W=best[0], b=best[1])
+    return Path(run), Path(model)
+
+
+@pytest.mark.parametrize("reader", ["resume", "predict"])
+def test_fuzz_run_files_bytes(request, scratch, written_run, reader):
+    """Damaged bytes of a checkpoint (--resume) or a saved model (--predict):
+    refused in one line, nothing set, or read as written."""
+    source = written_run[0] if reader == "resume" else written_run[1]
+    original = source.read_bytes()
+    best = [(p.get_value() + 1).tolist() for p in checkpoint_model()]
+
+    @fuzz(request, st.tuples(EDITS, CUTS), 300)
+    def check(case):
+        path = make(scratch()) / "f.npz"
+        path.write_bytes(mutated(original, *case))
+        params = checkpoint_model()
+        read = read_or_refused(resumed if reader == "resume" else load_parameters, path, params)
+        if read is None:
+            return
+        assert values_of(params) == (values_of(checkpoint_model()) if reader == "resume"
+                                     else best)
+        if reader == "resume":
+            assert (read.epoch, read.step, read.loop) == (3, 7, CHECKPOINT_LOOP)
+            assert [value.tolist() for value in read.best] == best
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.text(max_size=6)
+    | st.integers() | st.integers(-10 ** 400, 10 ** 400) | st.sampled_from([0, 1, 3, 7, 59, 60]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                  max_size=4),
+    max_leaves=20)
+#: Where in a description a value may be replaced: a field, or a field's field.
+DESCRIPTION_PLACES = st.sampled_from(
+    ["format", "epoch", "step", "best", "loop", "identity", "extra"]
+    + [f"loop.{name}" for name in CHECKPOINT_LOOP] + ["loop.other"]
+    + [f"identity.{name}" for name in ("program", "data", "model", "batch_size", "seed",
+                                       "augmentation", "augment_seed")])
+
+
+def test_fuzz_run_checkpoint_descriptions(request, scratch, written_run):
+    """A checkpoint's description with fields replaced by any JSON value (huge
+    integers, NaN, nested lists, missing fields): resumed as it says, or
+    refused in one short line that names the file, nothing set."""
+    with np.load(written_run[0]) as archive:
+        members = {name: archive[name] for name in archive.files}
+    description = json.loads(members.pop("int8store_run").tobytes())
+    edits = st.lists(st.tuples(DESCRIPTION_PLACES, JSON_VALUES | st.just(...)), min_size=1,
+                     max_size=3)
+
+    @fuzz(request, edits, 300)
+    def check(case):
+        forged = json.loads(json.dumps(description))
+        for place, value in case:
+            target, _, inner = place.partition(".")
+            holder, key = (forged.get(target), inner) if inner else (forged, target)
+            if not isinstance(holder, dict):
+                continue
+            if value is ...:
+                holder.pop(key, None)
+            else:
+                holder[key] = value
+        text = json.dumps(forged, allow_nan=True).encode()
+        path = save_checkpoint(make(scratch()) / "run", **members,
+                               int8store_run=np.frombuffer(text, np.uint8))
+        state = read_or_refused(resumed, path, checkpoint_model())
+        if state is not None:
+            assert (state.epoch, state.step, state.loop) == (
+                forged["epoch"], forged["step"], forged["loop"])
