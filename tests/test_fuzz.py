@@ -253,7 +253,8 @@ def test_fuzz_store_bytes(request, scratch, small_store):
         path.write_bytes(bytes(data))
         try:
             seen = contents(path)
-        except Int8StoreError:
+        except Int8StoreError as refusal:
+            one_short_line(refusal, path)
             return
         assert seen == expected  # never other data without an error
 
@@ -281,7 +282,8 @@ def test_fuzz_store_attribute_edits(request, scratch, small_store):
             f[group].attrs[key] = value
         try:
             seen = contents(path)
-        except Int8StoreError:
+        except Int8StoreError as refusal:
+            one_short_line(refusal, path)
             return
         assert seen == expected
 

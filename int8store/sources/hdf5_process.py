@@ -54,7 +54,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import processes
-from ..errors import SourceFormatError, located
+from ..errors import SourceFormatError, located, shortened
 from ..runtime.limits import check_in_file, check_memory, describe_bytes, max_memory
 
 __all__ = ["Hdf5Process", "TIME_LIMIT", "MAX_CHUNK_BYTES"]
@@ -350,8 +350,9 @@ def _describe_error(error, path, address_space):
         return {"error": "SizeLimitError", "message": (
             f"{path}: reading it needs more memory than {held} allows: the file is damaged "
             "or its chunks too large, or the limit too low for it")}
+    reason = shortened(" ".join(str(error).split()))  # (HDF5's words can run over lines)
     return {"error": "SourceFormatError",
-            "message": f"{path}: not a readable HDF5 file ({' '.join(str(error).split())})"}
+            "message": f"{path}: not a readable HDF5 file ({reason})"}
 
 
 def _send_header(out, header):
