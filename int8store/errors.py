@@ -3,9 +3,9 @@
 Every error int8store raises derives from :class:`Int8StoreError` and from the
 builtin that fits, so callers can catch either (``except ValueError`` keeps
 working for code written against the classic tutorials). A message quotes
-another library's error through :func:`quoted`, and shows a value read from
-a file through :func:`shown`, and names an archive's member through
-:func:`located`: none of them runs on, or over lines.
+another library's error through :func:`quoted`, shows a value read from a
+file through :func:`shown` and names an archive's member through
+:func:`located`, so that it stays one short line whatever the file holds.
 """
 
 import reprlib
