@@ -16,13 +16,17 @@ from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
 
 
 class _Handler(BaseHTTPRequestHandler):
-    routes = {}  # path -> (body, how): how is "ok" or "truncate"
+    routes = {}  # path -> (body, how): how is "ok", "truncate" or "refuse" (503, body the reason)
 
     def do_GET(self):
         if self.path not in self.routes:
             self.send_error(404)
             return
         body, how = self.routes[self.path]
+        if how == "refuse":
+            self.send_response(503, body.decode("latin1"))
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -96,6 +100,18 @@ def test_every_mirror_failing_lists_them_all(server, tmp_path):
     with pytest.raises(DownloadError) as error:
         download(RemoteFile("file.bin", 3, "0" * 64), [server.url + "a/", server.url + "b/"], tmp_path)
     assert str(error.value).count("HTTP 404") == 2
+
+
+def test_a_server_s_own_words_are_quoted_short_and_harmless(server, tmp_path):
+    """A status line is the server's to write: 20,000 characters of it, or a
+    terminal's escape sequence, reach the error line shortened and escaped."""
+    server.serve("/a/file.bin", b"Busy \x1b[2J" + b"x" * 20000, how="refuse")
+    with pytest.raises(DownloadError) as error:
+        download(RemoteFile("file.bin", 3, "0" * 64), [server.url + "a/"], tmp_path)
+    message = str(error.value)
+    assert "HTTP 503 Busy \\x1b[2J" in message and "\x1b" not in message, message
+    assert len(message) < 400, message
+    assert leftovers(tmp_path) == []
 
 
 def serve_fake_mnist(server):

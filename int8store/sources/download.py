@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError
+from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError, shortened
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
            "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
@@ -70,7 +70,7 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
         try:
             return _fetch(url, remote, folder, timeout)
         except (OSError, http.client.HTTPException, _Rejected) as error:
-            failures.append(f"{url}: {_reason(error)}")
+            failures.append(f"{url}: {shortened(_reason(error))}")  # (the server's words)
     raise DownloadError(f"could not download {remote.name}: " + "; ".join(failures or ["no mirrors"]))
 
 
