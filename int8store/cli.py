@@ -22,7 +22,7 @@ import shlex
 import signal
 import sys
 
-from .errors import Int8StoreError
+from .errors import Int8StoreError, shortened
 
 __all__ = ["main"]
 
@@ -317,8 +317,10 @@ def describe(path):
     from .store.reader import open_store
 
     store = open_store(path, verify=False)
-    p = store.provenance
-    names = store.label_names
+    # (the store's words, escaped and shortened: a store from elsewhere may
+    # hold a terminal's escape sequences, or a name of a page)
+    p = {key: shortened(str(value), 1000) for key, value in store.provenance.items()}
+    names = [shortened(name, 60) for name in store.label_names or []]
     lines = [
         f"{store.path}: int8store format {p['format_version']}, written by {p['writer']} on {p['created']}",
         f"source:       {p['source']}",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ArgumentError, SourceFormatError
+from .errors import ArgumentError, SourceFormatError, shortened
 
 __all__ = ["preview", "Preview", "display_bytes"]
 
@@ -64,11 +64,13 @@ class Preview:
 
     def describe(self):
         rows, cols = self.shape[:2]
+        def named(classes):  # (a store's names, escaped and shortened: see cli.describe)
+            return ", ".join(shortened(str(name), 60) for name in classes)
         lacks = (f"; split {self.split!r} lacks {len(self.lacking)} of the {len(self.classes)} "
-                 f"classes: {', '.join(map(str, self.lacking))} (empty rows)" if self.lacking else "")
+                 f"classes: {named(self.lacking)} (empty rows)" if self.lacking else "")
         return (f"{self.path}: {len(self.classes)} classes x {self.count} images of split "
                 f"{self.split!r} ({rows}x{cols}, shown {self.scale}x), one row per class "
-                f"({', '.join(map(str, self.classes))}); {self.shown}{lacks}")
+                f"({named(self.classes)}); {self.shown}{lacks}")
 
 
 def display_bytes(codes, encoding):

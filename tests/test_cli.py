@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from archives import fake_mnist, write_mnist_idx_folder
+from archives import fake_mnist, write_image_folder, write_mnist_idx_folder
 from conftest import ROOT
 from int8store.cli import _parser, main
 from int8store.converter import convert
@@ -76,6 +76,24 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
 
 
 @pytest.mark.graph_free
+@pytest.mark.graph_free
+def test_a_store_s_own_words_reach_the_terminal_escaped(tmp_path, capsys):
+    """A store may come from elsewhere: a class named with a terminal's escape
+    sequence is printed by info and preview as text, never as the escape."""
+    name = "red\x1b]0;owned\x07" + "x" * 200
+    write_image_folder(tmp_path / "imgs", np.arange(4 * 9, dtype=np.uint8).reshape(4, 3, 3),
+                       [0, 1, 0, 1], ["cat", name])
+    store = tmp_path / "s.h5"
+    assert main(["convert", str(tmp_path / "imgs"), "-o", str(store)]) == 0
+    assert main(["info", str(store)]) == 0
+    assert main(["preview", str(store), "-o", str(tmp_path / "p.png")]) == 0
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert printed.count("red\\x1b]0;owned\\x07xxx") == 3, printed  # convert, info, preview
+    assert "x" * 200 not in printed
+
+
 def test_a_created_output_folder_is_said(tmp_path, capsys):
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
     out = tmp_path / "new" / "deeper" / "s.h5"
