@@ -1,11 +1,12 @@
-"""Fuzzing every reader: damaged IDX headers, pickles, npz, archives, HDF5 sources and
-stores.
+"""Fuzzing every reader: damaged IDX headers, pickles, npz, archives, HDF5 sources,
+stores, and a run's own checkpoints and saved models.
 
 Each example converts a generated file and asserts the promise: it either
-converts (and the store verifies) or fails with a named int8store error, with
-no output and no temporary file left, within bounded memory. Stores are held
-to more: damaged bytes or edited attributes give an error or the very same
-data. A few hundred examples per strategy in CI, the same each run;
+converts (and the store verifies) or fails with an int8store error in one
+short line naming the file, with no output and no temporary file left,
+within bounded memory. Stores are held to more: damaged bytes or edited
+attributes give an error or the very same data; a checkpoint resumes as
+written or is refused with no parameter set. A few hundred examples per strategy in CI, the same each run;
 ``pytest --fuzz-long`` runs twenty times as many, ``--fuzz-random`` draws
 them at random (hypothesis prints a failing case).
 """
