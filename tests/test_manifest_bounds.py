@@ -129,6 +129,10 @@ MALFORMED = {
     "split a list": lambda m: m["splits"].__setitem__(0, ["train"]),
     "split without x": lambda m: train(m).pop("x"),
     "name a list": lambda m: train(m).__setitem__("name", ["train"]),
+    "name with a terminal's escape": lambda m: train(m).__setitem__("name", "train\x1b[2J"),
+    "name of a page": lambda m: train(m).__setitem__("name", "t" * 1000),
+    "name with a slash": lambda m: train(m).__setitem__("name", "a/b"),
+    "name empty": lambda m: train(m).__setitem__("name", ""),
     "splits a dict": lambda m: m.__setitem__("splits", {"train": 1}),
     "format_version a string": lambda m: m.__setitem__("format_version", "3"),
     "format_version a bool": lambda m: m.__setitem__("format_version", True),
@@ -232,8 +236,15 @@ def _pack_any(manifest, block):
 @pytest.mark.parametrize("edit", list(MALFORMED))
 def test_a_malformed_manifest_is_a_format_error_naming_the_file(store, edit):
     rewritten(store, lambda m: MALFORMED[edit](m) and None)
-    with pytest.raises(StoreFormatError, match=re.escape(str(store))):
+    with pytest.raises(StoreFormatError, match=re.escape(str(store))) as refusal:
         open_store(store)
+    one_short_line(str(refusal.value), store)
+
+
+def one_short_line(message, path):
+    """A refusal: one line naming ``path``, whatever the manifest held."""
+    assert str(path) in message and message.isprintable(), message
+    assert len(message) - len(str(path)) < 400, message
 
 
 def test_a_manifest_that_is_not_an_object_is_a_format_error(store):
@@ -273,7 +284,8 @@ _JSON = st.recursive(
 def test_any_entry_replaced_by_any_json_is_refused_by_name_or_read(built, tmp_path_factory, data):
     """Any place of a real manifest replaced by any JSON value (or removed), the
     SHA-256 recomputed: the store opens, checks and describes itself, or
-    :func:`open_store` raises StoreFormatError naming it; nothing else."""
+    :func:`open_store` raises StoreFormatError naming it in one short line;
+    nothing else, and nothing a terminal would take for an escape."""
     path = tmp_path_factory.mktemp("mutated") / "m.h5"
     shutil.copy(built, path)
     manifest = read_manifest(path)
@@ -291,9 +303,11 @@ def test_any_entry_replaced_by_any_json_is_refused_by_name_or_read(built, tmp_pa
     with open(path, "r+b") as f:
         f.write(_pack_any(edited, block))
     try:
-        describe(open_store(path).path)
+        text = describe(open_store(path).path)
     except StoreFormatError as error:
-        assert str(path) in str(error)
+        one_short_line(str(error), path)
+    else:
+        assert all(line.isprintable() for line in text.splitlines()), text
 
 
 # -- strong digests -----------------------------------------------------------

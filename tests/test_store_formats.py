@@ -109,6 +109,24 @@ def test_a_writer_refusing_its_input_names_the_store_and_leaves_nothing(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["a/b", "", "train\x1b[2J", "t" * 101])
+def test_a_writer_refuses_a_split_name_its_reader_would(tmp_path, name):
+    """What may name a split is one rule (split_entries.is_split_name), held by
+    the writer and the reader alike: a store it writes always opens."""
+    from int8store import ArgumentError, quantize
+    from int8store.store.writer import StoreWriter
+
+    path = tmp_path / "out.h5"
+    codes, encoding = quantize(np.zeros((3, 4), np.uint8))
+    with pytest.raises(ArgumentError, match="a split's name is 1 to 100 printable characters"):
+        with StoreWriter(path, encoding, (4,), {name: np.arange(3)}) as writer:
+            writer.append(name, codes)
+    assert list(tmp_path.iterdir()) == []
+    with StoreWriter(path, encoding, (4,), {"t" * 100: np.arange(3)}) as writer:
+        writer.append("t" * 100, codes)
+    assert open_store(path).splits == {"t" * 100: 3}
+
+
 def test_appends_of_any_size_give_the_same_store_and_leave_the_callers_arrays(tmp_path, monkeypatch):
     """Whole chunks are written as they come (no copy), pieces go through
     the writer's chunk buffer: the same chunks either way, and the caller's

@@ -26,7 +26,7 @@ from .file_format import (FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for, c
                           refuse_unreadable_store)
 from .manifest import field, is_count, manifest_digest, read_manifest, shown
 from .order_entry import ORDER, read_order
-from .split_entries import SplitEntry
+from .split_entries import SPLIT_NAME_RULE, SplitEntry, is_split_name
 
 __all__ = ["Store", "open_store",
            # (their home is .file_format and .chunk_reading; importable from here too)
@@ -111,6 +111,8 @@ class Store:
         self.splits, self.code_means, self._layout = {}, {}, {}
         for entry in manifest["splits"]:  # (objects: checked by read_manifest)
             name = field(entry, "name", str, path, "a split")
+            if not is_split_name(name):
+                raise StoreFormatError(f"{path}: a split named {shown(name)}; {SPLIT_NAME_RULE}")
             if name in self.splits:
                 raise StoreFormatError(f"{path}: split {name!r} listed twice")
             count = field(entry, "count", int, path, f"split {name!r}")

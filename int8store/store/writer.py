@@ -25,14 +25,14 @@ import numpy as np
 from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..codes.histogram import channel_code_counts, code_counts, code_sum
-from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError
+from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError, shown
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
 from ..runtime.version import package_version
 from .encoding_entry import encoding_entry
 from .file_format import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for
 from .manifest import MAX_USERBLOCK_BYTES, data_ranges, hash_outside, pack, userblock_size_for
 from .order_entry import ORDER
-from .split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS
+from .split_entries import CHANNEL_CODE_COUNTS, CODE_COUNTS, SPLIT_NAME_RULE, is_split_name
 
 __all__ = ["StoreWriter", "CHUNK_BYTES", "MOST_RECORDED_CHANNELS"]
 
@@ -96,6 +96,9 @@ class StoreWriter:
         self.path = path
         self.encoding = encoding
         self.image_shape = tuple(int(n) for n in image_shape)
+        for name in labels:
+            if not is_split_name(str(name)):
+                raise ArgumentError(f"{path}: cannot name a split {shown(name)}; {SPLIT_NAME_RULE}")
         self.labels = {str(name): _checked_labels(values, name) for name, values in labels.items()}
         self.label_names = None if label_names is None else [str(n) for n in label_names]
         self.source = str(source)
