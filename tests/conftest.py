@@ -35,6 +35,14 @@ def old_jax():
     return tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 12)
 
 
+def one_short_line(message, path):
+    """A refusal's message, whatever the file held: one printable line that
+    names ``path`` and quotes no run of the file's bytes."""
+    message = str(message)
+    assert str(path) in message and message.isprintable(), message
+    assert len(message) - len(str(path)) < 400, message
+
+
 @pytest.fixture
 def ctrl_c_raises():
     """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, whatever

@@ -6,9 +6,10 @@ converts (and the store verifies) or fails with an int8store error in one
 short line naming the file, with no output and no temporary file left,
 within bounded memory. Stores are held to more: damaged bytes or edited
 attributes give an error or the very same data; a checkpoint resumes as
-written or is refused with no parameter set. A few hundred examples per strategy in CI, the same each run;
-``pytest --fuzz-long`` runs twenty times as many, ``--fuzz-random`` draws
-them at random (hypothesis prints a failing case).
+written or is refused with no parameter set. A few hundred examples per
+strategy in CI, the same each run; ``pytest --fuzz-long`` runs twenty times
+as many, ``--fuzz-random`` draws them at random (hypothesis prints a failing
+case).
 """
 
 import gzip
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 
 from archives import (fake_mnist, fake_mnist_pickle_content, python2_pickle, write_image_folder,
                       write_mnist_idx_folder)
+from conftest import one_short_line
 from int8store import (ArgumentError, Int8StoreError, SourceFormatError, open_store,
                        tensor_library)
 from int8store.converter import convert
@@ -72,14 +74,6 @@ def converts_or_refuses(source, folder):
     if store is None:
         assert list(out.iterdir()) == []
     return store
-
-
-def one_short_line(refusal, source):
-    """A refusal's message: one line that names ``source`` and quotes no run of
-    the file's bytes."""
-    message = str(refusal)
-    assert str(source) in message and "\n" not in message, message
-    assert len(message) - len(str(source)) < 400, message
 
 
 def mutated(data, edits, cut):
