@@ -240,12 +240,12 @@ def _zip_tree(path):
     sizes = {i.filename: i.file_size for i in members}
 
     def read(name):
+        where = located(path, name)
         try:
             with archive.open(name) as member:
-                return _read_image_file(member, sizes[name], located(path, name))
+                return _read_image_file(member, sizes[name], where)
         except _ZIP_ERRORS as error:
-            raise SourceFormatError(f"{located(path, name)}: damaged in the archive "
-                                    f"({quoted(error)})") from error
+            raise SourceFormatError(f"{where}: damaged in the archive ({quoted(error)})") from error
 
     return _Tree(str(path), names, read)
 

@@ -15,14 +15,16 @@ from .manifest import data_range, is_count, is_hex, is_number, shown
 
 __all__ = ["SplitEntry", "CODE_COUNTS", "CHANNEL_CODE_COUNTS", "is_split_name", "SPLIT_NAME_RULE"]
 
-#: What may name a split: every message about a split names it (so no
-#: terminal's escape, no page of text), and HDF5 would make a '/' a group.
-SPLIT_NAME_RULE = "a split's name is 1 to 100 printable characters, no '/'"
+#: The longest name of a split. What may name one: every message about a
+#: split names it (so no terminal's escape, no page of text), and HDF5
+#: would make a '/' a group.
+MOST_SPLIT_NAME = 100
+SPLIT_NAME_RULE = f"a split's name is 1 to {MOST_SPLIT_NAME} printable characters, no '/'"
 
 
 def is_split_name(name):
     """Whether ``name`` may name a split of a store (:data:`SPLIT_NAME_RULE`)."""
-    return isinstance(name, str) and 0 < len(name) <= 100 and name.isprintable() \
+    return isinstance(name, str) and 0 < len(name) <= MOST_SPLIT_NAME and name.isprintable() \
         and "/" not in name
 
 #: A split entry's field holding the histogram of its codes (optional).
