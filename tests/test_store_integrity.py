@@ -150,6 +150,49 @@ def test_a_file_that_appears_while_converting_is_never_replaced(tmp_path, monkey
     assert open_store(out).splits == {"train": 10, "valid": 2, "test": 6}
 
 
+def test_an_output_that_is_no_regular_file_is_never_replaced_even_with_force(tmp_path, capsys):
+    # Publishing renames a file over the name: over /dev/null (as root) or a
+    # FIFO it replaced the device itself. A FIFO stands in for a device here.
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    for force in ([], ["--force"]):
+        assert main(["convert", str(folder), "-o", str(fifo), *force]) == 2
+        assert f"{fifo}: is not a regular file (a FIFO)" in capsys.readouterr().err
+        assert fifo.is_fifo()
+    assert main(["preview", str(folder), "-o", str(fifo), "--force"]) == 2
+    assert "is not a regular file (a FIFO)" in capsys.readouterr().err
+    assert fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "pipe.h5"]
+
+
+def test_an_output_through_a_link_is_refused_up_front_or_written_where_it_points(tmp_path, capsys):
+    from int8store.store import writer as store_writer
+
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    dangling = tmp_path / "dangling.h5"
+    dangling.symlink_to(tmp_path / "elsewhere" / "m.h5")
+    # Refused before any reading (it ended in "appeared while this file was
+    # being written" after the whole conversion).
+    writes = []
+    original = store_writer.StoreWriter.__init__
+    store_writer.StoreWriter.__init__ = lambda *a, **k: writes.append(1) or original(*a, **k)
+    try:
+        assert main(["convert", str(folder), "-o", str(dangling)]) == 2
+    finally:
+        store_writer.StoreWriter.__init__ = original
+    err = capsys.readouterr().err
+    assert f"{dangling}: already exists (a link to {tmp_path / 'elsewhere' / 'm.h5'})" in err
+    assert writes == [] and not (tmp_path / "elsewhere").exists()
+    # With --force the file the link names is written, and the link kept.
+    assert main(["convert", str(folder), "-o", str(dangling), "--force"]) == 0
+    assert dangling.is_symlink() and (tmp_path / "elsewhere" / "m.h5").is_file()
+    assert open_store(dangling).splits == {"train": 10, "valid": 2, "test": 6}
+    # A path under a file names the problem.
+    assert main(["convert", str(folder), "-o", str(tmp_path / "elsewhere" / "m.h5" / "x.h5")]) == 2
+    assert "cannot write here (Not a directory)" in capsys.readouterr().err
+
+
 def test_temporaries_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
     from int8store.store.atomic import _host
 

@@ -17,6 +17,7 @@ behind and an existing file is never replaced by half of one.
 import errno
 import os
 import socket
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,14 +38,40 @@ def was_published(path):
 
 
 def check_can_write(path, force=False):
-    """Raise :class:`OutputExistsError` if ``path`` exists and ``force`` is false,
-    :class:`OutputError` if it is a folder."""
+    """The file that writing ``path`` makes or replaces: ``path`` itself, or
+    the file a symbolic link there names (the link stays a link, as
+    ``open(path, "w")`` would leave it). Raises :class:`OutputExistsError`
+    if that exists (a link naming nothing yet counts) and ``force`` is
+    false, :class:`OutputError` if it is a folder, or anything but a regular
+    file even with ``force`` (a device such as /dev/null, a FIFO, a socket:
+    publishing renames a file over the name, which would replace the device
+    itself)."""
     path = Path(path)
-    if path.is_dir():
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        kind = target.stat().st_mode
+    except FileNotFoundError:
+        kind = None
+    except OSError as error:  # a link loop, a folder on the way that is a file, ...
+        raise OutputError(f"{path}: cannot write here ({error.strerror or error})") from error
+    if kind is not None and stat.S_ISDIR(kind):
         raise OutputError(f"{path}: is a folder; give the path of the file to write")
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: already exists; pass --force (force=True) to replace it")
-    return path
+    if kind is not None and not stat.S_ISREG(kind):
+        raise OutputError(f"{path}: is not a regular file ({_kind_name(kind)}); "
+                          "give the path of a file to write, even with --force")
+    if (kind is not None or path.is_symlink()) and not force:
+        raise OutputExistsError(f"{path}: already exists"
+                                f"{f' (a link to {target})' if target != path else ''}; "
+                                "pass --force (force=True) to replace it")
+    return target
+
+
+def _kind_name(mode):
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _host():
