@@ -54,14 +54,19 @@ def find_store(dataset, caller=None):
     return found if found is not None and is_store(found) else None
 
 
-def check_splits(origin, names):
-    """Raise unless ``names`` holds the train, valid and test splits."""
-    missing = [name for name in SPLITS if name not in names]
+def check_splits(origin, counts):
+    """Raise unless ``counts`` (``{split: examples}``) holds the train, valid
+    and test splits, each with an example (a store written from fewer than
+    six training examples by an earlier int8store may have an empty validation split)."""
+    from .plan.arrangement import check_examples
+
+    missing = [name for name in SPLITS if name not in counts]
     if missing:
         cut = " (test_size= or convert --test-size cuts one from train)" \
             if missing == ["test"] else ""
-        raise SourceFormatError(f"{origin}: has splits {', '.join(names)}; load_data needs "
+        raise SourceFormatError(f"{origin}: has splits {', '.join(counts)}; load_data needs "
                                 f"{', '.join(SPLITS)} (no {', '.join(missing)} split){cut}")
+    check_examples(origin, {name: counts[name] for name in SPLITS})
 
 
 def say_if_sorted_by_class(labels, origin, split="train", report=None):
@@ -206,7 +211,7 @@ def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_
     plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy,
                        keep_order=keep_order, test_size=test_size)
     del source
-    check_splits(plan.origin, plan.splits)
+    check_splits(plan.origin, {name: split.count for name, split in plan.splits.items()})
     say_if_sorted_by_class(plan.labels("train"), plan.origin, report=report)
     held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     encoding, image_shape = plan.encoding, plan.image_shape

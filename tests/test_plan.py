@@ -3,6 +3,7 @@ where a bare file name is looked for; the MNIST cache accepting a repackaged
 copy of the classic file by its arrays."""
 
 import gzip
+import importlib.util
 import pickle
 
 import numpy as np
@@ -13,6 +14,7 @@ from int8store import (ArgumentError, DatasetNotFoundError, EncodingError, Sourc
                        convert, load_splits, open_store, plan_splits)
 from int8store.cli import main
 from int8store.sources import read_source
+from int8store.store.writer import StoreWriter
 from int8store.sources import mnist as mnist_cache
 
 
@@ -49,6 +51,51 @@ def test_the_default_validation_split_is_the_last_sixth_of_train(tmp_path):
     assert list(plan.splits) == ["train", "valid", "test"]
     np.testing.assert_array_equal(plan.splits["valid"].labels, data["train"][1][30:])
     np.testing.assert_array_equal(plan.splits["train"].labels, data["train"][1][:30])
+
+
+def test_a_few_training_examples_still_give_a_validation_example_or_a_clear_refusal(tmp_path):
+    # Fewer than six training examples made an empty validation split: convert
+    # wrote it without a word, and load_data then failed in numpy's reshape.
+    for n_train, counts in ((5, [4, 1, 2]), (2, [1, 1, 2])):
+        data = fake_mnist(n_train=n_train, n_test=2, side=3)
+        folder = write_mnist_idx_folder(tmp_path / f"idx{n_train}", data)
+        convert(folder, tmp_path / f"s{n_train}.h5")
+        assert list(open_store(tmp_path / f"s{n_train}.h5").splits.values()) == counts
+        assert [len(s.y.get_value()) for s in load_splits(folder).values()] == counts
+    folder = write_mnist_idx_folder(tmp_path / "idx1", fake_mnist(n_train=1, n_test=2, side=3))
+    for call in (lambda: load_splits(folder), lambda: convert(folder, tmp_path / "s1.h5")):
+        with pytest.raises(SourceFormatError, match="1 training example: too few to draw a "
+                                                    "validation split from; at least 2"):
+            call()
+    assert not (tmp_path / "s1.h5").exists()
+
+
+def test_an_empty_split_is_refused_by_name_from_a_source_or_an_old_store(tmp_path):
+    path = tmp_path / "empty_test.npz"
+    np.savez(path, x_train=np.zeros((12, 2, 2), np.uint8), y_train=np.arange(12) % 2,
+             x_test=np.zeros((0, 2, 2), np.uint8), y_test=np.zeros(0, np.int64))
+    for call in (lambda: load_splits(path), lambda: convert(path, tmp_path / "out.h5")):
+        with pytest.raises(SourceFormatError, match=f"{path}: split 'test' holds no examples; "
+                                                    "every split needs at least one"):
+            call()
+    assert not (tmp_path / "out.h5").exists()
+    # A store an earlier release wrote with an empty validation split (as from
+    # five training examples), read in every way load_data can hold it.
+    plan = plan_splits(read_source(write_mnist_idx_folder(
+        tmp_path / "idx", fake_mnist(n_train=12, n_test=2, side=3))))
+    store = tmp_path / "old.h5"
+    codes = {name: plan.codes(name).reshape(-1, *plan.image_shape) for name in ("train", "test")}
+    labels = {"train": plan.labels("train"), "valid": np.zeros(0, np.int32),
+              "test": plan.labels("test")}
+    with StoreWriter(store, plan.encoding, plan.image_shape, labels) as writer:
+        for name in ("train", "valid", "test"):
+            writer.append(name, codes.get(name, np.zeros((0, *plan.image_shape), np.int8)))
+    assert open_store(store).splits["valid"] == 0
+    ways = [{}] + ([{"max_device_bytes": 64, "mode": "jax"}] if importlib.util.find_spec("jax")
+                   else [])
+    for options in ways:
+        with pytest.raises(SourceFormatError, match="split 'valid' holds no examples"):
+            load_splits(store, **options)
 
 
 def test_validation_options_are_refused_for_a_source_that_has_a_validation_split(tmp_path):

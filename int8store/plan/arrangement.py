@@ -33,7 +33,7 @@ from ..codes.vocabulary import SPLITS
 from ..errors import ArgumentError, SourceFormatError
 from ..order.classes import drawn_order, label_runs, stratified_pick
 
-__all__ = ["Arrangement", "Drawn", "arrange", "describe_order", "validation_count", "VALID_SHARE",
+__all__ = ["Arrangement", "Drawn", "arrange", "check_examples", "describe_order", "validation_count", "VALID_SHARE",
            "DEFAULT_SEED", "SHUFFLE_STREAM", "TEST_STREAM", "VALID_STREAM"]
 
 #: Without a validation split, this share of train becomes one: MNIST's
@@ -117,8 +117,15 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
         train = drawn["train"]
         labels = train.labels(splits)
         n = len(labels)
-        count = n // VALID_SHARE if valid_size is None else validation_count(valid_size, n)
-        # (fewer than six training examples: the default validation split is empty)
+        if valid_size is None:
+            if n < 2:
+                raise SourceFormatError(
+                    f"{origin}: {n} training example{'s' if n != 1 else ''}"
+                    f"{' (after the test split)' if test_size is not None else ''}: too few to "
+                    "draw a validation split from; at least 2 are needed")
+            count = max(1, n // VALID_SHARE)  # (a sixth, at least one)
+        else:
+            count = validation_count(valid_size, n)
         if source.keeps_order and valid_seed is None:
             chosen = np.zeros(n, dtype=bool)
             chosen[n - count:] = True
@@ -173,6 +180,16 @@ def _draws(drawn, cuts):
 def _shuffle_stream(name, number):
     known = SPLITS.index(name) if name in SPLITS else len(SPLITS) + number
     return SHUFFLE_STREAM + known
+
+
+def check_examples(origin, counts):
+    """Raise unless every split of ``counts`` (``{name: examples}``) holds an
+    example: an empty one has nothing to train on or to score."""
+    empty = [name for name, count in counts.items() if not count]
+    if empty:
+        raise SourceFormatError(
+            f"{origin}: split{'s' if len(empty) > 1 else ''} {', '.join(map(repr, empty))} "
+            f"hold{'' if len(empty) > 1 else 's'} no examples; every split needs at least one")
 
 
 def validation_count(size, n_train, what="valid_size"):

@@ -19,7 +19,7 @@ from ..codes.encoding import Encoding, encode, float_candidates, survey_encoding
 from ..errors import EncodingError, SourceFormatError
 from ..codes.labels import as_int32_labels
 from ..sources import Split
-from .arrangement import VALID_SHARE, arrange, validation_count
+from .arrangement import VALID_SHARE, arrange, check_examples, validation_count
 from .rows import drawn_chunks
 
 __all__ = ["Plan", "plan_splits", "validation_count", "DEFAULT_CHUNK_BYTES", "VALID_SHARE"]
@@ -164,6 +164,7 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
         split = source.splits[part.source]
         splits[name] = split if part.rows is None and part.source == name else Split(
             name, part.labels(source.splits), split.image_shape, split.dtype, None, split.origin)
+    check_examples(source.origin, {name: split.count for name, split in splits.items()})
     image_shape = _common_image_shape(splits, source)
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
                 encoded=source.encoding is not None, sources=dict(source.splits),
