@@ -98,6 +98,15 @@ def test_an_empty_split_is_refused_by_name_from_a_source_or_an_old_store(tmp_pat
             load_splits(store, **options)
 
 
+def test_float16_k_over_255_is_kept_by_codebook_through_load_data(tmp_path):
+    values = (np.arange(256) / 255).astype(np.float16).reshape(4, 8, 8)
+    path = tmp_path / "half.npz"
+    np.savez(path, x_train=np.concatenate([values] * 6), y_train=np.arange(24) % 2,
+             x_test=values, y_test=np.arange(4) % 2)
+    test_x = load_splits(path, dtype="float32")["test"].x
+    np.testing.assert_array_equal(test_x.get_value(), values.reshape(4, -1).astype(np.float32))
+
+
 def test_validation_options_are_refused_for_a_source_that_has_a_validation_split(tmp_path):
     path = tmp_path / "three.npz"
     arrays = {f"x_{s}": np.zeros((4, 2, 2), np.uint8) for s in ("train", "valid", "test")}

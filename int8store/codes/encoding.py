@@ -321,6 +321,7 @@ def float_candidates(divisor, dtypes):
     are tried: ``divisor`` if given, else k/256 then k/255; computed in the
     data's precision."""
     precision = "float64" if any(np.dtype(d).itemsize > 4 for d in dtypes) else "float32"
+    # (float16 is decoded in float32, as :func:`_exact_levels` checks)
     return [Encoding(128, d, precision=precision) for d in ((divisor,) if divisor else _FLOAT_DIVISORS)]
 
 
@@ -421,8 +422,11 @@ def _exact_levels(chunk, divisor):
     else None. (Powers of two in range take the faster road first:
     :func:`_encode_scaled_exactly`.)"""
     levels = np.rint(chunk.astype(np.float64) * divisor)
-    # The division the decoder does, in the data's own precision.
-    if not np.array_equal((levels / divisor).astype(chunk.dtype), chunk):
+    # The division the decoder does, in the precision it does it in
+    # (:func:`float_candidates`): the data's own, but float32 for float16,
+    # whose k/255 are not float32's.
+    precision = np.result_type(chunk.dtype, np.float32)
+    if not np.array_equal((levels / divisor).astype(precision), chunk.astype(precision)):
         return None
     return levels
 
