@@ -285,6 +285,72 @@ def test_zip_symlinks_and_escaping_names_are_refused(tmp_path, capsys):
     refused(tmp_path, capsys, [path], f"{path}: a member with an empty name")
 
 
+def test_a_windows_style_member_name_is_named_for_what_it_is(tmp_path, capsys):
+    path = zip_folder(image_folder(tmp_path), tmp_path / "w.zip")
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("cat\\0.png", b"x")
+    err = refused(tmp_path, capsys, [path], f"{path}:cat\\0.png", "a backslash")
+    assert "absolute path" not in err
+
+
+def test_a_file_in_an_archive_twice_is_refused_not_read_twice(tmp_path, capsys):
+    # Both copies were read: 17 images where the extracted archive holds 16.
+    root = image_folder(tmp_path)
+    path = zip_folder(root, tmp_path / "twice.zip")
+    with zipfile.ZipFile(path, "a") as archive, pytest.warns(UserWarning, match="Duplicate"):
+        archive.write(root / "cat" / "00000.png", "cat/00000.png")
+    refused(tmp_path, capsys, [path], f"{path}:cat/00000.png", "is in the archive twice")
+    for prefix in ("", "./"):
+        path = tar_folder(root, tmp_path / f"twice{len(prefix)}.tar.gz")
+        with tarfile.open(path, "w:gz") as archive:  # (rewritten, the copy added)
+            for image in sorted(root.rglob("*.png")):
+                archive.add(image, image.relative_to(root).as_posix())
+            archive.add(root / "dog" / "00001.png", prefix + "dog/00001.png")
+        refused(tmp_path, capsys, [path], f"{path}:{prefix}dog/00001.png", "is in the archive twice")
+
+
+def test_a_class_folder_without_images_is_refused_not_skipped(tmp_path, capsys):
+    # Skipped, it gave the classes after it other labels than their folders'
+    # places (here "fish" label 1, not 2), without a word.
+    root = image_folder(tmp_path)
+    (root / "bird").mkdir()
+    (root / "bird" / ".DS_Store").write_bytes(b"")
+    (root / "dog").rename(root / "fish")
+    refused(tmp_path, capsys, [root], f"{root}/bird: a class folder with no image")
+    zipped = zip_folder(root, tmp_path / "empty.zip")
+    with zipfile.ZipFile(zipped, "a") as archive:
+        archive.writestr("bird/", b"")
+    refused(tmp_path, capsys, [zipped], f"{zipped}:bird: a class folder with no image")
+    tarred = tmp_path / "empty.tar"
+    with tarfile.open(tarred, "w") as archive:
+        archive.add(root, "./", recursive=True)
+    refused(tmp_path, capsys, [tarred], f"{tarred}:./bird: a class folder with no image")
+    # A split layout: a class with images in one split only is a class.
+    for split, cls in (("train", "cat"), ("train", "fish"), ("test", "cat")):
+        (tmp_path / "layout" / split / cls).mkdir(parents=True)
+    write_image_folder(tmp_path / "layout" / "train", np.zeros((2, 3, 3), np.uint8), [0, 1],
+                       ["cat", "fish"])
+    write_image_folder(tmp_path / "layout" / "test", np.zeros((1, 3, 3), np.uint8), [0], ["fish"])
+    (tmp_path / "layout" / "valid" / "bird").mkdir(parents=True)
+    refused(tmp_path, capsys, [tmp_path / "layout"],
+            f"{tmp_path / 'layout'}/valid/bird: a class folder with no image")
+    (tmp_path / "layout" / "valid" / "bird").rmdir()
+    (tmp_path / "layout" / "valid").rmdir()
+    assert main(["convert", str(tmp_path / "layout"), "-o", str(tmp_path / "l.h5"),
+                 "--valid-size", "1"]) == 0
+
+
+def test_images_of_another_colour_are_not_told_to_resize(tmp_path, capsys):
+    from PIL import Image
+
+    root = image_folder(tmp_path)
+    Image.fromarray(np.zeros((3, 3, 3), np.uint8)).save(root / "dog" / "colour.png")
+    err = refused(tmp_path, capsys, [root], "is 3x3 colour but", "share a size and colour")
+    assert "resize" not in err
+    Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "colour.png")
+    refused(tmp_path, capsys, [root], "is 5x3 grey but", "int8store convert --resize HxW")
+
+
 def test_a_member_named_over_lines_and_pages_is_named_on_one_short_line(tmp_path, capsys):
     """A member's name is the file's to give: a newline in it, or 4,000
     characters, is shown escaped and shortened, the line still one line."""

@@ -99,13 +99,16 @@ def check_tar_member(member, where, layout):
 
 
 def check_member_name(name, where, layout):
-    """Refuse an archive member named with an absolute path or '..', or
-    with no name (zipfile cuts a name at its first NUL byte)."""
+    """Refuse an archive member named with an absolute path, '..' or a
+    backslash, or with no name (zipfile cuts a name at its first NUL byte)."""
     if not name:
         raise SourceFormatError(f"{where.removesuffix(':')}: a member with an empty name; {layout}")
     parts = name.split("/")
-    if name.startswith("/") or ".." in parts or "\\" in name:
+    if name.startswith("/") or ".." in parts:
         raise SourceFormatError(f"{where}: a member named with an absolute path or '..'; {layout}")
+    if "\\" in name:
+        raise SourceFormatError(f"{where}: a member named with a backslash, as a Windows tool "
+                                f"writes paths; {layout}, with '/'")
 
 
 def is_compressed_tar(path):

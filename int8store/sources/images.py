@@ -9,7 +9,9 @@ Labels number the class folders in sorted name order; the names are kept as
 label names. Images are decoded by Pillow: grayscale stays one channel
 (``rows x cols``), colour keeps three (``rows x cols x 3``); all images must
 share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
-skipped; any other non-image file is an error, as is an unreadable image.
+skipped; any other non-image file is an error, as is an unreadable image, a
+class folder without an image (the classes after it would be numbered
+otherwise) and a file an archive holds twice.
 
 An image file is read only if its length (which a zip or tar member announces
 before its bytes) is within :func:`largest_image_file` and the memory ceiling,
@@ -171,9 +173,10 @@ def _as_8bit(image, origin):
 class _Tree:
     """Files of a folder or an archive, by relative POSIX path."""
 
-    def __init__(self, label, names, read, in_order=None, separator=":"):
+    def __init__(self, label, names, read, in_order=None, separator=":", folders=()):
         self.label = label  # how the container is named in messages
         self.names = names
+        self.folders = folders  # the folders it names, images in them or not
         self.read = read  # relative path -> bytes
         self.in_order = in_order  # or: iterate (name, bytes) in storage order
         self.separator = separator
@@ -187,7 +190,7 @@ class _Tree:
 def _folder_tree(folder):
     # Plain strings, not Path objects: pathlib interns every part of every
     # name, and the interned-string table of a big folder costs memory.
-    names = []
+    names, folders = [], []
     pending = [("", 0)]  # (relative folder, depth): a stack, not recursion
     while pending:
         rel, depth = pending.pop()
@@ -204,6 +207,7 @@ def _folder_tree(folder):
             if entry.is_dir():
                 if not entry.name.startswith("."):
                     subfolders.append((name, depth + 1))
+                    folders.append(name)
             else:
                 names.append(name)
         pending += reversed(subfolders)
@@ -217,7 +221,7 @@ def _folder_tree(folder):
         except OSError as error:
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
-    return _Tree(str(folder), names, read, separator="/")
+    return _Tree(str(folder), names, read, separator="/", folders=folders)
 
 
 def _zip_tree(path):
@@ -225,11 +229,14 @@ def _zip_tree(path):
         archive = zipfile.ZipFile(path)
         # (not ZipInfo.is_dir: before Python 3.12 it fails on an empty name)
         members = [i for i in archive.infolist() if not i.filename.endswith("/")]
+        folders = [i.filename[:-1] for i in archive.infolist() if i.filename.endswith("/")]
     except _ZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable zip archive ({quoted(error)})") from error
+    seen = set()
     for info in members:
         where = located(path, info.filename)
         check_member_name(info.filename, where, _LAYOUT)
+        _check_once(info.filename, where, seen)
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
                                     "files only (store a copy of the image instead)")
@@ -247,20 +254,23 @@ def _zip_tree(path):
         except _ZIP_ERRORS as error:
             raise SourceFormatError(f"{where}: damaged in the archive ({quoted(error)})") from error
 
-    return _Tree(str(path), names, read)
+    return _Tree(str(path), names, read, folders=folders)
 
 
 def _tar_tree(path):
-    names = []
+    names, folders, seen = [], [], set()
     try:
         # One pass in stream mode: each member is checked from its header
         # before the archive is read past it (or its bytes unpacked).
         with open_tar_stream(path) as archive:
             for member, where in checked_tar_members(archive, path, _LAYOUT):
                 if member.isfile():
+                    _check_once(member.name, where, seen)
                     if _is_decoded(member.name):
                         _check_image_file_size(member.size, where)
                     names.append(member.name)
+                elif member.isdir():
+                    folders.append(member.name.rstrip("/"))
     except TAR_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})") from error
 
@@ -277,7 +287,18 @@ def _tar_tree(path):
         except TAR_ERRORS as error:
             raise SourceFormatError(f"{path}: damaged tar archive ({quoted(error)})") from error
 
-    return _Tree(str(path), names, None, in_order)
+    return _Tree(str(path), names, None, in_order, folders=folders)
+
+
+def _check_once(name, where, seen):
+    """Refuse a second archive member of the same file (``./a/x.png`` is
+    ``a/x.png``): extracting the archive keeps one of them, reading it would
+    keep both, and the two would not be the same data set."""
+    key = "/".join(part for part in name.split("/") if part not in ("", "."))
+    if key in seen:
+        raise SourceFormatError(f"{where}: is in the archive twice; extracting it keeps only "
+                                "one of the two, so neither is read: repack the archive")
+    seen.add(key)
 
 
 def read_image_folder(folder, resize=None):
@@ -333,6 +354,7 @@ def _read_tree(tree, resize):
                 f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
             )
     classes = sorted({c for _, c, _ in entries})
+    _check_no_empty_class(tree, files[0][1][:depth], split_layout, set(classes))
     for name in classes:
         try:
             name.encode("utf-8")
@@ -360,6 +382,22 @@ def _read_tree(tree, resize):
     return SourceData(splits, origin=tree.label, label_names=classes)
 
 
+def _check_no_empty_class(tree, prefix, split_layout, classes):
+    """Refuse a class folder without an image: labels number the class
+    folders, so leaving it out would give the classes after it other labels
+    than their folders' places (torchvision's ImageFolder refuses it too)."""
+    level = len(prefix) + (2 if split_layout else 1)
+    for folder in sorted(tree.folders):
+        parts = folder.split("/")
+        if len(parts) == level and parts[:len(prefix)] == prefix and not _is_hidden(parts) \
+                and (not split_layout or parts[len(prefix)] in _SPLIT_FOLDERS) \
+                and parts[-1] not in classes:
+            raise SourceFormatError(
+                f"{tree.where(folder)}: a class folder with no image; labels number the class "
+                "folders in name order, so the classes after it would be numbered otherwise: "
+                "add its images or remove it")
+
+
 def _read_one(tree, name):
     if tree.read is not None:
         return tree.read(name)
@@ -373,11 +411,12 @@ def _readers(tree, names, shape, first, resize):
     def pixels(name, data):
         image = decode_image(data, tree.where(name), resize)
         if image.shape != shape:
+            colour = len(image.shape) != len(shape)
             raise SourceFormatError(
                 f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} "
-                f"is {_describe(shape)}; all images must share a size and colour "
-                "(pass --resize ROWSxCOLS, resize=(rows, cols), to resize them)"
-            )
+                f"is {_describe(shape)}; all images must share a size and colour"
+                + ("" if colour or resize else
+                   " (int8store convert --resize HxW makes a store of them resized)"))
         return image
 
     def read_chunks(rows):
