@@ -105,7 +105,8 @@ def _parser():
                               "size, which all must share)")
     convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="the arrays of a split in an .npz or HDF5 source (repeatable; "
-                              "default: found by their names, or their shapes for one pair)")
+                              "only the splits named are read; default: found by their names, "
+                              "or their shapes for one pair)")
     convert.add_argument("--max-memory", metavar="SIZE",
                          help="most memory the source may ask for at once (a label array, a "
                               "pickled array, one image), e.g. 2GiB (default: half the physical "

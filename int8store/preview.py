@@ -26,6 +26,7 @@ files) and in grey when they have one; other channel counts are refused.
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -37,6 +38,13 @@ __all__ = ["preview", "Preview", "display_bytes"]
 BACKGROUND = 96
 _GAP = 1  # pixels between cells
 _MIN_CELL = 32  # cells are scaled up (by an integer factor) to at least this
+# Names of formats the grid is not written in (JPEG would blur its pixels).
+_OTHER_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
+
+
+def plural(count, noun):
+    """``"1 class"``, ``"3 classes"``."""
+    return f"{count} {noun}{'' if count == 1 else ('es' if noun.endswith('s') else 's')}"
 
 
 @dataclass
@@ -45,7 +53,8 @@ class Preview:
     row each, in label order, named in a column ``margin`` pixels wide),
     ``count`` cells per row, the images' ``shape``, the ``scale`` they were
     enlarged by, how pixels were shown (``shown``), and the classes of the
-    dataset that the split has no example of (``lacking``: their rows are empty)."""
+    dataset that the split has no example of (``lacking``: their rows are empty)
+    and those it has fewer than ``count`` of (``fewer``: ``{class: images}``)."""
 
     path: str
     split: str
@@ -56,6 +65,7 @@ class Preview:
     shown: str
     margin: int
     lacking: list = field(default_factory=list)
+    fewer: dict = field(default_factory=dict)
 
     def cell(self, row, column):
         """Top-left pixel (y, x) of the cell of class ``row``, image ``column``."""
@@ -68,9 +78,14 @@ class Preview:
             return ", ".join(shortened(str(name), 60) for name in classes)
         lacks = (f"; split {self.split!r} lacks {len(self.lacking)} of the {len(self.classes)} "
                  f"classes: {named(self.lacking)} (empty rows)" if self.lacking else "")
-        return (f"{self.path}: {len(self.classes)} classes x {self.count} images of split "
-                f"{self.split!r} ({rows}x{cols}, shown {self.scale}x), one row per class "
-                f"({named(self.classes)}); {self.shown}{lacks}")
+        if self.fewer:
+            lacks += (f"; {len(self.fewer)} class{'es have' if len(self.fewer) > 1 else ' has'} "
+                      f"fewer than {self.count}: "
+                      + ", ".join(f"{named([name])} ({held})" for name, held in self.fewer.items()))
+        up_to = "up to " if self.fewer or self.lacking else ""
+        return (f"{self.path}: {plural(len(self.classes), 'class')} x {up_to}"
+                f"{plural(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "
+                f"{self.scale}x), one row per class ({named(self.classes)}); {self.shown}{lacks}")
 
 
 def display_bytes(codes, encoding):
@@ -108,6 +123,12 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     if (augment is None) != (augmented is None):
         raise ArgumentError("an augmented preview needs both the augmentation (augment, "
                             "--augment LIST) and its seed (augmented, --augmented SEED)")
+    if epoch != 0 and augmented is None:
+        raise ArgumentError(f"epoch={epoch!r} (--epoch) chooses the epoch of an augmented "
+                            "preview: give --augment and --augmented SEED too")
+    if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
+        raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
+                            "stored); name it .png")
     with memory_ceiling(max_memory):
         codes, labels, encoding, shape, names, n_classes = _sampled(dataset, split, count, keys,
                                                                     resize)
@@ -119,6 +140,9 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     classes = list(names) if names else list(range(n_classes))
     present = set(labels.tolist())
     lacking = [name for label, name in enumerate(classes) if label not in present]
+    held = np.bincount(labels, minlength=len(classes))
+    fewer = {name: int(held[label]) for label, name in enumerate(classes)
+             if 0 < held[label] < count}
     shown, how = display_bytes(codes, encoding)
     scale = scale or max(1, math.ceil(_MIN_CELL / max(shape[:2])))
     image, margin = _named_rows(_grid(shown, labels, len(classes), count, drawn, scale),
@@ -126,7 +150,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     with atomic_output(output, force=force, report=report) as temporary:
         image.save(temporary, format="PNG")
     return Preview(str(output), split, classes, count, tuple(shape), scale, how + how_augmented,
-                   margin, lacking)
+                   margin, lacking, fewer)
 
 
 def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
@@ -221,6 +245,9 @@ def _sampled(dataset, split, count, keys, resize):
 
     path = str(dataset)
     if is_store(path):  # read only the rows shown, checked as training reads them
+        from .sources import check_source_options
+
+        check_source_options(path, "store", resize=resize, keys=keys)
         store = open_store(path)
         if split not in store.splits:
             raise ArgumentError(f"{path}: has no split {split!r}; it has "

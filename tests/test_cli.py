@@ -59,6 +59,19 @@ def test_convert_help_names_every_kind_of_source(capsys):
 
 
 @pytest.mark.graph_free
+def test_python_dash_m_int8store_is_the_command(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "int8store", "convert", "digits", "-o",
+                             str(tmp_path / "d.h5")], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    result = subprocess.run([sys.executable, "-m", "int8store", "info", str(tmp_path / "d.h5")],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and "digits (scikit-learn)" in result.stdout, result.stderr
+    result = subprocess.run([sys.executable, "-m", "int8store", "--help"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.startswith("usage: int8store "), result.stdout
+
+
+@pytest.mark.graph_free
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     """``int8store manifest X | head -1``: what reads stdout is gone before
     the command writes (its end of the pipe closed first)."""
@@ -76,7 +89,6 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
 
 
 @pytest.mark.graph_free
-@pytest.mark.graph_free
 def test_a_store_s_own_words_reach_the_terminal_escaped(tmp_path, capsys):
     """A store may come from elsewhere: a class named with a terminal's escape
     sequence is printed by info and preview as text, never as the escape."""
@@ -86,7 +98,7 @@ def test_a_store_s_own_words_reach_the_terminal_escaped(tmp_path, capsys):
     store = tmp_path / "s.h5"
     assert main(["convert", str(tmp_path / "imgs"), "-o", str(store)]) == 0
     assert main(["info", str(store)]) == 0
-    assert main(["preview", str(store), "-o", str(tmp_path / "p.png")]) == 0
+    assert main(["preview", str(store), "-o", str(tmp_path / "p.png"), "--count", "1"]) == 0
     captured = capsys.readouterr()
     printed = captured.out + captured.err
     assert "\x1b" not in printed and "\x07" not in printed

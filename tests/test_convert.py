@@ -286,6 +286,35 @@ def test_mixed_sizes_need_resize(tmp_path, capsys):
     assert got.shape == (2, 4, 5) and sorted(np.unique(image).tolist() for image in got) == [[0], [200]]
 
 
+def test_an_option_the_source_has_no_use_for_is_refused_not_ignored(tmp_path, capsys):
+    # Each was accepted and did nothing: the images stayed 6x6, the keys unread.
+    npz = tmp_path / "a.npz"
+    np.savez(npz, x_train=np.zeros((12, 6, 6), np.uint8), y_train=np.arange(12) % 2,
+             x_test=np.zeros((2, 6, 6), np.uint8), y_test=np.arange(2))
+    folder = tmp_path / "imgs"
+    write_image_folder(folder, np.zeros((12, 3, 3), np.uint8), np.arange(12) % 2)
+    out = tmp_path / "out" / "s.h5"
+    out.parent.mkdir()
+    assert_refused(capsys, ["convert", npz, "-o", out, "--resize", "3x3"],
+                   f"{npz}: resize (--resize) is for image files", "and this is an .npz",
+                   output=out)
+    assert_refused(capsys, ["convert", folder, "-o", out, "--keys", "train=a:b"],
+                   f"{folder}: keys (--keys) is for the arrays of an .npz",
+                   "this is a folder of class folders", output=out)
+    store = tmp_path / "store.h5"
+    assert run_cli(["convert", folder, "-o", store], capsys)[0] == 0
+    for command in (["convert", store, "-o", out], ["preview", store, "-o", tmp_path / "out" / "g.png"]):
+        assert_refused(capsys, command + ["--keys", "train=a:b"],
+                       "this is an int8store store, whose splits are its own", output=out)
+        assert_refused(capsys, command + ["--resize", "2x2"], f"{store}: resize (--resize)",
+                       output=out)
+    # Several sources are IDX files; another kind among them is named as such.
+    idx = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    for sources in ([folder, npz], [*sorted(idx.iterdir())[:2], npz]):
+        assert_refused(capsys, ["convert", *sources, "-o", out], f"{sources[-1] if sources[0] != folder else folder}: several "
+                       "sources are read as the IDX files of one data set", output=out)
+
+
 def test_non_image_file_in_a_class_folder(tmp_path, capsys):
     root = tmp_path / "imgs"
     write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])

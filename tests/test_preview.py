@@ -93,6 +93,10 @@ def test_a_class_with_fewer_images_leaves_its_cells_empty(tmp_path):
     result = preview(tmp_path / "imgs", tmp_path / "g.png", count=3)
     _, shown = cells(tmp_path / "g.png", result)
     assert [int(cell.min()) for cell in shown[1]] == [200, BACKGROUND, BACKGROUND]
+    # ...and says so, not "2 classes x 3 images"
+    assert result.fewer == {"one": 1}
+    assert "2 classes x up to 3 images" in result.describe()
+    assert "; 1 class has fewer than 3: one (1)" in result.describe()
 
 
 def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
@@ -104,6 +108,12 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     assert main(["preview", str(tmp_path / "flat.npz"), "-o", str(tmp_path / "f.png")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "flat vectors" in err
+    # Options that would do nothing, or a name the PNG would belie.
+    assert main(["preview", "digits", "-o", str(tmp_path / "e.png"), "--epoch", "3"]) == 2
+    assert "--epoch) chooses the epoch of an augmented preview" in capsys.readouterr().err
+    assert main(["preview", "digits", "-o", str(tmp_path / "g.jpg")]) == 2
+    assert "g.jpg: the grid is written as PNG" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.npz", "g.png"]
 
 
 def test_a_colour_store_is_drawn_in_colour_with_its_exact_pixels(tmp_path, capsys):

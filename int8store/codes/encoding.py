@@ -310,7 +310,7 @@ class EncodingSurvey:
                  else f"more than {_COUNT_CAP if self.distinct_count else 256:,}")
         raise EncodingError(
             f"{names}: cannot be stored losslessly as int8: {count} distinct values "
-            f"(at most 256 fit) ranging from {self.low!r} to {self.high!r}, and they are not "
+            f"(at most 256 fit) ranging from {self.low} to {self.high}, and they are not "
             "all k/256 or k/255 for integers k in 0..255. Pass lossy=True (command line: "
             "--lossy) to quantize to 256 levels and report the largest error."
         )

@@ -19,9 +19,9 @@ from typing import Iterator, Optional
 import math
 import numpy as np
 
-from ..errors import DatasetNotFoundError, SourceFormatError
+from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 
-__all__ = ["Split", "SourceData", "read_source"]
+__all__ = ["Split", "SourceData", "read_source", "check_source_options"]
 
 
 class Split:
@@ -214,19 +214,55 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     def reader(name):
         return import_module(f".{name}", __name__)
 
+    if isinstance(dataset, (list, tuple)) and len(dataset) == 1:
+        dataset = dataset[0]  # one name keeps its meaning ("mnist", "digits")
+    kind, path = _kind(dataset, caller, reader)
+    # (refused before the reading, which may take long)
+    check_source_options(path or dataset, kind, resize=resize, keys=keys)
+    if kind == "idx files":
+        return reader("idx").read_idx_files(path)
+    if kind == "digits":
+        return reader("digits").read_digits()
+    if kind == "mnist":
+        return reader("mnist").read_mnist(cache_dir)
+    if kind == "cifar10":
+        return reader("cifar10").read_cifar10(cache_dir)
+    if kind == "idx folder":
+        return reader("idx").read_idx_folder(path)
+    if kind == "cifar10 folder":
+        return reader("cifar10").read_cifar10_folder(path)
+    if kind == "cifar10 archive":
+        return reader("cifar10").read_cifar10_archive(path)
+    if kind == "image folder":
+        return reader("images").read_image_folder(path, resize)
+    if kind == "image archive":
+        return reader("images").read_image_archive(path, resize)
+    if kind == "pickle":
+        return reader("pickled").read_mnist_pickle(path)
+    if kind == "npz":
+        return reader("npz").read_npz(path, keys)
+    return reader("hdf5").read_hdf5(path, keys)
 
+
+#: The options each kind of source takes (others are refused, not ignored).
+_TAKES = {"image folder": {"resize"}, "image archive": {"resize"}, "npz": {"keys"},
+          "hdf5": {"keys"}}
+
+
+def _kind(dataset, caller, reader):
+    """``(kind, path)`` of ``dataset``: what :func:`read_source` reads it as."""
     if isinstance(dataset, (list, tuple)):
-        if len(dataset) == 1:  # one name keeps its meaning ("mnist", "digits")
-            return read_source(dataset[0], cache_dir, resize, keys)
         paths = [Path(p) for p in dataset]
         _check_exist(paths)
-        return reader("idx").read_idx_files(paths)
-    if isinstance(dataset, str) and dataset == "digits":
-        return reader("digits").read_digits()
-    if isinstance(dataset, str) and dataset == "mnist":
-        return reader("mnist").read_mnist(cache_dir)
-    if isinstance(dataset, str) and dataset == "cifar10":
-        return reader("cifar10").read_cifar10(cache_dir)
+        for path in paths:
+            if path.is_dir() or not reader("idx").looks_like_idx(path):
+                raise SourceFormatError(
+                    f"{path}: several sources are read as the IDX files of one data set "
+                    "(train-images-idx3-ubyte and the like), and this is not one: give other "
+                    "sources one at a time")
+        return "idx files", paths
+    if isinstance(dataset, str) and dataset in ("digits", "mnist", "cifar10"):
+        return dataset, None
     from .locate import classic_candidates
 
     candidates = classic_candidates(dataset, caller)
@@ -234,31 +270,56 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     if path is None:
         if Path(dataset).name == "mnist.pkl.gz":
             # The classic tutorials' default argument: then the cache, downloaded if missing.
-            return reader("mnist").read_mnist(cache_dir)
+            return "mnist", None
         _check_exist(candidates, either=True)
     if path.is_dir():
         if reader("idx").holds_idx_files(path):
-            return reader("idx").read_idx_folder(path)
+            return "idx folder", path
         if reader("cifar10").holds_cifar10_batches(path):
-            return reader("cifar10").read_cifar10_folder(path)
-        return reader("images").read_image_folder(path, resize)
+            return "cifar10 folder", path
+        return "image folder", path
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):
-        return reader("pickled").read_mnist_pickle(path)
+        return "pickle", path
     if name.endswith(".npz"):
-        return reader("npz").read_npz(path, keys)
+        return "npz", path
     if name.endswith((".h5", ".hdf5")):
-        return reader("hdf5").read_hdf5(path, keys)
+        from ..store.file_format import is_store
+
+        # (a FIFO is not opened here: the HDF5 reader refuses what is no regular file)
+        return ("store" if path.is_file() and is_store(path) else "hdf5"), path
     if name.endswith((".tar", ".tar.gz", ".tgz")) and reader("cifar10").is_cifar10_archive(path):
-        return reader("cifar10").read_cifar10_archive(path)
+        return "cifar10 archive", path
     if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
-        return reader("images").read_image_archive(path, resize)
+        return "image archive", path
     if reader("idx").looks_like_idx(path):
-        return reader("idx").read_idx_files([path])
+        return "idx files", [path]
     raise SourceFormatError(
         f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, .h5, "
         ".zip/.tar(.gz) of class folders, IDX files, or a folder of IDX files or class folders"
     )
+
+
+def check_source_options(source, kind, **options):
+    """Refuse an option given (not None) that a source of ``kind`` has no use for."""
+    given = [name for name, value in options.items()
+             if value is not None and name not in _TAKES.get(kind, ())]
+    if given:
+        uses = {"resize": "image files (a folder or archive of class folders)",
+                "keys": "the arrays of an .npz or of an HDF5 file that is not a store"}
+        raise ArgumentError(
+            f"{source if not isinstance(source, list) else source[0]}: "
+            + "; ".join(f"{name} (--{name}) is for {uses[name]}" for name in given)
+            + f", and this is {_KIND_NAMES.get(kind, kind)}: leave it out")
+
+
+_KIND_NAMES = {"idx files": "IDX files", "digits": "scikit-learn's digits", "mnist": "MNIST",
+               "cifar10": "CIFAR-10", "idx folder": "a folder of IDX files",
+               "cifar10 folder": "CIFAR-10's folder", "cifar10 archive": "CIFAR-10's archive",
+               "pickle": "a pickle of arrays", "store": "an int8store store, whose splits are "
+               "its own", "image folder": "a folder of class folders",
+               "image archive": "an archive of class folders", "npz": "an .npz",
+               "hdf5": "an HDF5 file"}
 
 
 def _check_exist(paths, either=False):
