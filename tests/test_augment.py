@@ -281,11 +281,24 @@ import numpy as np
 sys.path[:0] = [{str(ROOT / 'tests')!r}, {str(ROOT / 'tutorials')!r}]
 from test_augment import digits_split, minibatch_pairs, reference
 from int8store import place
-split = digits_split()
-place([split], "jax", devices=4)
-view = split.augment("translate=2,flip,cutout=3", seed=8)
-ok = [bool((a == reference(p, "translate=2,flip,cutout=3", (8, 8, 1), 8, e, s)).all())
-      for e, s, p, a in minibatch_pairs(split, view, "jax", 20, [0, 2])]
+found = [[], []]
+for shuffled in (False, True):
+    for devices, pairs in zip((1, 4), found):
+        split = digits_split()
+        place([split], "jax", devices=devices)
+        split = split.shuffle(9) if shuffled else split
+        view = split.augment("translate=2,flip,cutout=3", seed=8)
+        pairs += minibatch_pairs(split, view, "jax", 20, [0, 2])
+# Over 4 devices row d * 5 + j of a minibatch is device d's j-th: example j * 4 + d.
+rows = np.arange(20)
+places = (rows % 5) * 4 + rows // 5
+ok = []
+for (e, s, one_plain, one), (_, _, plain, augmented) in zip(*found):
+    in_place, augmented_in_place = np.empty_like(plain), np.empty_like(augmented)
+    in_place[places], augmented_in_place[places] = plain, augmented
+    ok.append(bool((in_place == one_plain).all() and (augmented_in_place == one).all()
+                   and (one == reference(one_plain, "translate=2,flip,cutout=3", (8, 8, 1), 8,
+                                         e, s)).all()))
 print(json.dumps(ok))
 """)
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
@@ -293,7 +306,7 @@ print(json.dumps(ok))
                          cwd=ROOT / "tests", timeout=600)
     assert run.returncode == 0, run.stderr
     ok = json.loads(run.stdout.splitlines()[-1])
-    assert len(ok) == 20 and all(ok)
+    assert len(ok) == 40 and all(ok)
 
 
 # -- the tutorial -----------------------------------------------------------

@@ -64,11 +64,13 @@ def draw(keys, name, bound, xp):
         return (mix(keys + xp.uint32(increment), xp) % xp.uint32(bound)).astype(xp.int32)
 
 
-def example_parameters(spec, grid, seed, epoch, step, batch, xp):
+def example_parameters(spec, grid, seed, epoch, step, batch, xp, offsets=None):
     """``(dy, dx, flipped, cy, cx)``, int32 vectors of ``batch``: each
-    example's draws for minibatch ``step`` of ``epoch``."""
+    example's draws for minibatch ``step`` of ``epoch``; ``offsets``: each
+    row's place in the minibatch (by default its row: see :func:`augment`)."""
     rows, columns, _ = grid
-    offsets = xp.arange(batch, dtype=xp.uint32)
+    offsets = xp.arange(batch, dtype=xp.uint32) if offsets is None \
+        else xp.asarray(offsets).astype(xp.uint32)
     with np.errstate(over="ignore"):
         positions = xp.asarray(step).astype(xp.uint32) * xp.uint32(batch) + offsets
     keys = example_keys(seed, epoch, positions, xp)
@@ -118,15 +120,18 @@ def _within(index, size, fill, xp):
     return xp.clip(index, 0, size - 1), xp.ones(index.shape, dtype=bool)
 
 
-def augment(codes, spec, grid, seed, epoch, step, fill, xp):
+def augment(codes, spec, grid, seed, epoch, step, fill, xp, offsets=None):
     """Minibatch ``step`` of ``epoch``, int8 ``codes`` of shape ``(batch,
     rows * cols * channels)``, augmented by ``spec`` (an
     :class:`~int8store.augment.spec.Augmentation`) under ``seed``; ``fill``
-    is the code of a black pixel. A new array of the same shape."""
+    is the code of a black pixel. A new array of the same shape.
+    ``offsets``: each row's place in the minibatch as one device takes it,
+    where the rows come in another order (over devices, each device's rows
+    in turn); by default row ``i`` is example ``i``."""
     batch = codes.shape[0]
     rows, columns, channels = grid
-    source = source_pixels(spec, grid, example_parameters(spec, grid, seed, epoch, step, batch, xp),
-                           xp)
+    source = source_pixels(spec, grid, example_parameters(spec, grid, seed, epoch, step, batch, xp,
+                                                          offsets), xp)
     images = codes.reshape(batch, rows * columns, channels)
     taken = xp.take_along_axis(images, xp.maximum(source, 0)[:, :, None], axis=1)
     out = xp.where(source[:, :, None] < 0, xp.asarray(fill, dtype=xp.int8), taken)

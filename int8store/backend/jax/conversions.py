@@ -80,10 +80,30 @@ def jax_funcify_Minibatch(op, node=None, **kwargs):
 @convert.register(Augment)
 def jax_funcify_Augment(op, node=None, **kwargs):
     # The numpy definition's arithmetic in jax.numpy: the same bytes.
+    offsets = _places_over_devices(node.inputs[0]) if node is not None else None
+
     def augmented(codes, step, epoch):
-        return augment(codes, op.spec, op.grid, op.seed, epoch, step, op.fill, jnp)
+        return augment(codes, op.spec, op.grid, op.seed, epoch, step, op.fill, jnp, offsets)
 
     return augmented
+
+
+def _places_over_devices(codes):
+    """Where ``codes`` are a minibatch of rows split over devices
+    (:func:`_sharded_minibatch`), each row's place in the minibatch one
+    device takes: row ``d * per + j`` (device ``d``'s ``j``-th) is example
+    ``j * devices + d``. The augmentation's draws are keyed on it, so that
+    they are those of one device; else None (the rows are in place)."""
+    owner = codes.owner
+    if owner is None or not isinstance(owner.op, Minibatch):
+        return None
+    layout = sharded_layout(owner.inputs[0])
+    if layout is None:
+        return None
+    devices = layout[1]
+    per, _ = sharded_steps(owner.op, devices)
+    rows = np.arange(owner.op.size)
+    return (rows % per) * devices + rows // per
 
 
 @convert.register(GatherRows)
