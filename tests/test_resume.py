@@ -9,6 +9,7 @@ from there; a stream resumed mid-epoch reads no shard before its start;
 a checkpoint of another run is refused with the difference named."""
 
 import importlib.util
+import json
 import os
 import random
 import subprocess
@@ -206,7 +207,12 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
     for changed, message in [({"batch_size": 30}, r"the batch size differs \(20 then, 30 now\)"),
                              ({"max_device_bytes": 20000, "seed": 4},
-                              r"the seed \(--seed\) differs \(None then, 4 now\)")]:
+                              r"the seed \(--seed\) differs \(None then, 4 now\)"),
+                             # (each went on silently, another run than the one stopped)
+                             ({"normalize": "dataset"}, r"the images' normalization "
+                              r"\(--normalize\) differs \('unit' then, 'dataset' now\)"),
+                             ({"learning_rate": 0.5}, r"the learning rate \(--learning-rate\) "
+                              r"differs \(0.13 then, 0.5 now\)")]:
         with pytest.raises(ArgumentError, match=message):
             logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{**run, **changed})
     # streamed from the same data: the same run (each split's digest agrees)
@@ -220,6 +226,22 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
     with pytest.raises(ArgumentError, match="not a run checkpoint"):
         np.savez(tmp_path / "model.npz", W=np.zeros(3))
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "model.npz", **run)
+
+
+def test_a_checkpoint_from_before_the_normalization_was_recorded_still_resumes(tmp_path):
+    from int8store.training import run as run_files
+
+    run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
+    logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
+    path = tmp_path / "run.npz"
+    with np.load(path) as held:
+        arrays = dict(held)
+    description = json.loads(arrays[run_files._DESCRIPTION].tobytes())
+    for key in run_files._RECORDED_SINCE_0_3_1:
+        del description["identity"][key]
+    arrays[run_files._DESCRIPTION] = np.frombuffer(json.dumps(description).encode(), np.uint8)
+    np.savez(path, **arrays)
+    logistic_sgd.sgd_optimization_mnist(resume=path, **{**run, "n_epochs": 2})
 
 
 def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):

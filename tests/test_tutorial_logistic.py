@@ -67,6 +67,20 @@ def test_predict_uses_the_saved_model(tmp_path, capsys):
     assert "Predicted values for the first 10 examples in test set:" in capsys.readouterr().out
 
 
+def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, capsys):
+    # --predict read them as --normalize unit whatever the option said.
+    model = tmp_path / "model.npz"
+    options = ["--dataset", "digits", "--save-model", str(model), "--normalize", "none"]
+    assert logistic_sgd.main(options + ["--epochs", "3", "--learning-rate", "0.001"]) == 0
+    assert logistic_sgd.main(options + ["--predict"]) == 0
+    printed = capsys.readouterr().out.split("test set:")[-1]
+    from int8store import load_data
+    test_x = load_data("digits", normalize="none")[2][0]
+    with np.load(model) as saved:
+        expected = np.argmax(test_x.get_value()[:10] @ saved["W"] + saved["b"], axis=1)
+    assert " ".join(printed.split()) == "[" + " ".join(map(str, expected)) + "]"
+
+
 @pytest.mark.slow
 def test_mlp_tutorial_trains_on_digits():
     result = mlp.test_mlp(dataset="digits", n_epochs=3, batch_size=20, n_hidden=50)

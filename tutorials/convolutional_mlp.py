@@ -268,7 +268,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     # int8store: a run resumed from its checkpoint goes on where it stopped
     epoch, best_params, done_looping, loop = run.resume(
-        'convolutional_mlp', params, patience=patience,
+        'convolutional_mlp', params, learning_rate=learning_rate, patience=patience,
         best_validation_loss=best_validation_loss, best_iter=best_iter, test_score=test_score,
         test_count=test_count)
     patience, best_validation_loss, best_iter = (loop['patience'], loop['best_validation_loss'],

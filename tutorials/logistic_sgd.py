@@ -191,7 +191,7 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
 
     # int8store: a run resumed from its checkpoint goes on where it stopped
     epoch, best_params, done_looping, loop = run.resume(
-        'logistic_sgd', classifier.params, patience=patience,
+        'logistic_sgd', classifier.params, learning_rate=learning_rate, patience=patience,
         best_validation_loss=best_validation_loss, test_score=test_score, test_count=test_count)
     patience, best_validation_loss = loop['patience'], loop['best_validation_loss']
     test_score, test_count = loop['test_score'], loop['test_count']
@@ -261,11 +261,12 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
                               for p in classifier.params])
 
 
-def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10):
+def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, normalize='unit'):
     """
-    Load the saved model and predict the labels of the first test examples.
+    Load the saved model and predict the labels of the first test examples
+    (int8store: the images normalized as the model was trained on them).
     """
-    datasets = load_data(dataset)
+    datasets = load_data(dataset, normalize=normalize)
     test_set_x, test_set_y = datasets[2]
 
     # int8store: the model the data calls for (its image size, its classes),
@@ -298,7 +299,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.predict:
         return training.run_reporting_errors(predict, model_path=args.save_model,
-                                             dataset=args.dataset)[1]
+                                             dataset=args.dataset, normalize=args.normalize)[1]
     return training.run_command(sgd_optimization_mnist, args, learning_rate=args.learning_rate,
                                 n_epochs=args.epochs, dataset=args.dataset,
                                 batch_size=args.batch_size, model_path=args.save_model)

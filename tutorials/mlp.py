@@ -167,8 +167,9 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
 
     # int8store: a run resumed from its checkpoint goes on where it stopped
     epoch, best_params, done_looping, loop = run.resume(
-        'mlp', classifier.params, patience=patience, best_validation_loss=best_validation_loss,
-        best_iter=best_iter, test_score=test_score, test_count=test_count)
+        'mlp', classifier.params, learning_rate=learning_rate, patience=patience,
+        best_validation_loss=best_validation_loss, best_iter=best_iter, test_score=test_score,
+        test_count=test_count)
     patience, best_validation_loss, best_iter = (loop['patience'], loop['best_validation_loss'],
                                                  loop['best_iter'])
     test_score, test_count = loop['test_score'], loop['test_count']

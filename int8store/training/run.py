@@ -61,12 +61,13 @@ _MOST_POSITION = 2 ** 31 - 1
 
 
 def run_identity(program, splits, params, batch_size, seed=None, augmentation=None,
-                 augment_seed=None):
+                 augment_seed=None, normalize="unit", learning_rate=None):
     """What a checkpoint belongs to (see the module docstring): a dict of
     ``program`` (a name), the ``splits`` (train, valid, test: anything with
     ``digest()``, a :class:`~int8store.SharedDataset` or a
     :class:`~int8store.StreamingSplit`), the ``params`` (shared variables),
-    the batch size, the seed, the augmentation (its text) and its seed.
+    the batch size, the seed, the augmentation (its text) and its seed, the
+    images' normalization and the learning rate (None: not said).
     The device count is not part of it: minibatch ``i`` holds the same
     examples on any count (:mod:`int8store.order.blocks`)."""
     return {
@@ -78,6 +79,8 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
         "seed": None if seed is None else int(seed),
         "augmentation": None if not augmentation else str(augmentation),
         "augment_seed": None if not augmentation else int(augment_seed),
+        "normalize": str(normalize),
+        "learning_rate": None if learning_rate is None else float(learning_rate),
     }
 
 
@@ -231,14 +234,18 @@ class RunCheckpoint:
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",
          "batch_size": "the batch size", "seed": "the seed (--seed)",
          "augmentation": "the augmentation (--augment)",
-         "augment_seed": "the augmentation's seed (--augment-seed)"}
+         "augment_seed": "the augmentation's seed (--augment-seed)",
+         "normalize": "the images' normalization (--normalize)",
+         "learning_rate": "the learning rate (--learning-rate)"}
+#: What checkpoints of int8store 0.3.0 and before do not record (not checked then).
+_RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate")
 
 
 def _check_same(path, recorded, current):
     """Refuse a checkpoint of another run, naming what differs."""
     for key, what in _WHAT.items():
         then, now = recorded.get(key), current.get(key)
-        if then == now:
+        if then == now or (key in _RECORDED_SINCE_0_3_1 and key not in recorded):
             continue
         if key == "data":
             names = ("train", "valid", "test")

@@ -261,12 +261,13 @@ class Run:
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def resume(self, program, params, **loop):
+    def resume(self, program, params, learning_rate=None, **loop):
         """Set up the run's checkpoint (``checkpoint``), recording the data,
-        the model ``params``, the batch size and the seeds, and with
-        ``resume`` go on from one: its parameters set, checked against this
-        run first (another is refused, the difference named). ``loop``: the
-        loop's numbers the checkpoint holds (their values now).
+        the model ``params``, the batch size, the seeds, the normalization
+        and the ``learning_rate``, and with ``resume`` go on from one: its
+        parameters set, checked against this run first (another is refused,
+        the difference named). ``loop``: the loop's numbers the checkpoint
+        holds (their values now).
 
         Returns ``(epochs done, best parameters, loop ended, loop)``, the
         loop's numbers as the checkpoint holds them (the ones given, without
@@ -276,7 +277,7 @@ class Run:
         if not (self.checkpoint or self.resume_path):
             return 0, [], False, loop
         identity = run_identity(program, self.splits, params, self.batch_size, self.seed,
-                                self.augment, self.augment_seed)
+                                self.augment, self.augment_seed, self.normalize, learning_rate)
         self._checkpoint = RunCheckpoint(self.checkpoint, params, identity,
                                          ("finished",) + tuple(loop), self.n_batches())
         state = self._checkpoint.resume(self.resume_path) if self.resume_path else None
