@@ -133,3 +133,4 @@ def shown(value, most=100):
 
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel = 3
+_SHOWN.maxstring = 80  # (reprlib's 30 cut "streamed in shards of 280 examples" where it differs)

@@ -113,7 +113,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                        help="go on from a run checkpoint where it stopped, exactly as if it "
                             "had not: the same data, model, batch size, seeds, normalization "
                             "and learning rate (another is refused, the difference named); the "
-                            "device count and streaming may change")
+                            "device count may change, and streaming where --seed does not "
+                            "shuffle")
     shown = parser.add_argument_group("what is printed, and JAX mode's set-up")
     shown.add_argument("--progress", action="store_true",
                        help="condense the per-epoch lines: a progress bar on a terminal, a "

@@ -34,6 +34,7 @@ the training split's epoch, the loop's numbers (:mod:`.early_stopping`),
 and each parameter's shape and dtype against the model's, read only then.
 """
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -67,7 +68,10 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
     ``digest()``, a :class:`~int8store.SharedDataset` or a
     :class:`~int8store.StreamingSplit`), the ``params`` (shared variables),
     the batch size, the seed, the augmentation (its text) and its seed, the
-    images' normalization and the learning rate (None: not said).
+    images' normalization and the learning rate (None: not said); and,
+    where the seed shuffles, how the training split is held (whole, or
+    streamed in shards of so many examples: a stream shuffles its shards,
+    then within each, so that the order is the holding's own).
     The device count is not part of it: minibatch ``i`` holds the same
     examples on any count (:mod:`int8store.order.blocks`)."""
     return {
@@ -81,7 +85,13 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
         "augment_seed": None if not augmentation else int(augment_seed),
         "normalize": str(normalize),
         "learning_rate": None if learning_rate is None else float(learning_rate),
+        "shuffled_as": None if seed is None or not splits else _held(splits[0]),
     }
+
+
+def _held(split):
+    shard = getattr(split, "shard_size", None)
+    return "whole" if shard is None else f"streamed in shards of {int(shard)} examples"
 
 
 @dataclass
@@ -236,9 +246,11 @@ _WHAT = {"program": "the program", "data": "the data", "model": "the model",
          "augmentation": "the augmentation (--augment)",
          "augment_seed": "the augmentation's seed (--augment-seed)",
          "normalize": "the images' normalization (--normalize)",
-         "learning_rate": "the learning rate (--learning-rate)"}
+         "learning_rate": "the learning rate (--learning-rate)",
+         "shuffled_as": "how the shuffled training split is held (--max-device-bytes, "
+                        "--max-memory)"}
 #: What checkpoints of int8store 0.3.0 and before do not record (not checked then).
-_RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate")
+_RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as")
 
 
 def _check_same(path, recorded, current):
@@ -254,7 +266,7 @@ def _check_same(path, recorded, current):
             detail = f"split {', '.join(differ) or 'count'} differs (BLAKE3 {_short(then)} then, " \
                      f"{_short(now)} now)"
         elif key == "model":
-            detail = f"parameters {_shapes(then)} then, {_shapes(now)} now"
+            detail = _model_difference(then, now)
         else:
             detail = f"{shown(then)} then, {shown(now)} now"
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
@@ -267,9 +279,21 @@ def _short(digests):
     return shortened("/".join(d[:12] for d in digests))
 
 
-def _shapes(model):
+def _model_difference(then, now):
+    """The parameters that differ, each as it was and is (not the whole
+    list, whose shortening could cut out the difference)."""
     try:
-        return shortened(", ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
-                                   for name, shape, dtype in model or []))
+        pairs = list(itertools.zip_longest(then or [], now or []))
+        differ = [(a, b) for a, b in pairs if a != b]
+        return shortened("parameters " + "; ".join(
+            f"{_parameter(a)} then, {_parameter(b)} now" for a, b in differ[:3])
+            + (f"; {len(differ) - 3} more" if len(differ) > 3 else ""))
     except (TypeError, ValueError):  # (not what a checkpoint writes: shown as it is)
-        return shown(model)
+        return f"parameters {shown(then)} then, {shown(now)} now"
+
+
+def _parameter(entry):
+    if entry is None:
+        return "none"
+    name, shape, dtype = entry
+    return f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
