@@ -336,6 +336,17 @@ def test_the_tutorial_refuses_to_flip_digits():
         convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=1, augment="translate=1,flip")
 
 
+def test_digits_are_told_by_the_words_of_the_name_not_a_part_of_one():
+    from int8store.training.runner import names_digits
+
+    # "split_digital_photos" was refused, as "digit" is part of it
+    said = {name: names_digits(name) for name in (
+        "digits", "mnist", "../data/mnist.pkl.gz", "emnist-digits.npz", "MNIST_store.h5",
+        "split_digital_photos", "fashion-mnist.npz", "cifar10", "/data/digitalis/flowers.zip")}
+    assert [name for name, digits in said.items() if digits] == [
+        "digits", "mnist", "../data/mnist.pkl.gz", "emnist-digits.npz", "MNIST_store.h5"]
+
+
 def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
     from PIL import Image
 

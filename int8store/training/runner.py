@@ -22,6 +22,7 @@ one call:
 """
 
 import os
+import re
 
 import numpy as np
 
@@ -31,6 +32,14 @@ from ..runtime.progress import EpochLines
 
 __all__ = ["Run"]
 
+
+
+def names_digits(dataset):
+    """Whether ``dataset``'s name says digits: a word of it is ``mnist``,
+    ``digit`` or ``digits`` (``digital_photos`` is none, and Fashion-MNIST's
+    clothes may be mirrored)."""
+    words = set(re.split(r"[^a-z0-9]+", os.path.basename(str(dataset)).lower()))
+    return bool(words & {"mnist", "digit", "digits"}) and "fashion" not in words
 
 class Run:
     """What a tutorial's run adds to the classic training loop (see the
@@ -160,8 +169,7 @@ class Run:
         from ..augment.spec import Augmentation
 
         augmentation = Augmentation.parse(self.augment)
-        name = os.path.basename(str(dataset)).lower()
-        if augmentation.flip != "none" and ("mnist" in name or "digit" in name):
+        if augmentation.flip != "none" and names_digits(dataset):
             raise ArgumentError(
                 f"--augment flip on {dataset}: a mirrored digit is another shape (a mirrored 2 "
                 "is no digit, and some 3s read as Es): leave flip out for digits")
