@@ -350,3 +350,17 @@ def test_reading_the_classic_pickle_holds_its_images_once_and_loading_keeps_only
     # After loading: the int8 codes (a quarter of the float32 bytes) and little else.
     codes = sum(ds.nbytes for ds in splits.values())
     assert codes * 4 == images and held < codes + images // 8, (held, codes)
+
+
+def test_channels_first_images_are_refused_with_the_move_that_fixes_them(tmp_path):
+    # (N, 3, 6, 6) was stored as 3 rows of 6 pixels of 6 channels, without a word.
+    images = np.arange(12 * 3 * 6 * 6, dtype=np.uint8).reshape(12, 3, 6, 6)
+    path = tmp_path / "nchw.npz"
+    np.savez(path, x_train=images, y_train=np.arange(12) % 2)
+    with pytest.raises(SourceFormatError, match=r"train images have shape \(12, 3, 6, 6\), "
+                                                r"channels first .*numpy.moveaxis\(images, 1, -1\)"):
+        read_source(str(path))
+    np.savez(path, x_train=np.moveaxis(images, 1, -1), y_train=np.arange(12) % 2)
+    assert read_source(str(path)).splits["train"].image_shape == (6, 6, 3)
+    np.savez(path, x_train=images[:, :, :4, :3], y_train=np.arange(12) % 2)  # 3x4 colour: kept
+    assert read_source(str(path)).splits["train"].image_shape == (3, 4, 3)

@@ -59,6 +59,13 @@ class Split:
             raise SourceFormatError(
                 f"{origin}: {name} labels must be 1-D, got shape {self.labels.shape}"
             )
+        shape = self.image_shape
+        if len(shape) == 3 and shape[0] in _CHANNELS and shape[2] not in _CHANNELS:
+            # (else 3x32x32 images were taken as 3 rows of 32 pixels of 32 channels)
+            raise SourceFormatError(
+                f"{origin}: {name} images have shape {(len(self.labels),) + shape}, channels "
+                "first (N, C, H, W) as PyTorch holds them; int8store takes images channels "
+                "last (N, H, W, C): store numpy.moveaxis(images, 1, -1)")
 
     @classmethod
     def from_arrays(cls, name, images, labels, origin):
@@ -344,3 +351,7 @@ def as_images(array, origin, what="images"):
     if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise SourceFormatError(f"{origin}: {what} have dtype {array.dtype}, expected numbers")
     return array
+
+
+#: How many channels an image may have (grey, grey and alpha, colour, colour and alpha).
+_CHANNELS = (1, 2, 3, 4)
