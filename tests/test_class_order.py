@@ -279,9 +279,10 @@ def test_a_seed_for_a_source_with_its_own_validation_split_and_nothing_to_draw_i
     rng = np.random.default_rng(0)
     write_image_folder(tmp_path / "animals" / "valid", rng.integers(0, 256, (14, 6, 6), np.uint8),
                        np.arange(14) % 7, CLASSES)
-    # train and test are shuffled (their folders run by class, valid's do not): the seed is taken
+    # every split of class folders is shuffled (they are read class by class,
+    # valid's two examples a class too): the seed is taken
     assert open_store(convert(tmp_path / "animals", tmp_path / "a.h5", valid_seed=3)).order == \
-        {"seed": 3, "shuffled": ["train", "test"], "valid": "source", "test": "source"}
+        {"seed": 3, "shuffled": ["train", "valid", "test"], "valid": "source", "test": "source"}
     with pytest.raises(ArgumentError, match="already has a validation split"):
         convert(tmp_path / "animals", tmp_path / "b.h5", valid_seed=3, keep_order=True)
 
@@ -380,3 +381,13 @@ def test_a_seed_outside_32_bits_is_refused_naming_the_range(tmp_path, capsys):
                      "--seed", seed]) == 2
         assert f"seed={seed}: expected an integer from 0 to 4294967295" in capsys.readouterr().err
     assert not (tmp_path / "a.h5").exists()
+
+
+def test_a_few_images_in_class_folders_are_shuffled_too(tmp_path):
+    # Two classes of six images left the runs of their labels no sign of
+    # the order they were read in: the store kept them class by class.
+    write_image_folder(tmp_path / "few", np.arange(12 * 9, dtype=np.uint8).reshape(12, 3, 3),
+                       np.arange(12) // 6, ["a", "b"])
+    store = open_store(convert(tmp_path / "few", tmp_path / "few.h5", valid_size=2))
+    assert store.order["shuffled"] == ["train", "valid"]
+    assert label_runs(store.read_labels("train")).runs > 2

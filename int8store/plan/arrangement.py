@@ -91,7 +91,8 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
     kept = keep_order or source.keeps_order
     drawn = {}
     for number, (name, split) in enumerate(splits.items()):
-        if not kept and label_runs(split.labels).sorted:
+        runs = label_runs(split.labels)
+        if not kept and (runs.sorted or (source.by_class and runs.classes >= 2)):
             drawn[name] = Drawn(name, drawn_order(split.count, seed, _shuffle_stream(name, number)),
                                 shuffled=True)
         else:

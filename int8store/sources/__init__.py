@@ -185,6 +185,10 @@ class SourceData:
         shuffled, and its validation split is cut from train's end unless a
         seed is given (see :mod:`int8store.plan`). Other sources (class
         folders, named arrays) are shuffled when their labels run by class.
+    by_class : bool
+        Whether the examples are read class by class however few they are
+        (class folders): shuffled then, even where too few examples leave
+        the runs of their labels no sign of it.
     """
 
     splits: dict
@@ -194,6 +198,7 @@ class SourceData:
     label_names: Optional[list] = None
     encoding: Optional[object] = None
     keeps_order: bool = False
+    by_class: bool = False
 
 
 def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):

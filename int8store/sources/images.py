@@ -379,7 +379,7 @@ def _read_tree(tree, resize):
             splits[split] = Split(
                 split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
                 reference.shape, np.uint8, read_chunks, tree.label, read_rows)
-    return SourceData(splits, origin=tree.label, label_names=classes)
+    return SourceData(splits, origin=tree.label, label_names=classes, by_class=True)
 
 
 def _check_no_empty_class(tree, prefix, split_layout, classes):
