@@ -1,5 +1,6 @@
 """The LeNet5 tutorial: compiles on the CPU, trains on digits, slices before the cast."""
 
+import numpy as np
 import pytest
 
 import convolutional_mlp
@@ -31,3 +32,27 @@ def test_cli_on_digits_for_two_epochs(capsys):
     assert "training @ iter =  0" in out and "Optimization complete." in out
     assert "best validation error" in out and "test error" in out and "best iteration" in out
     assert "train      1197  8x8        76,608        306,432          0.25  int8" in out
+
+
+def test_geometry_takes_every_image_of_five_pixels_a_side_or_more():
+    for rows in range(5, 41):
+        for cols in (5, 6, 7, rows):
+            convolutional_mlp.lenet5_geometry((rows, cols))
+
+
+@pytest.mark.parametrize("shape, size", [((4, 4), "images of 4x4 pixels"),
+                                         ((4, 9), "images of 4x9 pixels"),
+                                         ((64,), "images of 64 values, not rows and columns")],
+                         ids=["4x4", "4x9", "flat"])
+def test_images_too_small_for_lenet5_are_refused_in_a_line(tmp_path, capsys, shape, size):
+    rng = np.random.RandomState(0)
+    split = lambda n: rng.randint(0, 256, (n,) + shape).astype(np.uint8)
+    np.savez(tmp_path / "small.npz", x_train=split(60), y_train=rng.randint(0, 3, 60),
+             x_test=split(20), y_test=rng.randint(0, 3, 20))
+    status = convolutional_mlp.main(["--dataset", str(tmp_path / "small.npz"), "--epochs", "1",
+                                     "--batch-size", "10"])
+    assert status == 2
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'small.npz'}: {size}; LeNet5's two convolution and 2x2 pooling "
+        "layers take images of 5x5 pixels or more: use larger images, or a model of any size "
+        "(logistic_sgd.py, mlp.py)\n")

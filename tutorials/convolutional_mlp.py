@@ -170,7 +170,8 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     y = T.ivector('y')  # their labels
 
     image_shape = train_set_x.dataset.image_shape  # (28, 28) for MNIST
-    channels, ((filter0, size0), (filter1, size1)) = lenet5_geometry(image_shape)
+    # (images too small for two conv/pool layers are refused, naming the dataset)
+    channels, ((filter0, size0), (filter1, size1)) = lenet5_geometry(image_shape, dataset)
 
     # the minibatch as (batch, channels, rows, columns) feature maps
     if len(image_shape) == 3:  # colour images are stored (rows, cols, channels)
