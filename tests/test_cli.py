@@ -133,6 +133,49 @@ def test_every_tutorial_refuses_a_batch_size_below_one_in_a_line(tutorial, size,
     assert not (tmp_path / "m.npz").exists()
 
 
+COORDINATOR_REFUSALS = {
+    "no process count": (["--coordinator", "localhost:12345"],
+                         "--coordinator localhost:12345: expected --num-processes N and "
+                         "--process-id I (0 to N-1) with it"),
+    "no port": (["--coordinator", "badaddr", "--num-processes", "1", "--process-id", "0"],
+                "--coordinator badaddr: expected HOST:PORT, process 0's address and a port "
+                "from 1 to 65535 (e.g. localhost:12345)"),
+    "no processes": (["--coordinator", "localhost:12345", "--num-processes", "0",
+                      "--process-id", "0"], "--num-processes 0: expected 1 or more processes"),
+    "an id past the count": (["--coordinator", "localhost:12345", "--num-processes", "2",
+                              "--process-id", "2"],
+                             "--process-id 2: expected 0 to 1, one of the --num-processes 2"),
+    "a negative id": (["--coordinator", "localhost:12345", "--num-processes", "2",
+                       "--process-id", "-1"],
+                      "--process-id -1: expected 0 to 1, one of the --num-processes 2"),
+    "a count without a coordinator": (["--num-processes", "2"],
+                                      "--num-processes 2 without --coordinator: expected "
+                                      "--coordinator HOST:PORT (process 0's address) with it, or "
+                                      "neither for a run of one process"),
+    "an id without a coordinator": (["--process-id", "0"],
+                                    "--process-id 0 without --coordinator: expected "
+                                    "--coordinator HOST:PORT (process 0's address) with it, or "
+                                    "neither for a run of one process"),
+}
+
+
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+@pytest.mark.parametrize("case", list(COORDINATOR_REFUSALS))
+def test_every_tutorial_refuses_process_options_that_do_not_go_together_before_jax(
+        tutorial, case, capsys, monkeypatch, tmp_path):
+    from int8store.backend.jax import sharding
+
+    monkeypatch.chdir(tmp_path)  # (logistic_sgd's best_model.npz, were it to train)
+
+    def joined(*args):
+        raise AssertionError("the processes were joined")
+
+    monkeypatch.setattr(sharding, "start_processes", joined)
+    options, message = COORDINATOR_REFUSALS[case]
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1"] + options)
+    assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
+
+
 @pytest.mark.graph_free
 def test_the_first_command_sets_up_jax_so_that_jax_mode_works_after_it():
     """demo.sh's environment has JAX's CPU wheels (pyproject's [jax] extra),

@@ -33,6 +33,7 @@ _LAZY = {
     "Run": ".runner",
     "add_arguments": ".options",
     "run_options": ".options",
+    "check_options": ".options",
     "run_command": ".command",
     "run_reporting_errors": ".command",
     "print_summary": ".command",

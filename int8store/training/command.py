@@ -1,10 +1,12 @@
 """A tutorial's command line, run: :func:`run_command`.
 
 What the classic scripts' ``if __name__ == '__main__'`` did, and what a run
-from a shell also needs: the run's processes joined and JAX mode set up
-before anything uses JAX; an int8store error reported in one line (exit
-status 2); Ctrl-C or SIGTERM stopping the training after its minibatch, so
-that the best model so far is reported as such and its checkpoint kept
+from a shell also needs: options that cannot go together refused first
+(:func:`~int8store.training.options.check_options`); the run's processes
+joined and JAX mode set up before anything uses JAX; an int8store error
+reported in one line (exit status 2); Ctrl-C or SIGTERM stopping the
+training after its minibatch, so that the best model so far is reported as
+such and its checkpoint kept
 (exit status 130 or 143; a second one stops at once); a checkpoint that
 cannot be written (a full disk) said in one line while the training goes
 on; and the result's summary.
@@ -15,7 +17,7 @@ import sys
 from ..errors import Int8StoreError
 from ..runtime.interrupts import stop_requests
 from ..store.checkpoint import checkpoint_writes
-from .options import run_options
+from .options import check_options, run_options
 
 __all__ = ["run_command", "print_summary"]
 
@@ -25,6 +27,10 @@ def run_command(train, args, **kwargs):
     docstring); ``args``: the parsed options
     (:func:`~int8store.training.options.add_arguments`). Returns the exit
     status."""
+    try:
+        check_options(args)
+    except Int8StoreError as error:
+        return _said(error)
     if args.coordinator:  # several processes: joined before any JAX use
         from ..backend.jax.sharding import start_processes
 
@@ -59,8 +65,7 @@ def run_reporting_errors(function, *args, **kwargs):
         try:
             result = function(*args, **kwargs)
         except Int8StoreError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return None, 2
+            return None, _said(error)
         except KeyboardInterrupt as interrupt:  # the second Ctrl-C
             print(f"{interrupt or 'interrupted'}: stopped at once", file=sys.stderr)
             return None, 128 + getattr(interrupt, "signal", 2)
@@ -68,6 +73,12 @@ def run_reporting_errors(function, *args, **kwargs):
             if writes.summary():
                 print(writes.summary(), file=sys.stderr)
     return result, stop.exit_status
+
+
+def _said(error):
+    """``error`` said in one line; the exit status 2."""
+    print(f"error: {error}", file=sys.stderr)
+    return 2
 
 
 def print_summary(result, timings=False):

@@ -1,15 +1,18 @@
 """The command-line options of a training run, the same in every bundled
 tutorial: :func:`add_arguments` adds them to a parser (the training's own,
 with each tutorial's defaults, then int8store's), :func:`run_options` turns
-the parsed ones into :class:`~int8store.training.runner.Run`'s keywords.
+the parsed ones into :class:`~int8store.training.runner.Run`'s keywords,
+once :func:`check_options` has refused those that cannot go together.
 """
 
 import argparse
+import re
 
 from ..codes.vocabulary import NORMALIZATIONS
+from ..errors import ArgumentError
 from .steps import ACCELERATOR_STEPS
 
-__all__ = ["add_arguments", "run_options", "RUN_OPTIONS"]
+__all__ = ["add_arguments", "check_options", "run_options", "RUN_OPTIONS"]
 
 #: The parsed options that are :class:`~int8store.training.runner.Run`'s keywords.
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
@@ -131,6 +134,35 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                        help="JAX mode on a GPU: deterministic GPU ops, the same lines held "
                             "whole or streamed, stopped and resumed (default: on)")
     return parser
+
+
+def check_options(args):
+    """Refuse parsed options that cannot go together, before anything is
+    loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
+    _check_processes(args.coordinator, args.num_processes, args.process_id)
+
+
+def _check_processes(coordinator, count, index):
+    """--coordinator with --num-processes and --process-id, all or none."""
+    if coordinator is None:
+        for option, value in (("--num-processes", count), ("--process-id", index)):
+            if value is not None:
+                raise ArgumentError(f"{option} {value} without --coordinator: expected "
+                                    "--coordinator HOST:PORT (process 0's address) with it, or "
+                                    "neither for a run of one process")
+        return
+    host, _, port = coordinator.rpartition(":")
+    if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
+        raise ArgumentError(f"--coordinator {coordinator}: expected HOST:PORT, process 0's "
+                            "address and a port from 1 to 65535 (e.g. localhost:12345)")
+    if count is None or index is None:
+        raise ArgumentError(f"--coordinator {coordinator}: expected --num-processes N and "
+                            "--process-id I (0 to N-1) with it")
+    if count < 1:
+        raise ArgumentError(f"--num-processes {count}: expected 1 or more processes")
+    if not 0 <= index < count:
+        raise ArgumentError(f"--process-id {index}: expected 0 to {count - 1}, one of the "
+                            f"--num-processes {count}")
 
 
 def run_options(args):
