@@ -133,6 +133,20 @@ def test_every_tutorial_refuses_a_batch_size_below_one_in_a_line(tutorial, size,
     assert not (tmp_path / "m.npz").exists()
 
 
+@pytest.mark.parametrize("tutorial, option, counts, message", [
+    ("mlp", "--hidden", ["0"], "--hidden 0: expected 1 or more hidden units"),
+    ("mlp", "--hidden", ["-5"], "--hidden -5: expected 1 or more hidden units"),
+    ("convolutional_mlp", "--nkerns", ["0", "8"],
+     "--nkerns 0 8: expected 1 or more kernels in each layer"),
+    ("convolutional_mlp", "--nkerns", ["20", "-1"],
+     "--nkerns 20 -1: expected 1 or more kernels in each layer")])
+def test_the_tutorials_refuse_a_layer_of_no_units_in_a_line(tutorial, option, counts, message,
+                                                             capsys):
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1", option]
+                                       + counts)
+    assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
+
+
 COORDINATOR_REFUSALS = {
     "no process count": (["--coordinator", "localhost:12345"],
                          "--coordinator localhost:12345: expected --num-processes N and "

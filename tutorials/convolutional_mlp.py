@@ -43,7 +43,7 @@ from int8store.nnet import conv2d, pool_2d
 from logistic_sgd import LogisticRegression, load_data  # noqa: F401 (the classic's imports)
 from mlp import HiddenLayer
 
-from int8store import training  # int8store: a run's options, calls, checkpoints
+from int8store import ArgumentError, training  # int8store: a run's options, calls, checkpoints
 from int8store.memory.models import lenet5_geometry  # 5x5 filters on 28x28, smaller on 8x8 digits
 
 
@@ -148,6 +148,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
     error of the best model and how many examples it is over, the epochs run
     and the final parameters.
     """
+    if min(nkerns) < 1:  # int8store: none trains at chance, fewer fail in numpy
+        raise ArgumentError('--nkerns %s: expected 1 or more kernels in each layer'
+                            % ' '.join(map(str, nkerns)))
     rng = numpy.random.RandomState(23455)
 
     run = training.Run(**options)  # int8store

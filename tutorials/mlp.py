@@ -28,7 +28,7 @@ theano = tensor_library()
 T = theano.tensor
 
 from logistic_sgd import LogisticRegression, load_data  # noqa: F401 (the classic's imports)
-from int8store import training  # int8store: a run's options, calls, checkpoints
+from int8store import ArgumentError, training  # int8store: a run's options, calls, checkpoints
 
 
 class HiddenLayer(object):
@@ -97,6 +97,8 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
     parameters are saved (.npz); ``options``: int8store's run, as in
     logistic_sgd.sgd_optimization_mnist.
     """
+    if n_hidden < 1:  # int8store: none trains at chance, fewer fail in numpy
+        raise ArgumentError('--hidden %i: expected 1 or more hidden units' % n_hidden)
     run = training.Run(**options)  # int8store
     datasets = run.load_data(dataset, batch_size)  # int8store: held whole, over devices or streamed
     batch_size = run.batch_size  # int8store: what every split (or shard) fills
