@@ -577,3 +577,21 @@ def test_a_shuffled_split_over_four_devices_equals_one_device_fed_its_order():
     np.testing.assert_allclose(seen["costs4"], seen["costs1"], rtol=1e-5)
     assert seen["epochs_differ"]  # a new order each epoch
     assert seen["c_equals_jax"] and seen["c_is_order"]  # the C backend, JAX and the host agree
+
+
+@needs_jax
+@pytest.mark.parametrize("devices", ["4", "all"])
+def test_a_batch_smaller_than_the_device_count_is_refused_in_a_line(tmp_path, devices):
+    """A batch size is cut down to a multiple of the device count: below it,
+    to none (it said "using 0", then failed)."""
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"),
+                           "--dataset", "digits", "--epochs", "1", "--mode", "jax",
+                           "--devices", devices, "--batch-size", "3"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ,
+                               "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1] == (
+        "error: --batch-size 3 over 4 devices: expected at least 4, a row on each device (a "
+        "batch size is cut down to a multiple of 4); raise --batch-size or lower --devices")
+    assert "using 0" not in done.stdout and not (tmp_path / "best_model.npz").exists()

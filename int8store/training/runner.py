@@ -100,7 +100,8 @@ class Run:
         :func:`int8store.load_splits`), the training split shuffled by
         ``seed`` and its minibatches augmented as asked. The batch size comes
         down to what every split (or shard) holds, and to a multiple of the
-        device count, each cut said in a line: :attr:`batch_size`. With
+        device count, each cut said in a line (one below the device count is
+        refused: it would leave none): :attr:`batch_size`. With
         ``seed`` the training split takes a new order each epoch, whatever
         holds it. Also
         sets :attr:`splits` (:attr:`train`, :attr:`valid`, :attr:`test`),
@@ -110,6 +111,8 @@ class Run:
         if int(batch_size) != batch_size or batch_size < 1:
             raise ArgumentError(f"--batch-size {batch_size}: expected 1 or more examples a "
                                 "minibatch")
+        if isinstance(self.devices, int):
+            _check_over_devices(batch_size, self.devices)
         splits = load_splits(dataset, max_memory=self.max_memory, normalize=self.normalize,
                              mode=self.mode, devices=self.devices,
                              max_device_bytes=self.max_device_bytes, batch_size=batch_size,
@@ -150,6 +153,7 @@ class Run:
             batch_size = smallest
         devices = self.train.devices
         if devices > 1:
+            _check_over_devices(batch_size, devices)
             if batch_size % devices:
                 print(f"... batch size {batch_size} is not a multiple of the {devices} devices: "
                       f"using {batch_size - batch_size % devices}")
@@ -350,6 +354,15 @@ class Run:
                     scoring_seconds=sum(score.seconds for score in self._scores),
                     scoring_calls=sum(score.calls for score in self._scores),
                     scoring_first_seconds=sum(score.first_seconds for score in self._scores))
+
+
+def _check_over_devices(batch_size, devices):
+    """Refuse a batch size that leaves a device without a row: it is cut
+    down to a multiple of the device count."""
+    if batch_size < devices:
+        raise ArgumentError(f"--batch-size {batch_size} over {devices} devices: expected at "
+                            f"least {devices}, a row on each device (a batch size is cut down "
+                            f"to a multiple of {devices}); raise --batch-size or lower --devices")
 
 
 class _OneCall:
