@@ -190,6 +190,19 @@ def test_every_tutorial_refuses_process_options_that_do_not_go_together_before_j
     assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
 
 
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+@pytest.mark.parametrize("checkpoint", ["m", "m.npz", "./m.npz"])
+def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(
+        tutorial, checkpoint, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1",
+                                        "--checkpoint", checkpoint, "--save-model", "m.npz"])
+    assert (status, capsys.readouterr().err) == (
+        2, f"error: --checkpoint {checkpoint} and --save-model m.npz: the same file, m.npz, "
+           "which each would overwrite with its own; give them two paths\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.graph_free
 def test_the_first_command_sets_up_jax_so_that_jax_mode_works_after_it():
     """demo.sh's environment has JAX's CPU wheels (pyproject's [jax] extra),

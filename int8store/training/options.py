@@ -6,10 +6,12 @@ once :func:`check_options` has refused those that cannot go together.
 """
 
 import argparse
+import os
 import re
 
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError
+from ..store.checkpoint import npz_path
 from .steps import ACCELERATOR_STEPS
 
 __all__ = ["add_arguments", "check_options", "run_options", "RUN_OPTIONS"]
@@ -140,6 +142,20 @@ def check_options(args):
     """Refuse parsed options that cannot go together, before anything is
     loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
     _check_processes(args.coordinator, args.num_processes, args.process_id)
+    _check_files(args.checkpoint, args.save_model)
+
+
+def _check_files(checkpoint, save_model):
+    """The run's checkpoint and the best model: two files, never one."""
+    if checkpoint and save_model and _same_file(checkpoint, save_model):
+        raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
+                            f"file, {npz_path(save_model)}, which each would overwrite with its "
+                            "own; give them two paths")
+
+
+def _same_file(first, second):
+    """Whether two paths name one ``.npz`` (:func:`npz_path`), existing or not."""
+    return os.path.realpath(npz_path(first)) == os.path.realpath(npz_path(second))
 
 
 def _check_processes(coordinator, count, index):
