@@ -191,6 +191,17 @@ def test_every_tutorial_refuses_process_options_that_do_not_go_together_before_j
 
 
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+@pytest.mark.parametrize("epochs", ["0", "-3"])
+def test_every_tutorial_refuses_fewer_than_one_epoch_in_a_line(tutorial, epochs, capsys,
+                                                                monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", epochs])
+    assert (status, capsys.readouterr().err) == (
+        2, f"error: --epochs {epochs}: expected 1 or more epochs\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
 @pytest.mark.parametrize("checkpoint", ["m", "m.npz", "./m.npz"])
 def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(
         tutorial, checkpoint, capsys, monkeypatch, tmp_path):

@@ -141,6 +141,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
 def check_options(args):
     """Refuse parsed options that cannot go together, before anything is
     loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
+    if args.epochs < 1:
+        raise ArgumentError(f"--epochs {args.epochs}: expected 1 or more epochs")
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model)
 
