@@ -121,6 +121,23 @@ def test_an_interrupted_tutorial_says_so_and_keeps_its_checkpoint(tmp_path, sign
     assert [p.name for p in tmp_path.iterdir()] == ["best_model.npz"]  # no temporary left
 
 
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+def test_a_tutorial_stopped_before_its_first_validation_says_it_has_no_model_yet(
+        tutorial, capsys, monkeypatch, tmp_path):
+    from int8store.training import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "stop_requested", lambda: True)  # (asked during minibatch 1)
+    __import__(tutorial).main(["--dataset", "digits", "--epochs", "5", "--batch-size", "100"])
+    out = capsys.readouterr().out
+    assert "Interrupted at epoch 1: no validation was run yet, so there is no best model" in out
+    assert "\ninterrupted before the first validation: there is no best model or test error to " \
+           "report\nepochs                 1\n" in out
+    assert "inf" not in out and "Best validation score" not in out
+    assert not [line for line in out.splitlines()
+                if line.startswith(("epoch ", "best validation error", "test error"))]
+
+
 def test_a_second_interrupt_stops_at_once():
     import os
 

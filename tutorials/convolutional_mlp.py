@@ -329,13 +329,18 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
     run.close()  # int8store: a stream's reading stops
     end_time = timeit.default_timer()
-    if run.stop_requested():
+    validated = best_validation_loss < numpy.inf  # int8store: not when stopped before
+    if run.stop_requested() and not validated:
+        print('Interrupted at epoch %i: no validation was run yet, so there is no best model.'
+              % epoch)
+    elif run.stop_requested():
         print('Interrupted at epoch %i: the best model so far is below.' % epoch)
     else:
         print('Optimization complete.')
-    print('Best validation score of %f %% obtained at iteration %i, '
-          'with test performance %f %%' %
-          (best_validation_loss * 100., best_iter + 1, test_score * 100.))
+    if validated:
+        print('Best validation score of %f %% obtained at iteration %i, '
+              'with test performance %f %%' %
+              (best_validation_loss * 100., best_iter + 1, test_score * 100.))
     print(('The code for file ' +
            os.path.split(__file__)[1] +
            ' ran for %.2fm' % ((end_time - start_time) / 60.)), file=sys.stderr)

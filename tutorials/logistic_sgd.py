@@ -243,7 +243,10 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
 
     run.close()  # int8store: a stream's reading stops
     end_time = timeit.default_timer()
-    if run.stop_requested():
+    if run.stop_requested() and best_validation_loss == numpy.inf:  # int8store
+        print('Interrupted at epoch %i: no validation was run yet, so there is no best model'
+              % epoch)
+    elif run.stop_requested():
         print('Interrupted at epoch %i: the best model so far has validation score %f %%, '
               'test performance %f %%' % (epoch, best_validation_loss * 100.,
                                            test_score * 100.))

@@ -12,6 +12,7 @@ cannot be written (a full disk) said in one line while the training goes
 on; and the result's summary.
 """
 
+import math
 import sys
 
 from ..errors import Int8StoreError
@@ -84,18 +85,22 @@ def _said(error):
 def print_summary(result, timings=False):
     """The run's figures: the best validation error, the test error of the
     best model and how many examples it is over, its iteration (where the
-    tutorial says it), the epochs run, the images' memory, int8 against
+    tutorial says it) or that no validation was run yet, the epochs run, the images' memory, int8 against
     float32, and with ``timings`` where the time went."""
     from ..memory.estimates import memory_table
 
     print()
-    if result.get("interrupted"):
-        print("interrupted: the figures below are the best model so far")
-    print("best validation error  %f %%" % (result["best_validation_loss"] * 100.))
-    print("test error             %f %% over %i examples"
-          % (result["test_score"] * 100., result["test_count"]))
-    if "best_iter" in result:
-        print("best iteration         %i" % result["best_iter"])
+    if math.isinf(result["best_validation_loss"]):  # (the loop's start: no validation yet)
+        print("%s before the first validation: there is no best model or test error to report"
+              % ("interrupted" if result.get("interrupted") else "stopped"))
+    else:
+        if result.get("interrupted"):
+            print("interrupted: the figures below are the best model so far")
+        print("best validation error  %f %%" % (result["best_validation_loss"] * 100.))
+        print("test error             %f %% over %i examples"
+              % (result["test_score"] * 100., result["test_count"]))
+        if "best_iter" in result:
+            print("best iteration         %i" % result["best_iter"])
     print("epochs                 %i" % result["epochs"])
     print()
     print("Images in memory, as int8 against the classic float32:")
