@@ -202,6 +202,18 @@ def test_every_tutorial_refuses_fewer_than_one_epoch_in_a_line(tutorial, epochs,
 
 
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+@pytest.mark.parametrize("rate", ["nan", "inf", "-inf"])
+def test_every_tutorial_refuses_a_learning_rate_that_is_not_a_number_in_a_line(
+        tutorial, rate, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1",
+                                        f"--learning-rate={rate}"])  # (=: -inf is no option)
+    assert (status, capsys.readouterr().err) == (
+        2, f"error: --learning-rate {rate}: expected a finite number\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
 @pytest.mark.parametrize("checkpoint", ["m", "m.npz", "./m.npz"])
 def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(
         tutorial, checkpoint, capsys, monkeypatch, tmp_path):

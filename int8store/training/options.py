@@ -6,6 +6,7 @@ once :func:`check_options` has refused those that cannot go together.
 """
 
 import argparse
+import math
 import os
 import re
 
@@ -143,6 +144,8 @@ def check_options(args):
     loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
     if args.epochs < 1:
         raise ArgumentError(f"--epochs {args.epochs}: expected 1 or more epochs")
+    if not math.isfinite(args.learning_rate):  # (it would train to NaN, and save NaNs)
+        raise ArgumentError(f"--learning-rate {args.learning_rate}: expected a finite number")
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model)
 
