@@ -213,6 +213,38 @@ def test_every_tutorial_refuses_a_learning_rate_that_is_not_a_number_in_a_line(
     assert list(tmp_path.iterdir()) == []
 
 
+FILE_REFUSALS = {
+    "a folder to save to": (["--save-model", "runs"],
+                            "--save-model runs: a folder; expected the .npz file the best model "
+                            "is written to, e.g. runs/best_model.npz"),
+    "a folder .npz to save to": (["--save-model", "runs"],
+                                 "--save-model runs (runs.npz): a folder; expected the .npz file "
+                                 "the best model is written to, e.g. runs.npz/best_model.npz"),
+    "a folder to resume": (["--resume", "runs"],
+                           "--resume runs: a folder; expected the .npz file a run's --checkpoint "
+                           "wrote, e.g. runs/run.npz"),
+    "a missing checkpoint": (["--resume", "gone"],
+                             "--resume gone (gone.npz): no such checkpoint; expected the .npz "
+                             "file a run's --checkpoint wrote, or no --resume to start afresh"),
+    "a missing .npz": (["--resume", "gone.npz"],
+                       "--resume gone.npz: no such checkpoint; expected the .npz file a run's "
+                       "--checkpoint wrote, or no --resume to start afresh"),
+}
+
+
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+@pytest.mark.parametrize("case", list(FILE_REFUSALS))
+def test_every_tutorial_refuses_a_folder_or_a_missing_checkpoint_before_the_data(
+        tutorial, case, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ("runs.npz" if ".npz" in case else "runs")).mkdir()
+    options, message = FILE_REFUSALS[case]
+    status = __import__(tutorial).main(["--dataset", "missing.npz", "--epochs", "1"] + options)
+    assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "runs.npz" if ".npz" in case else "runs"]
+
+
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
 @pytest.mark.parametrize("checkpoint", ["m", "m.npz", "./m.npz"])
 def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(

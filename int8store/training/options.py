@@ -147,15 +147,38 @@ def check_options(args):
     if not math.isfinite(args.learning_rate):  # (it would train to NaN, and save NaNs)
         raise ArgumentError(f"--learning-rate {args.learning_rate}: expected a finite number")
     _check_processes(args.coordinator, args.num_processes, args.process_id)
-    _check_files(args.checkpoint, args.save_model)
+    _check_files(args.checkpoint, args.save_model, args.resume)
 
 
-def _check_files(checkpoint, save_model):
-    """The run's checkpoint and the best model: two files, never one."""
+def _check_files(checkpoint, save_model, resume):
+    """The run's checkpoint and the best model: two files, never one; the
+    best model and the checkpoint resumed: files, not folders; and the one
+    resumed there, before the data is read."""
+    for option, path, what, example in (
+            ("--save-model", save_model, "the best model is written to", "best_model.npz"),
+            ("--resume", resume, "a run's --checkpoint wrote", "run.npz")):
+        folder = path and _folder(path)
+        if folder:
+            raise ArgumentError(f"{option} {_named(path, folder)}: a folder; expected the .npz "
+                                f"file {what}, e.g. {os.path.join(folder, example)}")
+    if resume and not os.path.exists(npz_path(resume)):
+        raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
+                            "expected the .npz file a run's --checkpoint wrote, or no --resume "
+                            "to start afresh")
     if checkpoint and save_model and _same_file(checkpoint, save_model):
         raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
                             f"file, {npz_path(save_model)}, which each would overwrite with its "
                             "own; give them two paths")
+
+
+def _folder(path):
+    """The folder ``path`` names, as given or with ``.npz`` added; None if none."""
+    return next((name for name in (str(path), npz_path(path)) if os.path.isdir(name)), None)
+
+
+def _named(path, file):
+    """``path`` as given, and the file it names where that differs."""
+    return str(path) if file == str(path) else f"{path} ({file})"
 
 
 def _same_file(first, second):
