@@ -283,7 +283,8 @@ def test_mixed_sizes_need_resize(tmp_path, capsys):
     status, _, _ = run_cli(["convert", root, "-o", out, "--resize", "4x5"], capsys)
     assert status == 0
     got = np.concatenate([stored(out)[split][0] for split in ("train", "valid")])
-    assert got.shape == (2, 4, 5) and sorted(np.unique(image).tolist() for image in got) == [[0], [200]]
+    assert got.shape == (2, 4, 5)
+    assert sorted(np.unique(image).tolist() for image in got) == [[0], [200]]
 
 
 def test_an_option_the_source_has_no_use_for_is_refused_not_ignored(tmp_path, capsys):
@@ -303,16 +304,17 @@ def test_an_option_the_source_has_no_use_for_is_refused_not_ignored(tmp_path, ca
                    "this is a folder of class folders", output=out)
     store = tmp_path / "store.h5"
     assert run_cli(["convert", folder, "-o", store], capsys)[0] == 0
-    for command in (["convert", store, "-o", out], ["preview", store, "-o", tmp_path / "out" / "g.png"]):
+    grid = tmp_path / "out" / "g.png"
+    for command in (["convert", store, "-o", out], ["preview", store, "-o", grid]):
         assert_refused(capsys, command + ["--keys", "train=a:b"],
                        "this is an int8store store, whose splits are its own", output=out)
         assert_refused(capsys, command + ["--resize", "2x2"], f"{store}: resize (--resize)",
                        output=out)
     # Several sources are IDX files; another kind among them is named as such.
     idx = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
-    for sources in ([folder, npz], [*sorted(idx.iterdir())[:2], npz]):
-        assert_refused(capsys, ["convert", *sources, "-o", out], f"{sources[-1] if sources[0] != folder else folder}: several "
-                       "sources are read as the IDX files of one data set", output=out)
+    for sources, named in (([folder, npz], folder), ([*sorted(idx.iterdir())[:2], npz], npz)):
+        assert_refused(capsys, ["convert", *sources, "-o", out], f"{named}: several sources are "
+                       "read as the IDX files of one data set", output=out)
 
 
 def test_non_image_file_in_a_class_folder(tmp_path, capsys):

@@ -306,7 +306,8 @@ def test_a_file_in_an_archive_twice_is_refused_not_read_twice(tmp_path, capsys):
             for image in sorted(root.rglob("*.png")):
                 archive.add(image, image.relative_to(root).as_posix())
             archive.add(root / "dog" / "00001.png", prefix + "dog/00001.png")
-        refused(tmp_path, capsys, [path], f"{path}:{prefix}dog/00001.png", "is in the archive twice")
+        refused(tmp_path, capsys, [path], f"{path}:{prefix}dog/00001.png",
+                "is in the archive twice")
 
 
 def test_a_class_folder_without_images_is_refused_not_skipped(tmp_path, capsys):

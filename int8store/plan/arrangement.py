@@ -33,7 +33,8 @@ from ..codes.vocabulary import SPLITS
 from ..errors import ArgumentError, SourceFormatError
 from ..order.classes import drawn_order, label_runs, stratified_pick
 
-__all__ = ["Arrangement", "Drawn", "arrange", "check_examples", "describe_order", "validation_count", "VALID_SHARE",
+__all__ = ["Arrangement", "Drawn", "arrange", "check_examples", "describe_order",
+           "validation_count", "VALID_SHARE",
            "DEFAULT_SEED", "SHUFFLE_STREAM", "TEST_STREAM", "VALID_STREAM"]
 
 #: Without a validation split, this share of train becomes one: MNIST's

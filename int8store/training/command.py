@@ -85,8 +85,9 @@ def _said(error):
 def print_summary(result, timings=False):
     """The run's figures: the best validation error, the test error of the
     best model and how many examples it is over, its iteration (where the
-    tutorial says it) or that no validation was run yet, the epochs run, the images' memory, int8 against
-    float32, and with ``timings`` where the time went."""
+    tutorial says it) or that no validation was run yet, the epochs run,
+    the images' memory, int8 against float32, and with ``timings`` where the
+    time went."""
     from ..memory.estimates import memory_table
 
     print()
