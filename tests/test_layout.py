@@ -27,8 +27,8 @@ pytestmark = pytest.mark.graph_free
 
 PACKAGE = Path(__file__).resolve().parent.parent / "int8store"
 SPINE = ["errors", "runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory",
-         "dataset", "streaming", "loading", "training", "converter", "preview", "cli", "parallel",
-         "nnet", "__init__"]
+         "dataset", "streaming", "loading", "training", "converter", "preview", "cli", "__main__",
+         "parallel", "nnet", "__init__"]
 SUBPACKAGES = ["runtime", "codes", "order", "augment", "backend", "store", "sources", "plan", "memory", "dataset",
                "streaming", "training"]
 #: backend's rooms, in the order they may import each other.
