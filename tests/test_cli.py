@@ -220,6 +220,9 @@ FILE_REFUSALS = {
     "a folder .npz to save to": (["--save-model", "runs"],
                                  "--save-model runs (runs.npz): a folder; expected the .npz file "
                                  "the best model is written to, e.g. runs.npz/best_model.npz"),
+    "a folder to checkpoint to": (["--checkpoint", "runs"],
+                                  "--checkpoint runs: a folder; expected the .npz file the run's "
+                                  "checkpoint is written to, e.g. runs/run.npz"),
     "a folder to resume": (["--resume", "runs"],
                            "--resume runs: a folder; expected the .npz file a run's --checkpoint "
                            "wrote, e.g. runs/run.npz"),

@@ -151,11 +151,12 @@ def check_options(args):
 
 
 def _check_files(checkpoint, save_model, resume):
-    """The run's checkpoint and the best model: two files, never one; the
-    best model and the checkpoint resumed: files, not folders; and the one
-    resumed there, before the data is read."""
+    """The run's checkpoint and the best model: two files, never one; they
+    and the checkpoint resumed: files, not folders; and the one resumed
+    there, before the data is read."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
+            ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
             ("--resume", resume, "a run's --checkpoint wrote", "run.npz")):
         folder = path and _folder(path)
         if folder:
