@@ -151,8 +151,11 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             residency = "streamed" if max_device_bytes is not None or larger else "whole"
         if residency == "streamed":
             if several:
-                raise ArgumentError("devices= and streaming together are not supported yet: "
-                                    "stream on one device, or hold the splits whole over several")
+                why = ("max_device_bytes (--max-device-bytes)" if max_device_bytes is not None
+                       else "a store larger than max_memory (--max-memory)")
+                raise ArgumentError(f"devices={devices!r} (--devices) and streaming, asked by "
+                                    f"{why}, together are not supported yet: stream on one "
+                                    "device, or hold the splits whole over several")
             return _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
                              batch_size, seed, prefetch, workers, report, cache_dir, valid_size,
                              valid_seed, lossy, keep_order, test_size)

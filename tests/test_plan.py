@@ -210,3 +210,11 @@ def test_a_repackaged_copy_of_the_classic_arrays_is_accepted_by_content(tmp_path
     assert not np.array_equal(other[0][0], content[0][0])
     with pytest.raises(SourceFormatError, match="split 'train' differs.*delete it to download"):
         mnist_cache.read_mnist(tmp_path / "cache")
+
+
+def test_devices_and_streaming_together_are_refused_naming_both_options(tmp_path):
+    store = convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), tmp_path / "s.h5")
+    # (it said "devices= and streaming", naming neither option a tutorial takes)
+    with pytest.raises(ArgumentError, match=r"devices=2 \(--devices\) and streaming, asked by "
+                                            r"max_device_bytes \(--max-device-bytes\), together"):
+        load_splits(store, mode="jax", devices=2, max_device_bytes=4096)
