@@ -271,9 +271,14 @@ def _run(args, argv):
         size = os.path.getsize(args.file)
         print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
               f"datasets match their checksums (every byte of the file was checked: "
-              f"{size:,} bytes in {seconds:.2f} s, {size / max(seconds, 1e-9) / 1e9:.2f} GB/s, "
+              f"{size:,} bytes in {seconds:.2f} s, {_rate(size / max(seconds, 1e-9))}, "
               f"{store.chunk_checksum.upper().replace('_', '-')} per chunk"
               f"{', BLAKE3 per split' if args.strong else ''})")
+
+
+def _rate(per_second):
+    """``"1.23 GB/s"``, or in MB/s below 1 GB/s (a small store's "0.00 GB/s" said nothing)."""
+    return f"{per_second / 1e9:.2f} GB/s" if per_second >= 1e9 else f"{per_second / 1e6:.1f} MB/s"
 
 
 def _what_was_written(args):

@@ -3,6 +3,7 @@ a format-2 store written by int8store 0.1.0 still loads and verifies, a
 format-3 store names the chunk where a bit flipped, and ``verify`` says how
 fast it checked."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -73,7 +74,10 @@ def test_a_flipped_bit_in_a_format3_store_names_its_chunk(store, capsys):
 def test_verify_reports_its_speed(store, capsys):
     assert main(["verify", str(store)]) == 0
     out = capsys.readouterr().out
-    assert f"{store.stat().st_size:,} bytes in " in out and " GB/s, XXH3-128 per chunk" in out
+    assert f"{store.stat().st_size:,} bytes in " in out and "B/s, XXH3-128 per chunk" in out
+    assert re.search(r" s, \d+\.\d+ [GM]B/s, XXH3", out), out
+    from int8store.cli import _rate
+    assert (_rate(2.5e9), _rate(3.4e6)) == ("2.50 GB/s", "3.4 MB/s")
 
 
 @pytest.mark.parametrize("workers", [1, 3])
