@@ -419,14 +419,15 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_and_the_run_goe
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.before", "model.npz",
                                                           "run.before", "run.npz"]
     lines = [line for line in run.stderr.splitlines() if line.startswith("warning: ")]
-    failed = [line for line in lines if "the checkpoint was not written" in line]
+    failed = [line for line in lines if ": not written (" in line]
     assert "Traceback" not in run.stderr
     assert sum(line.startswith("warning: run.npz: ") for line in failed) == 4  # epochs 3 to 6
-    assert all(line.endswith("(File too large); the previous one, if any, is left as it was; "
+    assert all(line.endswith("(File too large); the previous file, if any, is left as it was; "
                              "the run goes on") for line in failed), failed
     # the last line counts them: the model too, when it improved after epoch 2
     improved = any(line.startswith("warning: model.npz: ") for line in failed)
-    summary = re.fullmatch(r"warning: (\d+) of (\d+) checkpoint writes failed \(File too large\): "
+    summary = re.fullmatch(r"warning: (\d+) of the run's (\d+) file writes failed \(File too "
+                           r"large\): "
                            r"run\.npz(, model\.npz)? hold(s?) the last written, if any", lines[-1])
     assert summary and int(summary[1]) == len(failed) and int(summary[2]) > len(failed) + 2
     assert bool(summary[3]) == improved, lines[-1]
@@ -453,14 +454,15 @@ def test_a_failed_write_is_one_line_and_leaves_the_previous_file(tmp_path, monke
         monkeypatch.setattr(np.lib.format, "write_array", refuse)
     with pytest.raises(OutputError) as refusal:
         save_checkpoint(path, W=np.ones(3))
-    assert str(refusal.value) == (f"{path}: the checkpoint was not written ({os.strerror(fault)}); "
-                                  "the previous one, if any, is left as it was")
+    assert str(refusal.value) == (f"{path}: not written ({os.strerror(fault)}); the previous "
+                                  "file, if any, is left as it was")
     said = []
     with checkpoint_writes(report=said.append) as writes:
         assert save_checkpoint(path, W=np.ones(3)) is None
         assert save_checkpoint(path, W=np.ones(3)) is None
     assert said == [f"warning: {refusal.value}; the run goes on"] * 2
-    assert writes.summary() == (f"warning: 2 of 2 checkpoint writes failed ({os.strerror(fault)}): "
+    assert writes.summary() == (f"warning: 2 of the run's 2 file writes failed "
+                                f"({os.strerror(fault)}): "
                                 f"{path} holds the last written, if any")
     assert (tmp_path / "m.npz").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMPORARY_SUFFIX)]

@@ -42,8 +42,8 @@ def save_checkpoint(path, *arrays, **named):
     :func:`npz_path`).
     Returns the path written.
 
-    A write that fails raises :class:`~int8store.OutputError` ("FILE: the
-    checkpoint was not written (No space left on device) ..."), the
+    A write that fails raises :class:`~int8store.OutputError` ("FILE: not
+    written (No space left on device) ..."), the
     previous file left as it was; within :func:`checkpoint_writes` it is
     said and counted instead, and None is returned.
     """
@@ -57,8 +57,8 @@ def save_checkpoint(path, *arrays, **named):
                 f.flush()
                 os.fsync(f.fileno())  # a full disk said now, not after the rename
     except OSError as error:  # (OutputError too: a folder that cannot be written to)
-        failure = OutputError(f"{path}: the checkpoint was not written ({_reason(error)}); "
-                              "the previous one, if any, is left as it was")
+        failure = OutputError(f"{path}: not written ({_reason(error)}); the previous file, if "
+                              "any, is left as it was")
         if writes is None:
             raise failure from error
         writes.failed(path, _reason(error), failure)
@@ -116,7 +116,7 @@ class CheckpointWrites:
         total = self.written + len(self.failures)
         paths = list(dict.fromkeys(path for path, _ in self.failures))
         reasons = list(dict.fromkeys(reason for _, reason in self.failures))
-        return (f"warning: {len(self.failures)} of {total} checkpoint writes failed "
+        return (f"warning: {len(self.failures)} of the run's {total} file writes failed "
                 f"({', '.join(reasons)}): {', '.join(paths)} "
                 f"{'holds' if len(paths) == 1 else 'hold'} the last written, if any")
 
