@@ -257,7 +257,8 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
     if int(batch_size) != batch_size or batch_size < 1:
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     limit = ceiling()
-    budget = parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes else limit // 8
+    budget = (parse_size(max_device_bytes, "max_device_bytes") if max_device_bytes is not None
+              else limit // 8)  # (0 refused as -1 is: it read as "not given")
     if opened is not None:  # (each chunk is checked as it is read)
         check_splits(opened.path, opened.splits)
         sources = {name: StoreShards(opened.path, name, store=opened) for name in SPLITS}

@@ -328,6 +328,13 @@ def test_load_streams_refuses_a_shard_larger_than_the_memory_ceiling():
         load_streams(FORMAT2, max_device_bytes=1 << 20, max_memory=10_000)
 
 
+def test_a_shard_budget_below_one_byte_is_refused_zero_too():
+    # 0 read as "not given": the splits were streamed in an eighth of memory
+    for size in (0, -1):
+        with pytest.raises(ArgumentError, match=f"max_device_bytes={size}: expected a positive size"):
+            load_streams(FORMAT2, max_device_bytes=size)
+
+
 def test_dataset_normalization_streamed_uses_the_whole_training_split():
     train, valid, _ = load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=10,
                                    normalize="dataset")
