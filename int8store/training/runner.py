@@ -295,6 +295,11 @@ class Run:
         state = self._checkpoint.resume(self.resume_path) if self.resume_path else None
         if state is None:
             return 0, [], False, loop
+        asked = self._lines.n_epochs if self._lines is not None else None
+        if asked is not None and state.epoch > asked:  # (nothing would run, and 'epochs 1' said)
+            raise ArgumentError(f"{self.resume_path}: the run stopped in epoch {state.epoch}, past "
+                                f"the {asked} asked (--epochs {asked}): ask for {state.epoch} or "
+                                "more to go on from it")
         print(f"... resumed from {self.resume_path}: epoch {state.epoch}, minibatch {state.step}")
         finished = state.loop["finished"]
         self._start = state.step  # (the first epoch minibatches() walks starts there)
