@@ -42,7 +42,7 @@ _MIN_CELL = 32  # cells are scaled up (by an integer factor) to at least this
 _OTHER_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
 
 
-def plural(count, noun):
+def _plural(count, noun):
     """``"1 class"``, ``"3 classes"``."""
     return f"{count} {noun}{'' if count == 1 else ('es' if noun.endswith('s') else 's')}"
 
@@ -83,8 +83,8 @@ class Preview:
                       f"fewer than {self.count}: "
                       + ", ".join(f"{named([name])} ({held})" for name, held in self.fewer.items()))
         up_to = "up to " if self.fewer or self.lacking else ""
-        return (f"{self.path}: {plural(len(self.classes), 'class')} x {up_to}"
-                f"{plural(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "
+        return (f"{self.path}: {_plural(len(self.classes), 'class')} x {up_to}"
+                f"{_plural(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "
                 f"{self.scale}x), one row per class ({named(self.classes)}); {self.shown}{lacks}")
 
 
@@ -138,9 +138,8 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         codes, how_augmented = _augmented(codes, augment, augmented, epoch, encoding, shape,
                                           dataset)
     classes = list(names) if names else list(range(n_classes))
-    present = set(labels.tolist())
-    lacking = [name for label, name in enumerate(classes) if label not in present]
-    held = np.bincount(labels, minlength=len(classes))
+    held = np.bincount(labels, minlength=len(classes))  # (images drawn of each class)
+    lacking = [name for label, name in enumerate(classes) if not held[label]]
     fewer = {name: int(held[label]) for label, name in enumerate(classes)
              if 0 < held[label] < count}
     shown, how = display_bytes(codes, encoding)

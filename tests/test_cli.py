@@ -190,26 +190,23 @@ def test_every_tutorial_refuses_process_options_that_do_not_go_together_before_j
     assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
 
 
-@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
-@pytest.mark.parametrize("epochs", ["0", "-3"])
-def test_every_tutorial_refuses_fewer_than_one_epoch_in_a_line(tutorial, epochs, capsys,
-                                                                monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", epochs])
-    assert (status, capsys.readouterr().err) == (
-        2, f"error: --epochs {epochs}: expected 1 or more epochs\n")
-    assert list(tmp_path.iterdir()) == []
+NUMBER_REFUSALS = {  # (options after "--epochs 1"; "=": -inf is no option)
+    **{f"{epochs} epochs": ([f"--epochs={epochs}"], f"--epochs {epochs}: expected 1 or more epochs")
+       for epochs in ("0", "-3")},
+    **{f"a learning rate of {rate}": ([f"--learning-rate={rate}"],
+                                      f"--learning-rate {rate}: expected a finite number")
+       for rate in ("nan", "inf", "-inf")},
+}
 
 
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
-@pytest.mark.parametrize("rate", ["nan", "inf", "-inf"])
-def test_every_tutorial_refuses_a_learning_rate_that_is_not_a_number_in_a_line(
-        tutorial, rate, capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize("case", list(NUMBER_REFUSALS))
+def test_every_tutorial_refuses_fewer_than_one_epoch_or_a_rate_that_is_no_number_in_a_line(
+        tutorial, case, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1",
-                                        f"--learning-rate={rate}"])  # (=: -inf is no option)
-    assert (status, capsys.readouterr().err) == (
-        2, f"error: --learning-rate {rate}: expected a finite number\n")
+    options, message = NUMBER_REFUSALS[case]
+    status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1"] + options)
+    assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -253,6 +253,8 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
         return reader("pickled").read_mnist_pickle(path)
     if kind == "npz":
         return reader("npz").read_npz(path, keys)
+    if kind == "store":  # (its magic already read: not again through read_hdf5)
+        return reader("hdf5").read_store(path)
     return reader("hdf5").read_hdf5(path, keys)
 
 

@@ -47,7 +47,8 @@ def check_can_write(path, force=False):
     publishing renames a file over the name, which would replace the device
     itself)."""
     path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    linked = path.is_symlink()
+    target = Path(os.path.realpath(path)) if linked else path
     try:
         kind = target.stat().st_mode
     except FileNotFoundError:
@@ -59,7 +60,7 @@ def check_can_write(path, force=False):
     if kind is not None and not stat.S_ISREG(kind):
         raise OutputError(f"{path}: is not a regular file ({_kind_name(kind)}); "
                           "give the path of a file to write, even with --force")
-    if (kind is not None or path.is_symlink()) and not force:
+    if (kind is not None or linked) and not force:
         raise OutputExistsError(f"{path}: already exists"
                                 f"{f' (a link to {target})' if target != path else ''}; "
                                 "pass --force (force=True) to replace it")

@@ -33,13 +33,13 @@ from ..runtime.progress import EpochLines
 __all__ = ["Run"]
 
 
-
 def names_digits(dataset):
     """Whether ``dataset``'s name says digits: a word of it is ``mnist``,
     ``digit`` or ``digits`` (``digital_photos`` is none, and Fashion-MNIST's
     clothes may be mirrored)."""
     words = set(re.split(r"[^a-z0-9]+", os.path.basename(str(dataset)).lower()))
     return bool(words & {"mnist", "digit", "digits"}) and "fashion" not in words
+
 
 class Run:
     """What a tutorial's run adds to the classic training loop (see the
