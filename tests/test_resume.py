@@ -163,6 +163,26 @@ def test_the_mlp_stopped_mid_epoch_goes_on_from_there(tmp_path, monkeypatch):
         (whole["best_validation_loss"], whole["best_iter"])
 
 
+@pytest.mark.parametrize("mode, steps", [pytest.param("jax", None, marks=needs_jax),
+                                         ("c", 10)], ids=["jax, an epoch a call", "c, 10 a call"])
+def test_a_run_of_many_updates_a_call_stopped_mid_call_goes_on_from_there(tmp_path, monkeypatch,
+                                                                        mode, steps):
+    # The loop sees a call's minibatches after the call made them all: a stop
+    # at the 25th was checkpointed there with 30 (or 59) updates made, and the
+    # resume made the rest of the call again: another run than the one stopped.
+    run = dict(dataset="digits", batch_size=20, n_epochs=2, model_path=None, mode=mode,
+               steps_per_call=steps)
+    whole = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "whole", **run)
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "stop_requested", stopping_at(25))
+        stopped = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
+    assert stopped["interrupted"]
+    resumed = logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run",
+                                                  resume=tmp_path / "run", **run)
+    assert all((a == b).all() for a, b in zip(resumed["params"], whole["params"]))
+    assert resumed["best_validation_loss"] == whole["best_validation_loss"]
+
+
 @pytest.mark.parametrize("reader", ["views", "threads"])
 def test_a_stream_resumed_mid_epoch_reads_no_shard_before_its_start(tmp_path, reader):
     from sklearn.datasets import load_digits

@@ -316,8 +316,9 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
                     run.save_model(model_path, *[p.get_value(borrow=True) for p in params])
                     best_params = run.best_params(params)  # int8store
 
-            # int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch,
-            # and the run's checkpoint is written where the loop looked at the model
+            # int8store: Ctrl-C (or SIGTERM) stops here, after the call under way
+            # (its minibatch, or the many a call makes), and the run's checkpoint is
+            # written where the loop looked at the model
             stop = patience <= iter or run.stop_requested()
             if stop or (iter + 1) % validation_frequency == 0:
                 run.save(epoch, minibatch_index, best_params, patience <= iter,

@@ -202,8 +202,9 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
                                                  for p in classifier.params])
                     best_params = run.best_params(classifier.params)  # int8store
 
-            # int8store: Ctrl-C (or SIGTERM) stops here, after the minibatch,
-            # and the run's checkpoint is written where the loop looked at the model
+            # int8store: Ctrl-C (or SIGTERM) stops here, after the call under way
+            # (its minibatch, or the many a call makes), and the run's checkpoint is
+            # written where the loop looked at the model
             stop = patience <= iter or run.stop_requested()
             if stop or (iter + 1) % validation_frequency == 0:
                 run.save(epoch, minibatch_index, best_params, patience <= iter,

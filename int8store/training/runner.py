@@ -90,7 +90,7 @@ class Run:
             raise ArgumentError(f"--steps-per-call {steps_per_call}: expected 1 or more")
         self.splits = self.batch_size = None
         self._scores, self._lines, self._checkpoint = [], None, None
-        self._epoch_walk, self._start = None, 0
+        self._epoch_walk, self._start, self._mid_call = None, 0, False
 
     # -- the data ---------------------------------------------------------------------
 
@@ -252,8 +252,11 @@ class Run:
         try:
             for first, index, count in calls:
                 train_model(index, count)
-                yield from range(first, first + count)
+                for number in range(first, first + count):
+                    self._mid_call = number < first + count - 1
+                    yield number
         finally:
+            self._mid_call = False
             calls.close()
 
     def epoch_lines(self, n_epochs):
@@ -265,11 +268,14 @@ class Run:
         self._lines = EpochLines(n_epochs, self.progress)
         return self._lines
 
-    @staticmethod
-    def stop_requested():
-        """Whether Ctrl-C or SIGTERM asked the training to stop (after the
-        minibatch under way)."""
-        return stop_requested()
+    def stop_requested(self):
+        """Whether Ctrl-C or SIGTERM asked the training to stop: asked as
+        each minibatch is yielded by :meth:`minibatches`, true only at the
+        last minibatch of a call. A call of many updates has made them all
+        before the loop sees its first, so a stop (and the checkpoint the
+        loop writes there) at an earlier one would record fewer updates than
+        the model holds, and a resume would make the others twice."""
+        return bool(stop_requested()) and not self._mid_call
 
     # -- checkpoints --------------------------------------------------------------------
 
