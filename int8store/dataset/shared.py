@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from ..augment.spec import Augmentation, fill_code
-from ..backend import activate, function_mode
+from ..backend import activate
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
 from ..backend.ops.minibatch import minibatch
@@ -224,8 +224,7 @@ class SharedDataset(Split):
         if self.storage == "int8" and self.normalize == "unit":
             return self.encoding.decode(codes, self.dtype)  # a table lookup, no graph
         symbolic = at.TensorType(codes.dtype, shape=(None, codes.shape[1]))()
-        return _api.function([symbolic], self._float_view(symbolic),
-                             mode=_exact_mode(self.normalize))(codes)
+        return _api.function([symbolic], self._float_view(symbolic))(codes)
 
     # -- sizes ----------------------------------------------------------
 
@@ -467,18 +466,9 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
     return ds.x, ds.y
 
 
-def _exact_mode(normalize):
-    """The mode host-side conversions compile in: per-channel normalizations
-    on the C backend (PyTensor's default, Numba, compiles with fast-math,
-    which rounds ``(x - mean_c) / std_c`` otherwise by an ulp), the others
-    in the library's default, as the classic shared variable's values were."""
-    return function_mode("c") if normalize in PER_CHANNEL else None
-
-
 def _evaluate(codes, encoding, normalize, dataset_mean, dtype, channel_statistics=None):
     """Run the per-pixel stage once over ``codes``: the float copy of the classic way."""
     symbolic = at.TensorType("int8", shape=(None, codes.shape[1]))()
     convert = _api.function([symbolic], per_pixel_stage(symbolic, encoding, normalize,
-                                                          dataset_mean, dtype, channel_statistics),
-                            mode=_exact_mode(normalize))
+                                                          dataset_mean, dtype, channel_statistics))
     return np.asarray(convert(codes), dtype=dtype)

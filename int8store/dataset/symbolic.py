@@ -96,33 +96,43 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
 
 def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
                     channel_statistics=None):
-    """Everything of the conversion that is done pixel by pixel."""
+    """Everything of the conversion that is done pixel by pixel.
+
+    A code has 256 values, so where the value's arithmetic could round
+    otherwise than numpy's in some mode the 256 values are computed by
+    numpy and looked up (:func:`_lookup`): the library's rewrites fold the
+    offset into the mean (``c + (128 - mean)``, rounded twice), Numba's
+    fast-math contracts a product into an FMA, and XLA's CPU float64
+    division is an ulp off numpy's for a tenth of the levels / 255.
+    Arithmetic stays where it is exact in every mode: levels and their
+    division by a power of two, and float32 quotients taken in float64
+    (:func:`_divide_exactly`)."""
     api = activate()
     dtype = api.float_dtype(dtype)
     _check_normalize(normalize)
     if normalize == "none":
         return api.at.cast(codes, dtype)
     if normalize == "unit":
-        if encoding.is_codebook:
-            return _lookup(codes, encoding.codebook, dtype)
+        precision = encoding.precision or dtype
+        if encoding.is_codebook or not _divides_exactly(encoding.divisor, precision):
+            return _lookup(codes, encoding.table(dtype), dtype)
         # Computed in the source's precision (float32 for mnist.pkl.gz), then
         # widened: the view holds exactly the values the source held.
-        precision = encoding.precision or dtype
         value = _divide_exactly(_levels(codes, encoding, precision), encoding.divisor, precision)
         return value if precision == dtype else api.at.cast(value, dtype)
-    base = (_lookup(codes, encoding.codebook, dtype) if encoding.is_codebook
-            else _levels(codes, encoding, dtype))
     if normalize == "batch":
-        return base
+        return (_lookup(codes, encoding.codebook, dtype) if encoding.is_codebook
+                else _levels(codes, encoding, dtype))
     if normalize in PER_CHANNEL:
-        return _per_channel(base, codes, encoding, normalize, channel_statistics, dtype)
+        return _per_channel(codes, encoding, normalize, channel_statistics, dtype)
     if dataset_mean is None:
         raise ArgumentError(
             'normalize="dataset" needs dataset_mean: the mean of the training '
             "split, from int8store.dataset.symbolic.normalization_mean(codes, encoding)"
         )
-    return ((base - api.float_constant(dataset_mean, dtype))
-            / api.float_constant(_spread(encoding), dtype))
+    values = _bases(encoding, dtype)
+    return _lookup(codes, (values - np.asarray(dataset_mean, dtype))
+                   / np.asarray(_spread(encoding), dtype), dtype)
 
 
 def per_batch_stage(x, encoding, normalize, dtype=None):
@@ -144,11 +154,11 @@ def normalization_mean(codes, encoding):
     return mean_of_code_counts(code_counts(codes), encoding)
 
 
-def _per_channel(base, codes, encoding, normalize, statistics, dtype):
-    """``(base - mean_c) / 128`` (``"channel"``) or ``/ std_c``
-    (``"standard"``): the statistics repeated along each row of
-    channels-last pixels."""
-    api = activate()
+def _per_channel(codes, encoding, normalize, statistics, dtype):
+    """``(x - mean_c) / 128`` (``"channel"``) or ``(x - mean_c) * r_c``
+    (``"standard"``, ``r_c = 1 / std_c`` rounded to the view's dtype): a
+    table of 256 values per channel, numpy's, the channel of each pixel of
+    a channels-last row choosing its part."""
     if statistics is None:
         raise ArgumentError(
             f'normalize="{normalize}" needs channel_statistics: each channel\'s mean and '
@@ -158,16 +168,28 @@ def _per_channel(base, codes, encoding, normalize, statistics, dtype):
     if width is None or width % statistics.channels:
         raise ArgumentError(f"per-channel normalization needs rows of a static width, a "
                             f"multiple of {statistics.channels} channels; got {width}")
-    repeat = width // statistics.channels
-    centred = base - api.float_constant(np.tile(np.asarray(statistics.mean, dtype=dtype), repeat),
-                                        dtype)
+    centred = _bases(encoding, dtype) - np.asarray(statistics.mean, dtype)[:, None]
     if normalize == "channel":
-        return centred / api.float_constant(_spread(encoding), dtype)
-    # Times each channel's reciprocal, rounded to the view's dtype: products
-    # are rounded once everywhere, where a float32 quotient is not (XLA's
-    # CPU division was an ulp off numpy's in a quarter of the values).
-    reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
-    return centred * api.float_constant(np.tile(reciprocal, repeat), dtype)
+        table = centred / np.asarray(_spread(encoding), dtype)
+    else:
+        reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
+        table = centred * reciprocal[:, None]
+    channel = np.arange(width) % statistics.channels
+    return _lookup(codes, table, dtype, parts=channel)
+
+
+def _bases(encoding, dtype):
+    """The 256 values ``x`` of codes -128..127 in ``dtype``: the levels
+    (exact), or the codebook's values."""
+    if encoding.is_codebook:
+        return np.asarray(encoding.codebook, dtype=np.float64).astype(dtype)
+    return encoding.levels(np.arange(-128, 128)).astype(dtype)
+
+
+def _divides_exactly(divisor, precision):
+    """Whether :func:`_divide_exactly` rounds ``level / divisor`` as numpy
+    in every mode: by a power of two, or a float32 quotient."""
+    return divisor & (divisor - 1) == 0 or np.dtype(precision) == np.float32
 
 
 def _levels(codes, encoding, dtype):
@@ -189,27 +211,37 @@ def _divide_exactly(x, divisor, dtype):
     which turns even that into a multiplication: a float32 quotient is taken
     in float64 and rounded to float32 once, which gives the correctly rounded
     float32 quotient whatever the float64 step does (53 >= 2 * 24 + 2 bits:
-    Figueroa's double-rounding bound).
+    Figueroa's double-rounding bound). A float64 quotient has no wider type
+    to be taken in: :func:`per_pixel_stage` looks those values up instead.
     """
     api = activate()
     if divisor & (divisor - 1) == 0:
         return x / api.float_constant(divisor, dtype)
-    wide = "float64" if dtype == "float32" else dtype
-    key = (divisor, wide)
-    if key not in _DIVISORS:
-        _DIVISORS[key] = api.shared(np.asarray(divisor, dtype=wide), name=f"divisor_{divisor}")
-    quotient = api.at.cast(x, wide) / _DIVISORS[key]
-    return quotient if wide == dtype else api.at.cast(quotient, dtype)
+    if np.dtype(dtype) != np.float32:
+        raise ArgumentError(f"{dtype} values / {divisor}: only float32 quotients are taken "
+                            "exactly in every mode (look float64 ones up)")
+    if divisor not in _DIVISORS:
+        _DIVISORS[divisor] = api.shared(np.asarray(divisor, dtype="float64"),
+                                        name=f"divisor_{divisor}")
+    return api.at.cast(api.at.cast(x, "float64") / _DIVISORS[divisor], dtype)
 
 
-# Read-only shared divisors, one per value and dtype (see _divide_exactly).
+# Read-only shared float64 divisors, one per value (see _divide_exactly).
 _DIVISORS = {}
 
 
-def _lookup(codes, codebook, dtype):
+def _lookup(codes, table, dtype, parts=None):
+    """``table[code + 128]`` for each code, the table's values in ``dtype``;
+    with ``parts`` (a vector along the last axis) a table of rows of 256,
+    ``table[part, code + 128]``."""
     api = activate()
-    table = api.float_constant(np.asarray(codebook, dtype=np.float64).astype(dtype), dtype)
-    index = api.at.cast(codes, "int16") + 128
+    table = np.asarray(table, dtype=np.float64).astype(dtype)
+    if parts is None:
+        index = api.at.cast(codes, "int16") + 128
+    else:
+        index = api.at.cast(codes, "int32") + api.at.constant(
+            (128 + 256 * np.asarray(parts)).astype(np.int32))
+    table = api.float_constant(table.reshape(-1), dtype)
     return table[index.flatten()].reshape(codes.shape, ndim=codes.ndim)
 
 

@@ -1,8 +1,8 @@
 """int8store's JAX conversions of Aesara ops that Aesara 2.9.4 cannot convert
 (conv2d and its gradients, max pooling and its gradient, the softmax and
-cross-entropy ops of the classic tutorials), and corrections of two of
+cross-entropy ops of the classic tutorials), and corrections of three of
 Aesara's own (sums returned their float64 accumulator; a partial
-``specify_shape`` always failed), registered on int8store's dispatcher by
+``specify_shape`` always failed; a constant indexed by a vector failed), registered on int8store's dispatcher by
 :func:`register` (see :mod:`.conversions`). The corrections apply to the Aesara
 versions they were checked on only.
 """
@@ -10,6 +10,7 @@ versions they were checked on only.
 import jax
 import jax.numpy as jnp
 from aesara.tensor.shape import SpecifyShape
+from aesara.tensor.subtensor import AdvancedSubtensor1
 
 from ..ops.nnet import aesara_nnet_quietly
 from ..setup.fixes import in_versions
@@ -27,8 +28,8 @@ with aesara_nnet_quietly():
 
 __all__ = ["register", "CORRECTED_VERSIONS"]
 
-#: The Aesara releases whose CAReduce and SpecifyShape conversions int8store
-#: corrects (the ones it was checked on).
+#: The Aesara releases whose CAReduce, SpecifyShape and AdvancedSubtensor1
+#: conversions int8store corrects (the ones it was checked on).
 CORRECTED_VERSIONS = ((2, 9, 4), (2, 9, 4))
 
 _CONVERSIONS = []
@@ -61,6 +62,17 @@ def jax_funcify_SpecifyShape(op, node=None, **kwargs):
         return x
 
     return specify_shape
+
+
+@_conversion(AdvancedSubtensor1, correction=True)
+def jax_funcify_AdvancedSubtensor1(op, node=None, **kwargs):
+    """Aesara's conversion indexes a constant as the numpy array it is
+    handed, which a traced index cannot index: a table looked up by the
+    codes (a codebook's values, a normalization's) failed in JAX mode."""
+    def advanced_subtensor1(x, indices):
+        return jnp.asarray(x)[indices]
+
+    return advanced_subtensor1
 
 
 # -- softmax and cross-entropy (rows of x, a bias per column) ---------------------

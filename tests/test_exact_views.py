@@ -1,0 +1,82 @@
+"""Every normalization's values are numpy's, bit for bit, in every mode a
+user compiles in: the library's default (PyTensor's is Numba, with
+fast-math), int8store's C mode and JAX mode, and ``x.get_value()``.
+
+Each source below broke that once: the library folds the level's offset
+into the mean (``c + (128 - mean)``, rounded twice), Numba's fast-math
+contracts a product into an FMA, and XLA's CPU float64 division is an ulp
+off numpy's for a tenth of the levels / 255; Aesara's JAX conversion could
+not look a constant table up at all."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from int8store import SharedDataset, function_mode, place, tensor_library
+
+has_jax = importlib.util.find_spec("jax") is not None
+MODES = ["library default", "c", pytest.param("jax", marks=pytest.mark.skipif(
+    not has_jax, reason="JAX is not installed in this environment"))]
+theano = tensor_library()
+T = theano.tensor
+rng = np.random.default_rng(5)
+GREY = rng.integers(0, 256, (30, 6, 6)).astype(np.uint16)  # (levels = the values)
+COLOUR = rng.integers(0, 256, (30, 4, 4, 3)).astype(np.uint8)
+COLOUR[..., 0] //= 7  # (a mean below 64: 128 - mean is not exact in float32)
+
+
+def levels_and_source(name):
+    """The pixel levels ``x`` the docs' formulas take, and the source."""
+    if name == "k/255 in float64":
+        return GREY.reshape(30, -1), GREY / 255.0
+    if name == "codebook":
+        values = (COLOUR.astype(np.float64) ** 2 / 3.0).astype(np.float32)
+        return values.reshape(30, -1).astype(np.float64), values
+    source = COLOUR if name == "colour" else GREY
+    return source.reshape(30, -1), source
+
+
+def expected(levels, split, normalize, dtype):
+    """numpy's arithmetic on the same operands, in ``dtype``."""
+    x = levels.astype(dtype)
+    spread = np.asarray(128 if not split.encoding.is_codebook else
+                        (x.max() - x.min()) / 2, dtype)
+    if normalize == "dataset":
+        return (x - np.asarray(split.dataset_mean, dtype)) / spread
+    statistics = split.channel_statistics
+    repeat = x.shape[1] // statistics.channels
+    centred = x - np.tile(np.asarray(statistics.mean, dtype), repeat)
+    if normalize == "channel":
+        return centred / spread
+    return centred * np.tile((1 / np.asarray(statistics.std)).astype(dtype), repeat)
+
+
+CASES = [("k/255 in float64", "unit", "float64"), ("k/255 in float64", "unit", "float32"),
+         ("grey", "dataset", "float32"), ("colour", "dataset", "float32"),
+         ("colour", "channel", "float32"), ("colour", "standard", "float32"),
+         ("colour", "standard", "float64"), ("codebook", "dataset", "float32"),
+         ("codebook", "unit", "float64")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("source, normalize, dtype", CASES,
+                         ids=[" ".join(case) for case in CASES])
+def test_minibatches_hold_numpys_values_in_every_mode(source, normalize, dtype, mode):
+    levels, images = levels_and_source(source)
+    split = SharedDataset.from_arrays(images, np.arange(30) % 3, name="train", dtype=dtype,
+                                      normalize=normalize)
+    assert split.encoding.is_codebook == (source == "codebook")
+    if normalize == "unit":
+        want = images.reshape(30, -1).astype(dtype)
+    else:
+        want = expected(levels, split, normalize, dtype)
+    if mode == "jax":
+        place([split], "jax")
+    index = T.lscalar()
+    minibatch = theano.function([index], split.x[index * 10:(index + 1) * 10],
+                                mode=None if mode == "library default" else function_mode(mode))
+    got = np.concatenate([np.asarray(minibatch(i)) for i in range(3)])
+    assert got.dtype == want.dtype and (got == want).all(), \
+        f"{int((got != want).sum())} of {want.size} values differ"
+    assert (split.x.get_value() == want).all()
