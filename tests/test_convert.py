@@ -218,6 +218,18 @@ def test_store_feeds_load_data(tmp_path):
     assert train_y.get_value(borrow=True).shape[0] == 18
 
 
+@pytest.mark.parametrize("name", ["store.npz", "store"])
+def test_a_store_of_any_name_is_read_as_a_store(tmp_path, name):
+    # (held whole it was read by its extension: "not a readable .npz
+    # archive", "unknown kind of file"; streamed it was read)
+    data = fake_mnist(n_train=24, n_test=6, side=4)
+    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / name, valid_size=6)
+    splits = load_splits(tmp_path / name)
+    assert [splits[n].n_examples for n in ("train", "valid", "test")] == [18, 6, 6]
+    codes = splits["test"].data.get_value(borrow=True)
+    np.testing.assert_array_equal(codes.astype(np.int16) + 128, data["test"][0].reshape(6, -1))
+
+
 def test_provenance_and_info(tmp_path, capsys):
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
     status, out, _ = run_cli(["convert", folder, "-o", tmp_path / "m.h5", "--valid-size", "2"],

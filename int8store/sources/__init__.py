@@ -292,16 +292,20 @@ def _kind(dataset, caller, reader):
         if reader("cifar10").holds_cifar10_batches(path):
             return "cifar10 folder", path
         return "image folder", path
+    from ..store.file_format import is_store
+
+    # A store by its magic, whatever its name (convert writes one under any
+    # name, and the streams read it so). A FIFO is not opened here: the
+    # readers refuse what is no regular file.
+    if path.is_file() and is_store(path):
+        return "store", path
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):
         return "pickle", path
     if name.endswith(".npz"):
         return "npz", path
     if name.endswith((".h5", ".hdf5")):
-        from ..store.file_format import is_store
-
-        # (a FIFO is not opened here: the HDF5 reader refuses what is no regular file)
-        return ("store" if path.is_file() and is_store(path) else "hdf5"), path
+        return "hdf5", path
     if name.endswith((".tar", ".tar.gz", ".tgz")) and reader("cifar10").is_cifar10_archive(path):
         return "cifar10 archive", path
     if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
