@@ -32,6 +32,7 @@ from .codes.histogram import channel_code_counts, channels_of, code_counts
 from .codes.statistics import normalization_statistics
 from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 from .errors import ArgumentError, SourceFormatError
+from .order.shuffle import check_seed
 
 __all__ = ["load_data", "load_splits", "load_streams", "fits_in_memory", "find_store",
            "check_splits", "say_if_sorted_by_class"]
@@ -135,6 +136,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     check_choice("normalize", normalize, NORMALIZATIONS)
     check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
+    if seed is not None:
+        check_seed(seed)
     if residency is not None:
         check_choice("residency", residency, RESIDENCIES)
     caller = caller or caller_file()

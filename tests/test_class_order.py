@@ -4,6 +4,8 @@ stratified by class, from a seed the store records; the same command
 writes the same bytes; sources whose order means something keep it; a
 training split still sorted is named when loaded."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -381,6 +383,23 @@ def test_a_seed_outside_32_bits_is_refused_naming_the_range(tmp_path, capsys):
                      "--seed", seed]) == 2
         assert f"seed={seed}: expected an integer from 0 to 4294967295" in capsys.readouterr().err
     assert not (tmp_path / "a.h5").exists()
+
+
+@pytest.mark.parametrize("seed", [1.5, "1", -1, 1 << 32, True])
+def test_a_training_seed_that_would_alias_another_is_refused(seed):
+    # (1.5 and "1" shuffled as 1 held whole and failed streamed with a
+    # TypeError; -1 and 2**32 + 1 took the orders of 2**32 - 1 and 1)
+    from int8store import SharedDataset, load_splits, load_streams
+
+    pattern = rf"seed={re.escape(repr(seed))}: expected an integer from 0 to 4294967295"
+    with pytest.raises(ArgumentError, match=pattern):
+        load_splits("digits", seed=seed)
+    with pytest.raises(ArgumentError, match=pattern):
+        load_streams("digits", max_device_bytes=20000, seed=seed)
+    split = SharedDataset.from_arrays(np.zeros((8, 4, 4), np.uint8), np.arange(8), name="train")
+    for take in (split.shuffle, lambda seed: split.augment("translate=1", seed)):
+        with pytest.raises(ArgumentError, match=pattern):
+            take(seed)
 
 
 def test_a_few_images_in_class_folders_are_shuffled_too(tmp_path):

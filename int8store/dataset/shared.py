@@ -21,6 +21,7 @@ from ..codes.histogram import channels_of
 from ..codes.encoding import quantize
 from ..errors import ArgumentError
 from ..order.position import check_start
+from ..order.shuffle import check_seed
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
 from ..order.windows import split_in_a_row
@@ -254,7 +255,7 @@ class SharedDataset(Split):
         (3, None, True)
         """
         shuffled = copy.copy(self)
-        shuffled.seed = int(seed)
+        shuffled.seed = check_seed(seed)
         shuffled.augmentation, shuffled._epoch, shuffled._first_step = None, None, None
         shuffled.data, shuffled.y = (variable.alias(shuffled=shuffled)
                                      for variable in (self.data, self.y))
@@ -292,7 +293,7 @@ class SharedDataset(Split):
         if self.storage != "int8":
             raise ArgumentError(f"{self.name}: augmentation moves int8 codes; this split holds "
                                 "a float copy (storage='float')")
-        self.augmentation = (augmentation, int(seed))
+        self.augmentation = (augmentation, check_seed(seed))
         if self._epoch is None:
             self._epoch, self._first_step = (
                 shared(np.array(0, dtype=np.int64), name=f"{self.name}_augmented_{what}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError
-from .shuffle import permutation, permuted
+from .shuffle import check_seed, permutation, permuted
 
 __all__ = ["LabelRuns", "label_runs", "drawn_order", "stratified_pick", "SORTED_FACTOR"]
 
@@ -87,7 +87,7 @@ def drawn_order(n, seed, stream):
     seed apart (a split's own shuffle, a cut); the Feistel network
     (:func:`~int8store.order.shuffle.permuted`), computed a block of
     positions at a time, holds 8 bytes an example and a block."""
-    _check_seed(seed)
+    check_seed(seed)
     order = np.empty(n, dtype=np.int64)
     for start in range(0, n, _BLOCK):
         stop = min(n, start + _BLOCK)
@@ -111,7 +111,7 @@ def stratified_pick(labels, count, seed, stream):
     stream : int
         Keeps this draw apart from others made from the same seed.
     """
-    _check_seed(seed)
+    check_seed(seed)
     labels = np.asarray(labels).ravel()
     n = len(labels)
     if not 0 <= count <= n:
@@ -135,10 +135,3 @@ def stratified_pick(labels, count, seed, stream):
     rank[by_class] = np.arange(n) - firsts[classes[by_class]]
     mask[walk[rank < take[classes]]] = True
     return mask
-
-
-def _check_seed(seed):
-    """The network's keys take 32 bits: a larger seed would repeat a smaller one's order."""
-    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
-            and 0 <= seed < 1 << 32):
-        raise ArgumentError(f"seed={seed!r}: expected an integer from 0 to {(1 << 32) - 1}")

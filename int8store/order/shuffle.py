@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 
-__all__ = ["permuted", "permuted_in_classes", "permutation", "mix", "round_keys", "feistel",
+__all__ = ["check_seed", "permuted", "permuted_in_classes", "permutation", "mix", "round_keys", "feistel",
            "half_bits", "class_sizes", "ROUNDS", "MIX_STEPS", "GOLDEN", "EPOCH_SALT", "INDEX_SALT",
            "CLASSES", "round_offset"]
 
@@ -49,6 +49,17 @@ _MASK = 0xFFFFFFFF
 #: count (:func:`permuted_in_classes`), so that over 1, 2, 4 or 8 devices,
 #: which hold the rows of some classes each, the order is the same.
 CLASSES = 8
+
+
+def check_seed(seed, name="seed"):
+    """Refuse a seed the network does not take as given: its keys take 32
+    bits, so a larger or negative seed would repeat another's order, and a
+    float or a string was cut to an integer where held whole (and failed
+    streamed)."""
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+            and 0 <= seed < 1 << 32):
+        raise ArgumentError(f"{name}={seed!r}: expected an integer from 0 to {_MASK}")
+    return int(seed)
 
 
 def round_offset(r):

@@ -58,6 +58,7 @@ import numpy as np
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
+from ..order.shuffle import check_seed
 from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
 from .buffers import BufferPool, shared_memory_available
@@ -142,7 +143,7 @@ class StreamingSplit(Split):
         if workers < 1 or prefetch < 0:
             raise ArgumentError(f"workers={workers}, prefetch={prefetch}: expected at least one "
                                 "worker and a prefetch of 0 or more")
-        self.source, self.seed = source, seed
+        self.source, self.seed = source, (None if seed is None else check_seed(seed))
         self.name = name or source.name
         self.shard_size = min(int(shard_size), max(1, source.n_examples))
         row = int(np.prod(source.row_shape))
