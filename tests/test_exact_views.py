@@ -2,11 +2,12 @@
 user compiles in: the library's default (PyTensor's is Numba, with
 fast-math), int8store's C mode and JAX mode, and ``x.get_value()``.
 
-Each source below broke that once: the library folds the level's offset
-into the mean (``c + (128 - mean)``, rounded twice), Numba's fast-math
-contracts a product into an FMA, and XLA's CPU float64 division is an ulp
-off numpy's for a tenth of the levels / 255; Aesara's JAX conversion could
-not look a constant table up at all."""
+Each source below broke that once: the library folds a float offset into
+the mean (``c + (128 - mean)``, rounded twice), PyTensor's C code wrote a
+float32 mean as a double literal (and so subtracted in double), and Numba's
+fast-math and XLA's CPU float64 division are an ulp off numpy's for
+levels / 255; Aesara's JAX conversion could not look a constant table up
+at all."""
 
 import importlib.util
 

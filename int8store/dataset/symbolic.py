@@ -96,17 +96,19 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
 
 def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
                     channel_statistics=None):
-    """Everything of the conversion that is done pixel by pixel.
+    """Everything of the conversion that is done pixel by pixel, each
+    value numpy's in every mode (the library's default, C, JAX).
 
-    A code has 256 values, so where the value's arithmetic could round
-    otherwise than numpy's in some mode the 256 values are computed by
-    numpy and looked up (:func:`_lookup`): the library's rewrites fold the
-    offset into the mean (``c + (128 - mean)``, rounded twice), Numba's
-    fast-math contracts a product into an FMA, and XLA's CPU float64
-    division is an ulp off numpy's for a tenth of the levels / 255.
-    Arithmetic stays where it is exact in every mode: levels and their
-    division by a power of two, and float32 quotients taken in float64
-    (:func:`_divide_exactly`)."""
+    Three things rounded otherwise: the library folds a float offset into
+    the mean (``c + (128 - mean)``, rounded twice), so the levels are added
+    in integers (:func:`_centred`); PyTensor's C code writes a float32
+    constant as a double literal of its shortest decimal, so a scalar the
+    arithmetic must round with is held in a shared variable (:func:`_held`);
+    and a float64 quotient ``level / 255`` has no wider type to be taken in
+    (Numba's fast-math and XLA's CPU division were an ulp off numpy's for a
+    tenth of the levels), so those values, as a codebook's, are looked up
+    in a table numpy computed (:func:`_lookup`).
+    """
     api = activate()
     dtype = api.float_dtype(dtype)
     _check_normalize(normalize)
@@ -130,9 +132,11 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
             'normalize="dataset" needs dataset_mean: the mean of the training '
             "split, from int8store.dataset.symbolic.normalization_mean(codes, encoding)"
         )
-    values = _bases(encoding, dtype)
-    return _lookup(codes, (values - np.asarray(dataset_mean, dtype))
-                   / np.asarray(_spread(encoding), dtype), dtype)
+    if encoding.is_codebook:
+        return _lookup(codes, (_bases(encoding, dtype) - np.asarray(dataset_mean, dtype))
+                       / np.asarray(_spread(encoding), dtype), dtype)
+    return _centred(codes, encoding, _held(dataset_mean, dtype, "dataset_mean"), dtype) \
+        / api.float_constant(_HALF_RANGE, dtype)
 
 
 def per_batch_stage(x, encoding, normalize, dtype=None):
@@ -156,9 +160,10 @@ def normalization_mean(codes, encoding):
 
 def _per_channel(codes, encoding, normalize, statistics, dtype):
     """``(x - mean_c) / 128`` (``"channel"``) or ``(x - mean_c) * r_c``
-    (``"standard"``, ``r_c = 1 / std_c`` rounded to the view's dtype): a
-    table of 256 values per channel, numpy's, the channel of each pixel of
-    a channels-last row choosing its part."""
+    (``"standard"``, ``r_c = 1 / std_c`` rounded to the view's dtype), the
+    statistics repeated along each row of channels-last pixels; for a
+    codebook, a table of its 256 values per channel (numpy's), the channel
+    of each pixel choosing its part."""
     if statistics is None:
         raise ArgumentError(
             f'normalize="{normalize}" needs channel_statistics: each channel\'s mean and '
@@ -168,14 +173,30 @@ def _per_channel(codes, encoding, normalize, statistics, dtype):
     if width is None or width % statistics.channels:
         raise ArgumentError(f"per-channel normalization needs rows of a static width, a "
                             f"multiple of {statistics.channels} channels; got {width}")
-    centred = _bases(encoding, dtype) - np.asarray(statistics.mean, dtype)[:, None]
+    repeat = width // statistics.channels
+    reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
+    if encoding.is_codebook:  # (the codebook is looked up anyway: the whole value is)
+        centred = _bases(encoding, dtype) - np.asarray(statistics.mean, dtype)[:, None]
+        table = (centred / np.asarray(_spread(encoding), dtype) if normalize == "channel"
+                 else centred * reciprocal[:, None])
+        return _lookup(codes, table, dtype, parts=np.arange(width) % statistics.channels)
+    api = activate()
+    centred = _centred(codes, encoding, api.float_constant(
+        np.tile(np.asarray(statistics.mean, dtype), repeat), dtype), dtype)
     if normalize == "channel":
-        table = centred / np.asarray(_spread(encoding), dtype)
-    else:
-        reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
-        table = centred * reciprocal[:, None]
-    channel = np.arange(width) % statistics.channels
-    return _lookup(codes, table, dtype, parts=channel)
+        return centred / api.float_constant(_HALF_RANGE, dtype)
+    return centred * api.float_constant(np.tile(reciprocal, repeat), dtype)
+
+
+def _centred(codes, encoding, mean, dtype):
+    """``levels - mean`` (``mean`` a variable of ``dtype``), the levels
+    added in integers: a float offset, the library folds into the mean
+    (``c + (128 - mean)``, rounded twice)."""
+    api = activate()
+    levels = api.at.cast(codes, "int16")
+    if encoding.offset:
+        levels = levels + np.int16(encoding.offset)
+    return api.at.cast(levels, dtype) - mean
 
 
 def _bases(encoding, dtype):
@@ -220,14 +241,24 @@ def _divide_exactly(x, divisor, dtype):
     if np.dtype(dtype) != np.float32:
         raise ArgumentError(f"{dtype} values / {divisor}: only float32 quotients are taken "
                             "exactly in every mode (look float64 ones up)")
-    if divisor not in _DIVISORS:
-        _DIVISORS[divisor] = api.shared(np.asarray(divisor, dtype="float64"),
-                                        name=f"divisor_{divisor}")
-    return api.at.cast(api.at.cast(x, "float64") / _DIVISORS[divisor], dtype)
+    return api.at.cast(api.at.cast(x, "float64") / _held(divisor, "float64", "divisor"), dtype)
 
 
-# Read-only shared float64 divisors, one per value (see _divide_exactly).
-_DIVISORS = {}
+def _held(value, dtype, name):
+    """A read-only shared scalar of ``value`` in ``dtype``, one per value:
+    compiled code reads it as a value. A constant may be rewritten (``x /
+    c`` into ``x * (1 / c)``), and PyTensor's C code writes a float32
+    constant as a double literal of its shortest decimal (``x -
+    131.00972``), so float32 arithmetic with it was done in double."""
+    value = np.asarray(value, dtype=dtype)
+    key = (value.item(), value.dtype.str)
+    if key not in _HELD:
+        _HELD[key] = activate().shared(value, name=f"{name}_{value.item()}")
+    return _HELD[key]
+
+
+# Read-only shared scalars, one per value and dtype (see _held).
+_HELD = {}
 
 
 def _lookup(codes, table, dtype, parts=None):
