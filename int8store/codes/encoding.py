@@ -230,6 +230,7 @@ class EncodingSurvey:
         self.divisor = divisor
         self.integer = True
         self.all_int8 = True
+        self.all_bool = True
         self.low = self.high = None
         self.fits = set((divisor,) if divisor else _FLOAT_DIVISORS)
         self.float_dtypes = set()
@@ -238,6 +239,7 @@ class EncodingSurvey:
         self.names = []
 
     def add(self, chunk, name="data"):
+        self.all_bool &= np.asarray(chunk).dtype == np.bool_
         chunk = _as_numeric(chunk, name)
         if not chunk.size:
             return
@@ -256,7 +258,8 @@ class EncodingSurvey:
 
     def _affine(self):
         """The affine encoding that fits, or None."""
-        default = self.divisor or DEFAULT_DIVISOR
+        # (booleans are the values 0 and 1, as numpy widens them)
+        default = self.divisor or (1 if self.all_bool else DEFAULT_DIVISOR)
         if self.low is None:
             return Encoding(128, default)
         if self.integer:

@@ -27,7 +27,8 @@ def read_npz(path, keys=None):
         if labels.ndim != 1:
             raise SourceFormatError(f"{path}: {label_key!r} must be 1-D, got {labels.shape}")
         if len(images.shape) < 2 or not (np.issubdtype(images.dtype, np.integer)
-                                         or np.issubdtype(images.dtype, np.floating)):
+                                         or np.issubdtype(images.dtype, np.floating)
+                                         or images.dtype == np.bool_):
             raise SourceFormatError(f"{path}: {image_key!r} must be numbers of shape (N, ...), "
                                     f"got {images.dtype} {images.shape}")
         if images.shape[0] != len(labels):
