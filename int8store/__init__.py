@@ -72,7 +72,7 @@ _LAZY = {
     "MODES": ".codes.vocabulary",
 }
 
-# Names that lived here until 0.4, kept one release (with a DeprecationWarning).
+# Names that moved out of the top level, kept until 0.4 (with a DeprecationWarning).
 _MOVED = {
     **dict.fromkeys(["steps_function", "minibatch_calls", "default_steps", "ACCELERATOR_STEPS",
                      "scoring_function", "evaluate_in_chunks", "RunCheckpoint", "RunState",

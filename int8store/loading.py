@@ -48,7 +48,7 @@ def find_store(dataset, caller=None):
     from .sources.locate import caller_file, classic_candidates
     from .store.reader import is_store
 
-    if not isinstance(dataset, (str, bytes, os.PathLike)):
+    if not isinstance(dataset, (str, os.PathLike)):
         return None
     found = next((path for path in classic_candidates(dataset, caller or caller_file())
                   if path.is_file()), None)
@@ -65,8 +65,9 @@ def check_splits(origin, counts):
     if missing:
         cut = " (test_size= or convert --test-size cuts one from train)" \
             if missing == ["test"] else ""
-        raise SourceFormatError(f"{origin}: has splits {', '.join(counts)}; load_data needs "
-                                f"{', '.join(SPLITS)} (no {', '.join(missing)} split){cut}")
+        raise SourceFormatError(f"{origin}: no {' or '.join(missing)} split; load_data needs "
+                                f"{', '.join(SPLITS)}, and cuts a validation split from train "
+                                f"where a source has none but not a test split{cut}")
     check_examples(origin, {name: counts[name] for name in SPLITS})
 
 

@@ -25,6 +25,7 @@ files) and in grey when they have one; other channel counts are refused.
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,9 +117,9 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     from .runtime.limits import memory_ceiling
     from .store.atomic import atomic_output
 
-    if not (isinstance(count, int) and count >= 1):
+    if not (isinstance(count, numbers.Integral) and count >= 1):
         raise ArgumentError(f"count={count!r}: expected a positive number of images per class")
-    if scale is not None and not (isinstance(scale, int) and scale >= 1):
+    if scale is not None and not (isinstance(scale, numbers.Integral) and scale >= 1):
         raise ArgumentError(f"scale={scale!r}: expected a positive integer")
     if (augment is None) != (augmented is None):
         raise ArgumentError("an augmented preview needs both the augmentation (augment, "

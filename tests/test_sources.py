@@ -257,8 +257,11 @@ def test_npz_keys_guessed_from_shapes_or_refused_when_ambiguous(tmp_path):
     np.savez(one_pair, a=np.zeros((3, 2, 2), np.uint8), b=np.arange(3))
     source = read_source(one_pair)
     assert list(source.splits) == ["train"] and source.splits["train"].count == 3
-    with pytest.raises(SourceFormatError, match=r"has splits train, valid; load_data needs train, "
-                                                r"valid, test \(no test split\)"):
+    # (it said "has splits train, valid": the file holds one, the other was cut)
+    with pytest.raises(SourceFormatError, match=r"pair.npz: no test split; load_data needs train, "
+                                                r"valid, test, and cuts a validation split from "
+                                                r"train where a source has none but not a test "
+                                                r"split \(test_size="):
         load_data(one_pair)
     ambiguous = tmp_path / "odd.npz"
     np.savez(ambiguous, a=np.zeros((2, 2)), b=np.zeros(2), c=np.zeros((2, 3)))

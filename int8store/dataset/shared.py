@@ -111,6 +111,9 @@ class SharedDataset(Split):
                 f"{name}: codes must be an int8 array of shape (N, ...), "
                 f"got {codes.dtype} of shape {codes.shape}"
             )
+        if codes.shape[0] == 0:  # (numpy's reshape refused it, in its own words)
+            raise ArgumentError(f"{name}: no examples (codes of shape {codes.shape}); a split "
+                                "holds at least one")
         labels = as_int32_labels(labels, name=f"{name} labels")
         if labels.shape[0] != codes.shape[0]:
             raise ArgumentError(

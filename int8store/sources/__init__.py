@@ -12,11 +12,12 @@ May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 (a store is a source too).
 """
 
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-import math
 import numpy as np
 
 from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
@@ -275,6 +276,10 @@ def _kind(dataset, caller, reader):
                     "(train-images-idx3-ubyte and the like), and this is not one: give other "
                     "sources one at a time")
         return "idx files", paths
+    if not isinstance(dataset, (str, os.PathLike)) or not str(dataset):
+        # (None was a TypeError from pathlib; "" read the working folder)
+        raise ArgumentError(f"dataset={dataset!r}: expected 'digits', 'mnist', 'cifar10', or "
+                            "the path of a file or folder to read")
     if isinstance(dataset, str) and dataset in ("digits", "mnist", "cifar10"):
         return dataset, None
     from .locate import classic_candidates

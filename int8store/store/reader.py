@@ -18,7 +18,7 @@ import numpy as np
 
 from .checksums import SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
-from ..errors import EncodingError, StoreChecksumError, StoreFormatError
+from ..errors import DatasetNotFoundError, EncodingError, StoreChecksumError, StoreFormatError
 from .chunk_reading import ChunkBuffer, ChunkReader, damaged_error
 from .encoding_entry import read_encoding
 from .file_format import (FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for, changed_store_error,
@@ -71,6 +71,8 @@ class Store:
         self.file = self.path.absolute()
         try:
             self._read_header()
+        except FileNotFoundError as error:  # (a FileNotFoundError, as load_data raises)
+            raise DatasetNotFoundError(f"{self.path}: no such store") from error
         except OSError as error:
             raise StoreFormatError(f"{self.path}: cannot read ({error.strerror or error})") from error
 

@@ -82,7 +82,12 @@ def load_parameters(path, params, keys=None):
     if not os.path.exists(path):
         raise ArgumentError(f"{path}: no such saved model")
     params = list(params)
-    keys = list(keys) if keys is not None else [p.name for p in params]
+    if keys is None:
+        unnamed = [parameter_label(i, p) for i, p in enumerate(params) if not p.name]
+        if unnamed:
+            raise ArgumentError(f"{path}: {', '.join(unnamed)} of the model has no name to find "
+                                "its array by: name it (shared(..., name='W')) or give keys=")
+        keys = [p.name for p in params]
     values = read_parameters(NpzArchive(path), params, keys, "saved", cast=True)
     for param, value in zip(params, values):
         param.set_value(value)

@@ -50,8 +50,11 @@ def scoring_plans(split, chunk_size, classic_count=False):
         raise ArgumentError(f"chunk_size={chunk_size!r}: expected a positive chunk size")
     if isinstance(split, numbers.Integral):
         yield split_in_a_row(split, chunk_size, classic_count)
-    else:
+    elif hasattr(split, "scoring_plans"):
         yield from split.scoring_plans(int(chunk_size), classic_count)
+    else:
+        raise ArgumentError(f"n_examples={split!r}: expected a count of examples (an integer) "
+                            "or a split")
 
 
 def evaluate_in_chunks(evaluate, n_examples, chunk_size, classic_count=False, static=True):

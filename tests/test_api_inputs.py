@@ -1,0 +1,69 @@
+"""What the Python API makes of the inputs a user may hand it directly: a
+clear refusal naming the argument (never a traceback from numpy or
+pathlib), or the values as numpy has them."""
+
+import numpy as np
+import pytest
+
+from int8store import (ArgumentError, SharedDataset, load_splits, open_store, quantize,
+                       tensor_library)
+from int8store.training import evaluate_in_chunks, load_parameters, save_checkpoint
+
+
+def test_boolean_images_are_the_values_0_and_1_everywhere(tmp_path):
+    # (quantize took True as level 1, 1/256 under "unit"; an .npz of them was refused)
+    from int8store import convert
+
+    images = (np.arange(12 * 6).reshape(12, 2, 3) % 3 == 0)
+    codes, encoding = quantize(images)
+    assert (encoding.decode(codes, np.float64) == images).all()
+    split = SharedDataset.from_arrays(images, np.arange(12) % 2, dtype="float32")
+    assert (split.x.get_value() == images.reshape(12, -1)).all()
+    np.savez(tmp_path / "bool.npz", x_train=images, y_train=np.arange(12) % 2,
+             x_test=images[:4], y_test=np.arange(4) % 2)
+    convert(tmp_path / "bool.npz", tmp_path / "bool.h5", keep_order=True)
+    for source in ("bool.npz", "bool.h5"):
+        held = load_splits(tmp_path / source, keep_order=True)
+        assert set(np.unique(held["train"].x.get_value())) == {0.0, 1.0}
+        assert (held["test"].x.get_value() == images[:4].reshape(4, -1)).all()
+
+
+def test_a_split_of_no_examples_is_refused_by_name():
+    with pytest.raises(ArgumentError, match=r"train: no examples \(codes of shape \(0, 4\)\)"):
+        SharedDataset.from_arrays(np.zeros((0, 4), np.uint8), [], name="train")
+
+
+def test_a_missing_store_is_a_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no_such.h5: no such store"):
+        open_store(tmp_path / "no_such.h5")
+
+
+@pytest.mark.parametrize("dataset", [None, 42, b"mnist.pkl.gz", ""])
+def test_a_dataset_that_names_nothing_is_refused(dataset):
+    # (None was a TypeError from pathlib; "" read the working folder as class folders)
+    with pytest.raises(ArgumentError, match=r"dataset=.*: expected 'digits', 'mnist', 'cifar10', "
+                                            "or the path of a file or folder"):
+        load_splits(dataset)
+
+
+def test_evaluate_in_chunks_refuses_a_count_that_is_no_integer():
+    with pytest.raises(ArgumentError, match=r"n_examples=7.0: expected a count of examples"):
+        evaluate_in_chunks(lambda start: np.zeros(3), 7.0, 3)
+    assert evaluate_in_chunks(lambda start: np.ones(3), 7, 3) == (1.0, 7)
+
+
+def test_parameters_without_names_are_asked_for_keys(tmp_path):
+    path = save_checkpoint(tmp_path / "model", w=np.arange(3.0))
+    unnamed = tensor_library().shared(np.zeros(3))
+    with pytest.raises(ArgumentError, match=r"parameter 0 of the model has no name to find its "
+                                            r"array by: name it .* or give keys="):
+        load_parameters(path, [unnamed])
+    load_parameters(path, [unnamed], keys=["w"])
+    assert (unnamed.get_value() == np.arange(3.0)).all()
+
+
+def test_preview_takes_numpy_integers(tmp_path):
+    from int8store.preview import preview
+
+    shown = preview("digits", tmp_path / "grid.png", count=np.int64(2), scale=np.int32(1))
+    assert shown.count == 2 and (tmp_path / "grid.png").exists()
