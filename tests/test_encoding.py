@@ -135,3 +135,10 @@ def test_nan_and_non_numeric_data_are_refused():
 def test_insisting_on_a_divisor_that_does_not_fit():
     with pytest.raises(EncodingError, match="k/255"):
         quantize(np.array([0.5], dtype=np.float32), divisor=255, name="half")
+
+
+def test_decoding_to_an_integer_type_too_narrow_is_refused_not_wrapped():
+    codes, encoding = quantize(np.arange(256, dtype=np.uint8), divisor=1)
+    assert (encoding.decode(codes, np.int16) == np.arange(256)).all()
+    with pytest.raises(EncodingError, match=r"cannot decode to int8: values are levels 0\.\.255"):
+        encoding.decode(codes, np.int8)  # (255 came back as -1)

@@ -112,6 +112,10 @@ class Encoding:
                 raise EncodingError(
                     f"cannot decode to {np.dtype(dtype)}: values are levels / {self.divisor}"
                 )
+            limits = np.iinfo(dtype)
+            if levels.min() < limits.min or levels.max() > limits.max:  # (astype would wrap)
+                raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels "
+                                    f"{levels.min()}..{levels.max()}")
             return levels.astype(dtype)
         # One correctly rounded division in the source's precision, as the
         # symbolic path does, then widened.
