@@ -81,9 +81,9 @@ def say_if_sorted_by_class(labels, origin, split="train", report=None):
     runs = label_runs(labels)
     if runs.sorted:
         line = (f"int8store: split {split!r} of {origin} is sorted by class ({runs.describe()}): "
-                "its minibatches hold one class each, which SGD learns poorly from; convert "
-                "the source again without --keep-order (a source sorted by class is then "
-                "shuffled), or take it in a new order each epoch (--seed)")
+                "its minibatches hold one class each, which SGD learns poorly from; read or "
+                "convert the source without keep_order (--keep-order): a source sorted by "
+                "class is then shuffled; or take it in a new order each epoch (seed=, --seed)")
         if report is not None:
             report(line)
         else:

@@ -179,7 +179,7 @@ def test_a_split_sorted_by_class_is_named_once_when_loaded_for_training(tmp_path
     assert err.count("\n") == 1, err
     assert err.startswith(f"int8store: split 'train' of {tmp_path / 'kept.h5'} is sorted by "
                           "class (7 runs of one class, up to 30 examples long")
-    assert "without --keep-order" in err and "--seed" in err
+    assert "without keep_order (--keep-order)" in err and "(seed=, --seed)" in err
     load_splits(tmp_path / "animals", keep_order=True)  # the folder itself, in its order
     assert "split 'train' of" in capsys.readouterr().err
     load_splits(tmp_path / "animals")
