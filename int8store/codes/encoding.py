@@ -112,10 +112,9 @@ class Encoding:
                 raise EncodingError(
                     f"cannot decode to {np.dtype(dtype)}: values are levels / {self.divisor}"
                 )
-            limits = np.iinfo(dtype)
-            if levels.min() < limits.min or levels.max() > limits.max:  # (astype would wrap)
+            if levels.min() < np.iinfo(dtype).min or levels.max() > np.iinfo(dtype).max:
                 raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels "
-                                    f"{levels.min()}..{levels.max()}")
+                                    f"{levels.min()}..{levels.max()}")  # (astype would wrap)
             return levels.astype(dtype)
         # One correctly rounded division in the source's precision, as the
         # symbolic path does, then widened.
@@ -301,9 +300,8 @@ class EncodingSurvey:
             return affine
         names = ", ".join(self.names)
         if self.divisor and not self.integer:
-            raise EncodingError(
-                f"{names}: not every value is k/{self.divisor} for an integer k in 0..255"
-            )
+            raise EncodingError(f"{names}: not every value is k/{self.divisor} for an integer k "
+                                "in 0..255")
         if self.distinct is not None:
             if self.integer and self.distinct.size and \
                     max(abs(int(self.distinct[0])), abs(int(self.distinct[-1]))) > _FLOAT64_EXACT:
@@ -376,16 +374,12 @@ def _encode_blocks(flat_in, encoding, flat_out, name):
         else:
             levels = _exact_levels(chunk, encoding.divisor)
             if levels is None:
-                raise EncodingError(
-                    f"{name}: not every value is k/{encoding.divisor} for an integer k "
-                    f"in {low}..{high}, so it cannot use this encoding"
-                )
+                raise EncodingError(f"{name}: not every value is k/{encoding.divisor} for an "
+                                    f"integer k in {low}..{high}, so it cannot use this encoding")
         chunk_low, chunk_high = levels.min(), levels.max()
         if chunk_low < low or chunk_high > high:
-            raise EncodingError(
-                f"{name}: levels range from {chunk_low} to {chunk_high}, outside "
-                f"{low}..{high} that int8 codes with offset {encoding.offset} hold"
-            )
+            raise EncodingError(f"{name}: levels range from {chunk_low} to {chunk_high}, outside "
+                                f"{low}..{high} that int8 codes with offset {encoding.offset} hold")
         np.subtract(levels, encoding.offset, out=flat_out[start:start + chunk.size],
                     casting="unsafe")  # in range: checked just above
 
