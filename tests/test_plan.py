@@ -5,6 +5,7 @@ copy of the classic file by its arrays."""
 import gzip
 import importlib.util
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -175,8 +176,39 @@ def test_a_bare_name_is_looked_for_in_the_working_folder_then_in_data_beside_the
     np.testing.assert_array_equal(source.splits["test"].labels, here[2][1])
 
 
+def test_a_bare_name_is_looked_for_beside_logistic_sgd_as_the_classic_did(tmp_path, monkeypatch):
+    # The classic load_data looked beside its own file, logistic_sgd.py: a
+    # script elsewhere (or a notebook) importing it read the tutorials' data.
+    import types
+
+    classic = types.ModuleType("logistic_sgd")
+    classic.__file__ = str(tmp_path / "code" / "logistic_sgd.py")
+    monkeypatch.setitem(sys.modules, "logistic_sgd", classic)
+    beside = classic_pickle(tmp_path / "data" / "mnist.pkl.gz", offset=1)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    source = read_source("mnist.pkl.gz", caller=tmp_path / "elsewhere" / "script.py")
+    assert source.origin == str(tmp_path / "data" / "mnist.pkl.gz")
+    np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
+
+
+def test_a_bare_name_is_looked_for_beside_a_linked_tutorial_not_its_target(tmp_path,
+                                                                            monkeypatch):
+    (tmp_path / "repo" / "code").mkdir(parents=True)
+    (tmp_path / "repo" / "code" / "dA.py").write_text("")
+    (tmp_path / "workspace" / "code").mkdir(parents=True)
+    (tmp_path / "workspace" / "code" / "dA.py").symlink_to(tmp_path / "repo" / "code" / "dA.py")
+    beside = classic_pickle(tmp_path / "workspace" / "data" / "scans.pkl.gz", offset=1)
+    monkeypatch.delitem(sys.modules, "logistic_sgd", raising=False)
+    monkeypatch.chdir(tmp_path)
+    source = read_source("scans.pkl.gz", caller=tmp_path / "workspace" / "code" / "dA.py")
+    assert source.origin == str(tmp_path / "workspace" / "data" / "scans.pkl.gz")
+    np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
+
+
 def test_a_missing_file_names_every_place_looked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "logistic_sgd", raising=False)
     with pytest.raises(DatasetNotFoundError) as error:
         read_source("scans.npz", caller=tmp_path / "code" / "tutorial.py")
     assert f"scans.npz or {tmp_path / 'data' / 'scans.npz'}: no such file" in str(error.value)

@@ -2,12 +2,15 @@
 tutorials' ``load_data`` looked.
 
 The classic code used the name as a path when the file was in the working
-folder, else ``../data/NAME`` beside the tutorial's own file (its
-``__file__``). A user who replaces the tutorial's ``load_data`` with
-int8store's keeps that: "beside the tutorial" is beside the file of the code
-that called int8store.
+folder, else ``../data/NAME`` beside ``logistic_sgd.py``, the file that
+defined ``load_data`` (its ``__file__``, symbolic links as they are). A user
+who replaces the tutorial's ``load_data`` with int8store's keeps that:
+int8store looks beside the file of the code that called it, then, where a
+module ``logistic_sgd`` is loaded (the other tutorials, a user's script or
+notebook import ``load_data`` from it), beside that module's file.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -28,10 +31,19 @@ def caller_file():
 
 def classic_candidates(dataset, caller=None):
     """The paths the classic tutorials tried for ``dataset``, in order: the
-    name itself (the working folder), then ``../data/NAME`` beside ``caller``.
-    Only bare names (no folder part) get the second place."""
+    name itself (the working folder), then ``../data/NAME`` beside ``caller``
+    and beside a loaded ``logistic_sgd`` module's file. Only bare names (no
+    folder part) get the other places."""
     path = Path(dataset)
     candidates = [path]
-    if caller and path.parent == Path("."):
-        candidates.append(Path(caller).resolve().parent.parent / "data" / path.name)
+    if path.parent != Path("."):
+        return candidates
+    classic = getattr(sys.modules.get("logistic_sgd"), "__file__", None)
+    for beside in filter(None, (caller, classic)):
+        # (the file's folder as named, not its link's target: a tutorial
+        # linked into a workspace reads the workspace's data, as the classic)
+        candidate = Path(os.path.normpath(Path(beside).absolute().parent.parent / "data"
+                                          / path.name))
+        if candidate not in candidates:
+            candidates.append(candidate)
     return candidates
