@@ -67,3 +67,13 @@ def test_preview_takes_numpy_integers(tmp_path):
 
     shown = preview("digits", tmp_path / "grid.png", count=np.int64(2), scale=np.int32(1))
     assert shown.count == 2 and (tmp_path / "grid.png").exists()
+
+
+def test_the_float_view_takes_get_values_arguments_and_refuses_set_value():
+    split = SharedDataset.from_arrays(np.arange(24, dtype=np.uint8).reshape(6, 4),
+                                      np.arange(6) % 2, name="train", dtype="float32")
+    held = split.x.get_value(borrow=True, return_internal_type=True)  # (a TypeError)
+    assert (held == np.arange(24).reshape(6, 4) / np.float32(256)).all()
+    with pytest.raises(ArgumentError, match=r"train: x is a float view of int8 codes, not a "
+                                            r"shared variable: its values cannot be set"):
+        split.x.set_value(held)  # (an AttributeError)

@@ -69,12 +69,24 @@ class FloatView(_api.TensorVariable):
             return view
         return view[((slice(None),) if rows.ndim else ()) + rest]
 
-    def get_value(self, borrow=False):
+    def get_value(self, borrow=False, return_internal_type=False):
         """The images as the view's values: a new ``(N, features)`` array of
-        the view's dtype (``borrow`` is accepted and changes nothing: there is
-        no float array to lend). Decoding takes a moment and the memory of the
-        floats; ``y.get_value(borrow=True).shape[0]`` counts examples for free."""
+        the view's dtype (``borrow`` and ``return_internal_type`` are
+        accepted and change nothing: there is no float array to lend, and the
+        values are a numpy array). Decoding takes a moment and the memory of
+        the floats; ``y.get_value(borrow=True).shape[0]`` counts examples for
+        free."""
         return self.dataset.decoded()
+
+    def set_value(self, value, borrow=False):
+        """Refused, saying why: the view holds no values to replace (a shared
+        variable's ``set_value``, the classic way to swap a chunk of a large
+        set in, has its int8store form in streaming)."""
+        raise ArgumentError(
+            f"{self.dataset.name}: x is a float view of int8 codes, not a shared variable: its "
+            "values cannot be set. For a set larger than memory, stream it "
+            "(load_data(..., max_device_bytes=N)), which swaps shards in itself; for other "
+            "images, load them (load_data, SharedDataset.from_arrays)")
 
 
 def float_view(expression, dataset, augmented=False):
