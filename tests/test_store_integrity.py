@@ -223,9 +223,12 @@ def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_pa
     out = tmp_path / "out" / "m.h5"
     out.parent.mkdir()
     command = [sys.executable, "-c", CONVERT, "convert", str(folder), "-o", str(out), "--force"]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
-    duration = time.perf_counter() - start
+    durations = []
+    for _ in range(2):  # (the shorter: on a machine busy a moment, one was twice as long,
+        start = time.perf_counter()  # and 14 of 24 signals came after the end)
+        subprocess.run(command, check=True, capture_output=True)
+        durations.append(time.perf_counter() - start)
+    duration = min(durations)
     previous = out.read_bytes()
     outcomes = {"interrupted": 0, "finished": 0}
     for signum in (signal.SIGINT, signal.SIGTERM):
