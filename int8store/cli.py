@@ -88,7 +88,7 @@ def _parser():
     convert.add_argument("--test-size", type=_valid, metavar="N",
                          help="for a source without a test split: cut one of N training "
                               "examples (or a fraction), stratified by class, before the "
-                              "validation split, as load_data(test_size=N) (default: none)")
+                              "validation split, as load_data(test_size=N) (default: a sixth)")
     convert.add_argument("--seed", "--valid-seed", dest="seed", type=int, metavar="S",
                          help="the seed of the shuffle of a source sorted by class and of the "
                               "stratified cuts, recorded in the store; from a source that keeps "

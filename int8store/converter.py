@@ -70,7 +70,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
         Keep the source's order even where its labels run by class.
     test_size : int or float, optional
         For a source without a test split: the training examples (a count,
-        or a fraction) cut into one, stratified by class.
+        or a fraction; default a sixth) cut into one, stratified by class.
 
     Returns
     -------
@@ -89,6 +89,7 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
                        keep_order=keep_order, test_size=test_size)
     if report is not None:
         report(f"validation split: {plan.validation}")
+        report(f"test split: {plan.test}")
         report(f"order: {describe_order(plan.order)}")
     labels = {name: plan.labels(name) for name in plan.splits}
     total = sum(s.count for s in plan.splits.values())

@@ -396,7 +396,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
         Keep the source's order even where its labels run by class.
     test_size : int or float, optional
         For a source without a test split: the training examples (a count,
-        or a fraction) cut into one, stratified by class.
+        or a fraction; default a sixth) cut into one, stratified by class.
     cache_dir : path, optional
         Where ``"mnist"`` and ``"cifar10"`` are cached (default
         ``$INT8STORE_DATA``, else ``~/.cache/int8store``).

@@ -225,8 +225,14 @@ def test_npz_arrays_sorted_by_label_are_shuffled_and_shuffled_ones_kept(tmp_path
 def test_test_size_cuts_a_test_split_from_one_pair_of_arrays(tmp_path, capsys):
     images, labels = sorted_arrays((30, 42, 24))
     np.savez(tmp_path / "one.npz", images=images, labels=labels)
-    with pytest.raises(Exception, match="no test split"):
-        load_splits(tmp_path / "one.npz")  # what a newcomer met
+    # By default a sixth (a newcomer met "no test split", and the tutorials
+    # have no --test-size), stratified, and the validation split from the rest
+    default = load_splits(tmp_path / "one.npz")
+    assert [default[n].n_examples for n in ("train", "valid", "test")] == [67, 13, 16]
+    assert (np.bincount(default["test"].labels, minlength=3) == [5, 7, 4]).all()
+    assert main(["convert", str(tmp_path / "one.npz"), "-o", str(tmp_path / "d.h5")]) == 0
+    assert "test split: 16 of the 96 training examples (a sixth, the default), stratified by " \
+           "class, drawn with seed 0" in capsys.readouterr().out
     assert main(["convert", str(tmp_path / "one.npz"), "-o", str(tmp_path / "t.h5"),
                  "--test-size", "0.25"]) == 0
     assert "12 of the 72 training examples left by the test split" in capsys.readouterr().out
@@ -408,5 +414,5 @@ def test_a_few_images_in_class_folders_are_shuffled_too(tmp_path):
     write_image_folder(tmp_path / "few", np.arange(12 * 9, dtype=np.uint8).reshape(12, 3, 3),
                        np.arange(12) // 6, ["a", "b"])
     store = open_store(convert(tmp_path / "few", tmp_path / "few.h5", valid_size=2))
-    assert store.order["shuffled"] == ["train", "valid"]
+    assert store.order["shuffled"] == ["train", "valid", "test"]
     assert label_runs(store.read_labels("train")).runs > 2

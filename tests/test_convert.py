@@ -288,15 +288,16 @@ def test_mixed_sizes_need_resize(tmp_path, capsys):
     (root / "a").mkdir(parents=True)
     (root / "b").mkdir()
     Image.fromarray(np.zeros((8, 8), np.uint8)).save(root / "a" / "1.png")
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(root / "a" / "3.png")
     Image.fromarray(np.full((10, 6), 200, np.uint8)).save(root / "b" / "2.png")
     out = tmp_path / "m.h5"
     assert_refused(capsys, ["convert", root, "-o", out], root / "b" / "2.png",
                    "is 10x6 grey but", "--resize", output=out)
     status, _, _ = run_cli(["convert", root, "-o", out, "--resize", "4x5"], capsys)
     assert status == 0
-    got = np.concatenate([stored(out)[split][0] for split in ("train", "valid")])
-    assert got.shape == (2, 4, 5)
-    assert sorted(np.unique(image).tolist() for image in got) == [[0], [200]]
+    got = np.concatenate([stored(out)[split][0] for split in ("train", "valid", "test")])
+    assert got.shape == (3, 4, 5)
+    assert sorted(np.unique(image).tolist() for image in got) == [[0], [0], [200]]
 
 
 def test_an_option_the_source_has_no_use_for_is_refused_not_ignored(tmp_path, capsys):
@@ -441,11 +442,12 @@ def test_converting_an_image_folder_takes_bounded_memory(tmp_path):
 
     The bound: the conversion's chunks (1 MiB of images, their codes) and the
     store's one-chunk buffer (1 MiB) for each split being written (train and
-    the validation examples carved from it), with room for the interpreter."""
+    the validation and test examples carved from it), with room for the
+    interpreter."""
     bound = 8 << 20
     rng = np.random.default_rng(0)
     # Warm up: the first conversion imports Pillow's plugins, h5py, ...
-    write_image_folder(tmp_path / "warm", np.zeros((2, 4, 4), np.uint8), [0, 1])
+    write_image_folder(tmp_path / "warm", np.zeros((3, 4, 4), np.uint8), [0, 1, 1])
     convert(tmp_path / "warm", tmp_path / "warm.h5")
     peaks = {}
     for count in (1000, 3000):

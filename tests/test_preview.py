@@ -88,8 +88,8 @@ def test_preview_of_the_digits_scales_their_17_levels(tmp_path):
 
 
 def test_a_class_with_fewer_images_leaves_its_cells_empty(tmp_path):
-    images = np.full((5, 4, 4), 200, np.uint8)
-    write_image_folder(tmp_path / "imgs", images, [0, 0, 0, 0, 1], ["many", "one"])
+    images = np.full((7, 4, 4), 200, np.uint8)  # (a test and a validation image cut from "many")
+    write_image_folder(tmp_path / "imgs", images, [0, 0, 0, 0, 0, 0, 1], ["many", "one"])
     result = preview(tmp_path / "imgs", tmp_path / "g.png", count=3)
     _, shown = cells(tmp_path / "g.png", result)
     assert [int(cell.min()) for cell in shown[1]] == [200, BACKGROUND, BACKGROUND]

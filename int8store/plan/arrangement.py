@@ -11,7 +11,10 @@ The rules, in the order they apply:
    permutation of its examples from ``seed``; unless the source's order is
    kept (``SourceData.keeps_order``: IDX, ``mnist.pkl.gz``, CIFAR-10, the
    digits, a store) or ``keep_order`` asks to.
-2. **Cut a test split** from train when ``test_size`` asks (a source without one).
+2. **Cut a test split** from train when the source has none: a sixth by
+   default (``test_size`` otherwise), a stratified draw, seeded. A folder
+   of class folders, or one pair of arrays, then trains and reports its
+   test error as a source with all three splits does.
 3. **Cut a validation split** from train when the source has none: a sixth
    by default (``valid_size`` otherwise). From a source whose order is kept
    and with no seed given, the last ones, as the classic ``mnist.pkl.gz``
@@ -81,6 +84,7 @@ class Arrangement:
     drawn: dict
     order: dict
     validation: str
+    test: str = "the source's own"
 
 
 def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order=False):
@@ -99,15 +103,28 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
         else:
             drawn[name] = Drawn(name)
     cuts = {name: "source" for name in ("valid", "test") if name in splits}
-    if test_size is not None:
-        if "test" in splits:
-            raise ArgumentError(f"{origin}: already has a test split; test_size (--test-size) "
-                                "applies only to sources without one")
+    test = "the source's own"
+    if test_size is not None and "test" in splits:
+        raise ArgumentError(f"{origin}: already has a test split; test_size (--test-size) "
+                            "applies only to sources without one")
+    if "test" not in splits:
         train = drawn["train"]
-        count = validation_count(test_size, len(train.labels(splits)), "test_size")
-        chosen = stratified_pick(train.labels(splits), count, seed, TEST_STREAM)
+        labels = train.labels(splits)
+        n = len(labels)
+        if test_size is None:
+            if n < 3:
+                raise SourceFormatError(
+                    f"{origin}: {n} training example{'s' if n != 1 else ''} and no test split: "
+                    "too few to cut a test and a validation split from; at least 3 are needed")
+            count, asked = max(1, n // VALID_SHARE), "a sixth, the default"  # (as validation)
+        else:
+            count = validation_count(test_size, n, "test_size")
+            asked = f"test_size={test_size!r}"
+        chosen = stratified_pick(labels, count, seed, TEST_STREAM)
         drawn["train"], drawn["test"] = train.part(~chosen), train.part(chosen)
         cuts["test"] = "stratified"
+        test = (f"{count} of the {n} training examples ({asked}), stratified by class, drawn "
+                f"with seed {seed}")
     if "valid" in splits:
         if valid_size is not None or (valid_seed is not None and not _draws(drawn, cuts)):
             raise ArgumentError(
@@ -123,7 +140,7 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
             if n < 2:
                 raise SourceFormatError(
                     f"{origin}: {n} training example{'s' if n != 1 else ''}"
-                    f"{' (after the test split)' if test_size is not None else ''}: too few to "
+                    f"{' (after the test split)' if 'test' not in splits else ''}: too few to "
                     "draw a validation split from; at least 2 are needed")
             count = max(1, n // VALID_SHARE)  # (a sixth, at least one)
         else:
@@ -149,7 +166,7 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
     order = {"seed": seed if _draws(drawn, cuts) else None,
              "shuffled": [name for name, d in drawn.items() if d.shuffled],
              **{name: cuts[name] for name in ("valid", "test") if name in cuts}}
-    return Arrangement(drawn, order, validation)
+    return Arrangement(drawn, order, validation, test)
 
 
 def describe_order(order, cuts=False):

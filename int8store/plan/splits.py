@@ -52,8 +52,8 @@ class Plan:
     order : dict
         How the examples were ordered and cut, as a store's manifest records
         it (:class:`.arrangement.Arrangement`).
-    validation : str
-        How the validation split was made, in words.
+    validation, test : str
+        How the validation and test splits were made, in words.
     """
 
     splits: dict
@@ -66,6 +66,7 @@ class Plan:
     drawn: dict = field(default_factory=dict)
     order: dict = field(default_factory=dict)
     validation: str = ""
+    test: str = ""
     done: dict = field(default_factory=dict)  # a source split's codes, made while choosing the encoding
     _held: dict = field(default_factory=dict)  # a source split's codes, until each split drawn from it took its own
 
@@ -151,8 +152,8 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
         Keep the source's order even where its labels run by class.
     test_size : int or float, optional
         For a source without a test split: how many training examples (or
-        which fraction) become one, a stratified draw, before the validation
-        split is cut from the rest.
+        which fraction) become one (default a sixth), a stratified draw,
+        before the validation split is cut from the rest.
 
     The rules: :mod:`int8store.plan.arrangement`.
     """
@@ -169,7 +170,7 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
                 encoded=source.encoding is not None, sources=dict(source.splits),
                 drawn=arrangement.drawn, order=arrangement.order,
-                validation=arrangement.validation)
+                validation=arrangement.validation, test=arrangement.test)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
     return plan
