@@ -4,7 +4,8 @@ fast-math), int8store's C mode and JAX mode, and ``x.get_value()``.
 
 Each source below broke that once: the library folds a float offset into
 the mean (``c + (128 - mean)``, rounded twice), PyTensor's C code wrote a
-float32 mean as a double literal (and so subtracted in double), and Numba's
+float32 mean as a double literal (and so subtracted in double; a grey
+image's channel mean, folded into a scalar, too), and Numba's
 fast-math and XLA's CPU float64 division are an ulp off numpy's for
 levels / 255; Aesara's JAX conversion could not look a constant table up
 at all."""
@@ -54,7 +55,8 @@ def expected(levels, split, normalize, dtype):
 
 
 CASES = [("k/255 in float64", "unit", "float64"), ("k/255 in float64", "unit", "float32"),
-         ("grey", "dataset", "float32"), ("colour", "dataset", "float32"),
+         ("grey", "dataset", "float32"), ("grey", "channel", "float32"),
+         ("grey", "standard", "float32"), ("colour", "dataset", "float32"),
          ("colour", "channel", "float32"), ("colour", "standard", "float32"),
          ("colour", "standard", "float64"), ("codebook", "dataset", "float32"),
          ("codebook", "unit", "float64")]

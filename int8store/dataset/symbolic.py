@@ -181,11 +181,21 @@ def _per_channel(codes, encoding, normalize, statistics, dtype):
                  else centred * reciprocal[:, None])
         return _lookup(codes, table, dtype, parts=np.arange(width) % statistics.channels)
     api = activate()
-    centred = _centred(codes, encoding, api.float_constant(
-        np.tile(np.asarray(statistics.mean, dtype), repeat), dtype), dtype)
+    centred = _centred(codes, encoding, _row(statistics.mean, repeat, dtype, "channel_mean"),
+                       dtype)
     if normalize == "channel":
         return centred / api.float_constant(_HALF_RANGE, dtype)
-    return centred * api.float_constant(np.tile(reciprocal, repeat), dtype)
+    return centred * _row(reciprocal, repeat, dtype, "channel_reciprocal")
+
+
+def _row(values, repeat, dtype, name):
+    """Each channel's value repeated along a row of channels-last pixels, a
+    constant; one value for all (one channel): held (:func:`_held`), as the
+    library would fold such a constant into a scalar one."""
+    values = np.asarray(values, dtype)
+    if (values == values[0]).all():
+        return _held(values[0], dtype, name)
+    return activate().float_constant(np.tile(values, repeat), dtype)
 
 
 def _centred(codes, encoding, mean, dtype):
