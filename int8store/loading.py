@@ -71,19 +71,21 @@ def check_splits(origin, counts):
     check_examples(origin, {name: counts[name] for name in SPLITS})
 
 
-def say_if_sorted_by_class(labels, origin, split="train", report=None):
+def say_if_sorted_by_class(labels, origin, split="train", report=None, store=False):
     """Say, in one line (``report``, else stderr), that the training split
     ``split`` of ``origin`` runs by class (see
     :func:`~int8store.order.classes.label_runs`), with what to do; returns
-    whether it does. Its minibatches would each hold one class."""
+    whether it does. Its minibatches would each hold one class. A ``store``
+    keeps the order it was written in: it is converted again."""
     from .order.classes import label_runs
 
     runs = label_runs(labels)
     if runs.sorted:
         line = (f"int8store: split {split!r} of {origin} is sorted by class ({runs.describe()}): "
-                "its minibatches hold one class each, which SGD learns poorly from; read or "
-                "convert the source without keep_order (--keep-order): a source sorted by "
-                "class is then shuffled; or take it in a new order each epoch (seed=, --seed)")
+                "its minibatches hold one class each, which SGD learns poorly from; "
+                f"{'convert the source again' if store else 'read or convert the source'} "
+                "without keep_order (--keep-order): a source sorted by class is then shuffled; "
+                "or take it in a new order each epoch (seed=, --seed)")
         if report is not None:
             report(line)
         else:
@@ -168,7 +170,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
 
             opened.verify()
             check_splits(store, opened.splits)
-            say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed))
+            say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed),
+                                   store=True)
             splits = load_store_over_devices(opened, devices, normalize, dtype,
                                              _store_statistics(opened, normalize))
         else:
@@ -266,7 +269,8 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
     if opened is not None:  # (each chunk is checked as it is read)
         check_splits(opened.path, opened.splits)
         sources = {name: StoreShards(opened.path, name, store=opened) for name in SPLITS}
-        say_if_sorted_by_class(sources["train"].labels, opened.path, report=_quiet(seed))
+        say_if_sorted_by_class(sources["train"].labels, opened.path, report=_quiet(seed),
+                               store=True)
         encoding, image_shape = opened.encoding, opened.image_shape
     else:
         held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,

@@ -22,6 +22,14 @@ def test_boolean_images_are_the_values_0_and_1_everywhere(tmp_path):
     np.savez(tmp_path / "bool.npz", x_train=images, y_train=np.arange(12) % 2,
              x_test=images[:4], y_test=np.arange(4) % 2)
     convert(tmp_path / "bool.npz", tmp_path / "bool.h5", keep_order=True)
+    import gzip
+    import pickle
+
+    flat, labels = images.reshape(12, -1), (np.arange(12) % 2).astype(np.int64)
+    with gzip.open(tmp_path / "bool.pkl.gz", "wb") as classic:  # (as_images refused it)
+        pickle.dump(((flat, labels), (flat[:4], labels[:4]), (flat[:4], labels[:4])), classic,
+                    protocol=2)
+    assert (load_splits(tmp_path / "bool.pkl.gz")["test"].x.get_value() == flat[:4]).all()
     for source in ("bool.npz", "bool.h5"):
         held = load_splits(tmp_path / source, keep_order=True)
         assert set(np.unique(held["train"].x.get_value())) == {0.0, 1.0}

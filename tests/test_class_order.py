@@ -403,9 +403,10 @@ def test_a_training_seed_that_would_alias_another_is_refused(seed):
     with pytest.raises(ArgumentError, match=pattern):
         load_streams("digits", max_device_bytes=20000, seed=seed)
     split = SharedDataset.from_arrays(np.zeros((8, 4, 4), np.uint8), np.arange(8), name="train")
-    for take in (split.shuffle, lambda seed: split.augment("translate=1", seed)):
-        with pytest.raises(ArgumentError, match=pattern):
-            take(seed)
+    with pytest.raises(ArgumentError, match=pattern):
+        split.shuffle(seed)
+    with pytest.raises(ArgumentError, match=pattern.replace(":", r" \(--augment-seed\):", 1)):
+        split.augment("translate=1", seed)
 
 
 def test_a_few_images_in_class_folders_are_shuffled_too(tmp_path):

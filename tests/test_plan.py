@@ -187,7 +187,7 @@ def test_a_bare_name_is_looked_for_beside_logistic_sgd_as_the_classic_did(tmp_pa
     beside = classic_pickle(tmp_path / "data" / "mnist.pkl.gz", offset=1)
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
-    source = read_source("mnist.pkl.gz", caller=tmp_path / "elsewhere" / "script.py")
+    source = read_source("mnist.pkl.gz", caller=tmp_path / "a" / "b" / "script.py")
     assert source.origin == str(tmp_path / "data" / "mnist.pkl.gz")
     np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
 

@@ -296,7 +296,7 @@ class SharedDataset(Split):
         if self.storage != "int8":
             raise ArgumentError(f"{self.name}: augmentation moves int8 codes; this split holds "
                                 "a float copy (storage='float')")
-        self.augmentation = (augmentation, check_seed(seed))
+        self.augmentation = (augmentation, check_seed(seed, option="--augment-seed"))
         if self._epoch is None:
             self._epoch, self._first_step = (
                 shared(np.array(0, dtype=np.int64), name=f"{self.name}_augmented_{what}")

@@ -85,8 +85,8 @@ class FloatView(_api.TensorVariable):
         raise ArgumentError(
             f"{self.dataset.name}: x is a float view of int8 codes, not a shared variable: its "
             "values cannot be set. For a set larger than memory, stream it "
-            "(load_data(..., max_device_bytes=N)), which swaps shards in itself; for other "
-            "images, load them (load_data, SharedDataset.from_arrays)")
+            "(load_splits(..., max_device_bytes=N) or load_streams), which swaps shards in "
+            "itself; for other images, load them (load_data, SharedDataset.from_arrays)")
 
 
 def float_view(expression, dataset, augmented=False):

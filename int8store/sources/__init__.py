@@ -364,7 +364,8 @@ def as_images(array, origin, what="images"):
         array = np.asarray(array)
     if len(array.shape) < 2:
         raise SourceFormatError(f"{origin}: {what} must have shape (N, ...), got {array.shape}")
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+            or array.dtype == np.bool_):  # (booleans: the values 0 and 1)
         raise SourceFormatError(f"{origin}: {what} have dtype {array.dtype}, expected numbers")
     return array
 
