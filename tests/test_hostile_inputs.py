@@ -23,7 +23,7 @@ import pytest
 
 from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_zeros,
                       write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
-from int8store import EncodingError, SourceFormatError, load_splits
+from int8store import EncodingError, SourceFormatError, load_splits, open_store
 from int8store.cli import main
 
 pytestmark = pytest.mark.graph_free
@@ -339,6 +339,15 @@ def test_a_class_folder_without_images_is_refused_not_skipped(tmp_path, capsys):
     (tmp_path / "layout" / "valid").rmdir()
     assert main(["convert", str(tmp_path / "layout"), "-o", str(tmp_path / "l.h5"),
                  "--valid-size", "1"]) == 0
+
+
+def test_a_folder_of_only_test_class_folders_is_a_test_split_not_train(tmp_path, capsys):
+    # (it was taken for a wrapping folder: the test images became train and valid)
+    write_image_folder(tmp_path / "only" / "test", np.zeros((4, 3, 3), np.uint8), [0, 0, 1, 1])
+    refused(tmp_path, capsys, [tmp_path / "only"], "only: has splits test; a train split is needed")
+    write_image_folder(tmp_path / "only" / "train", np.zeros((6, 3, 3), np.uint8), [0, 1] * 3)
+    assert main(["convert", str(tmp_path / "only"), "-o", str(tmp_path / "o.h5")]) == 0
+    assert open_store(tmp_path / "o.h5").splits["test"] == 4
 
 
 def test_images_of_another_colour_are_not_told_to_resize(tmp_path, capsys):

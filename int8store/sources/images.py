@@ -328,10 +328,13 @@ def _read_tree(tree, resize):
     files = [(name, parts) for name, parts in files if not _is_hidden(parts)]
     if not files:
         raise SourceFormatError(f"{tree.label}: holds no images")
-    # Descend into one folder that wraps everything (e.g. digits/ inside digits.zip).
+    # Descend into one folder that wraps everything (e.g. digits/ inside
+    # digits.zip), but not a split's folder over class folders: test/CLASS/
+    # IMAGE alone is a test split (it was read as train).
     depth = 0
-    while len({parts[depth] for _, parts in files}) == 1 \
-            and all(len(parts) > depth + 2 for _, parts in files):
+    while len(tops := {parts[depth] for _, parts in files}) == 1 \
+            and all(len(parts) > depth + 2 for _, parts in files) \
+            and not (tops <= set(_SPLIT_FOLDERS) and all(len(p) == depth + 3 for _, p in files)):
         depth += 1
     top = {parts[depth] for _, parts in files}
     split_layout = top <= set(_SPLIT_FOLDERS) and all(len(p) == depth + 3 for _, p in files)
