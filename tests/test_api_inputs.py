@@ -85,3 +85,20 @@ def test_the_float_view_takes_get_values_arguments_and_refuses_set_value():
     with pytest.raises(ArgumentError, match=r"train: x is a float view of int8 codes, not a "
                                             r"shared variable: its values cannot be set"):
         split.x.set_value(held)  # (an AttributeError)
+
+
+def test_a_data_set_name_that_is_also_a_folder_here_is_refused_as_ambiguous(tmp_path,
+                                                                           monkeypatch):
+    # ('digits' read scikit-learn's digits beside a user's ./digits folder of images)
+    from archives import write_image_folder
+
+    monkeypatch.chdir(tmp_path)
+    write_image_folder(tmp_path / "digits", np.zeros((6, 3, 3), np.uint8), [0, 1] * 3)
+    with pytest.raises(ArgumentError, match=r"'digits' names int8store's own digits data set, "
+                                            r"and ./digits exists here too: give ./digits"):
+        load_splits("digits")
+    assert load_splits("./digits")["train"].image_shape == (3, 3)
+    monkeypatch.setenv("INT8STORE_DATA", str(tmp_path))  # the cache's own folder is no clash
+    (tmp_path / "mnist").mkdir()
+    from int8store.sources import _check_not_shadowing
+    _check_not_shadowing("mnist", None)

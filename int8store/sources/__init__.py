@@ -230,6 +230,8 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     if isinstance(dataset, (list, tuple)) and len(dataset) == 1:
         dataset = dataset[0]  # one name keeps its meaning ("mnist", "digits")
     kind, path = _kind(dataset, caller, reader)
+    if path is None and kind in _NAMED:
+        _check_not_shadowing(kind, cache_dir)
     # (refused before the reading, which may take long)
     check_source_options(path or dataset, kind, resize=resize, keys=keys)
     if kind == "idx files":
@@ -264,6 +266,22 @@ _TAKES = {"image folder": {"resize"}, "image archive": {"resize"}, "npz": {"keys
           "hdf5": {"keys"}}
 
 
+#: The data sets int8store reads by name.
+_NAMED = ("digits", "mnist", "cifar10")
+
+
+def _check_not_shadowing(name, cache_dir):
+    """Refuse a name that is also a file or folder here (not the cache's):
+    ``digits`` read scikit-learn's digits beside a user's ``./digits``."""
+    from .download import dataset_folder
+
+    here = Path(name)
+    if here.exists() and here.resolve() != dataset_folder(name, cache_dir).resolve():
+        raise ArgumentError(f"{name!r} names int8store's own {name} data set, and ./{name} "
+                            f"exists here too: give ./{name} to read it, or run elsewhere for "
+                            f"the data set")
+
+
 def _kind(dataset, caller, reader):
     """``(kind, path)`` of ``dataset``: what :func:`read_source` reads it as."""
     if isinstance(dataset, (list, tuple)):
@@ -280,7 +298,7 @@ def _kind(dataset, caller, reader):
         # (None was a TypeError from pathlib; "" read the working folder)
         raise ArgumentError(f"dataset={dataset!r}: expected 'digits', 'mnist', 'cifar10', or "
                             "the path of a file or folder to read")
-    if isinstance(dataset, str) and dataset in ("digits", "mnist", "cifar10"):
+    if isinstance(dataset, str) and dataset in _NAMED:
         return dataset, None
     from .locate import classic_candidates
 
