@@ -102,3 +102,10 @@ def test_a_data_set_name_that_is_also_a_folder_here_is_refused_as_ambiguous(tmp_
     (tmp_path / "mnist").mkdir()
     from int8store.sources import _check_not_shadowing
     _check_not_shadowing("mnist", None)
+
+
+def test_plan_splits_refuses_a_path_in_its_own_words():
+    from int8store import plan_splits
+
+    with pytest.raises(ArgumentError, match=r"source='digits16': expected what a reader gives"):
+        plan_splits("digits16")  # (an AttributeError: 'str' object has no attribute 'splits')

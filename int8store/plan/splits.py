@@ -16,9 +16,9 @@ from typing import Optional
 import numpy as np
 
 from ..codes.encoding import Encoding, encode, float_candidates, survey_encoding
-from ..errors import EncodingError, SourceFormatError
+from ..errors import ArgumentError, EncodingError, SourceFormatError, shortened
 from ..codes.labels import as_int32_labels
-from ..sources import Split
+from ..sources import SourceData, Split
 from .arrangement import VALID_SHARE, arrange, check_examples, validation_count
 from .rows import drawn_chunks
 
@@ -157,6 +157,9 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
 
     The rules: :mod:`int8store.plan.arrangement`.
     """
+    if not isinstance(source, SourceData):
+        raise ArgumentError(f"source={shortened(repr(source))}: expected what a reader gives "
+                            "(int8store.sources.read_source(path)), not a path or a name")
     for name, split in source.splits.items():  # (checked before they are counted by class)
         split.labels = as_int32_labels(split.labels, name=f"{source.origin} ({name}) labels")
     arrangement = arrange(source, valid_size, valid_seed, test_size, keep_order)
