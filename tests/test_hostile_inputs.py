@@ -350,6 +350,22 @@ def test_a_folder_of_only_test_class_folders_is_a_test_split_not_train(tmp_path,
     assert open_store(tmp_path / "o.h5").splits["test"] == 4
 
 
+def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path, capsys):
+    # (a README beside the split folders made the error blame an image:
+    # ".../test/eight/img0076.png: not in a class folder"; so did Train/Test)
+    for split, count in (("train", 6), ("test", 4)):
+        write_image_folder(tmp_path / "set" / split, np.zeros((count, 3, 3), np.uint8),
+                           [0, 1] * (count // 2))
+    (tmp_path / "set" / "README.txt").write_text("my digits")
+    refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/README.txt: not an image "
+                                                  "file")
+    (tmp_path / "set" / "README.txt").unlink()
+    for split in ("train", "test"):
+        (tmp_path / "set" / split).rename(tmp_path / "set" / split.capitalize())
+    assert main(["convert", str(tmp_path / "set"), "-o", str(tmp_path / "s.h5")]) == 0
+    assert open_store(tmp_path / "s.h5").splits["test"] == 4
+
+
 def test_images_of_another_colour_are_not_told_to_resize(tmp_path, capsys):
     from PIL import Image
 

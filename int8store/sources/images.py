@@ -3,7 +3,7 @@
 Layouts (after descending into a single wrapping folder):
 
 * ``CLASS/IMAGE`` — one split, ``train``;
-* ``SPLIT/CLASS/IMAGE`` with ``SPLIT`` in train/valid/validation/val/test.
+* ``SPLIT/CLASS/IMAGE`` with ``SPLIT`` in train/valid/validation/val/test (any case).
 
 Labels number the class folders in sorted name order; the names are kept as
 label names. Images are decoded by Pillow: grayscale stays one channel
@@ -312,6 +312,11 @@ def read_image_archive(path, resize=None):
     return _read_tree(tree, resize)
 
 
+def _splits(names):
+    """Whether folder ``names`` are all splits' (``Train`` as ``train``)."""
+    return all(name.lower() in _SPLIT_FOLDERS for name in names)
+
+
 def _is_hidden(parts):
     # "." is not hidden: `tar czf a.tar.gz .` names every member ./CLASS/IMAGE.
     return any((p.startswith(".") and p != ".") or p == "__MACOSX" for p in parts)
@@ -328,33 +333,33 @@ def _read_tree(tree, resize):
     files = [(name, parts) for name, parts in files if not _is_hidden(parts)]
     if not files:
         raise SourceFormatError(f"{tree.label}: holds no images")
+    for name, _ in files:  # (first: a README beside the class folders upsets the layout)
+        if os.path.splitext(name)[1].lower() not in IMAGE_SUFFIXES:
+            raise SourceFormatError(
+                f"{tree.where(name)}: not an image file (expected one of "
+                f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
+            )
     # Descend into one folder that wraps everything (e.g. digits/ inside
     # digits.zip), but not a split's folder over class folders: test/CLASS/
     # IMAGE alone is a test split (it was read as train).
     depth = 0
     while len(tops := {parts[depth] for _, parts in files}) == 1 \
             and all(len(parts) > depth + 2 for _, parts in files) \
-            and not (tops <= set(_SPLIT_FOLDERS) and all(len(p) == depth + 3 for _, p in files)):
+            and not (_splits(tops) and all(len(p) == depth + 3 for _, p in files)):
         depth += 1
-    top = {parts[depth] for _, parts in files}
-    split_layout = top <= set(_SPLIT_FOLDERS) and all(len(p) == depth + 3 for _, p in files)
+    split_layout = _splits({parts[depth] for _, parts in files}) \
+        and all(len(p) == depth + 3 for _, p in files)
     entries = []  # (split, class name, file name)
     for name, parts in files:
         rest = parts[depth:]
         if split_layout:
-            entries.append((_SPLIT_FOLDERS[rest[0]], rest[1], name))
+            entries.append((_SPLIT_FOLDERS[rest[0].lower()], rest[1], name))
         elif len(rest) == 2:
             entries.append(("train", rest[0], name))
         else:
             raise SourceFormatError(
                 f"{tree.where(name)}: not in a class folder; expected CLASS/IMAGE "
                 "or SPLIT/CLASS/IMAGE (SPLIT: train, valid, test)"
-            )
-    for _, _, name in entries:
-        if os.path.splitext(name)[1].lower() not in IMAGE_SUFFIXES:
-            raise SourceFormatError(
-                f"{tree.where(name)}: not an image file (expected one of "
-                f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
             )
     classes = sorted({c for _, c, _ in entries})
     _check_no_empty_class(tree, files[0][1][:depth], split_layout, set(classes))
@@ -393,7 +398,7 @@ def _check_no_empty_class(tree, prefix, split_layout, classes):
     for folder in sorted(tree.folders):
         parts = folder.split("/")
         if len(parts) == level and parts[:len(prefix)] == prefix and not _is_hidden(parts) \
-                and (not split_layout or parts[len(prefix)] in _SPLIT_FOLDERS) \
+                and (not split_layout or parts[len(prefix)].lower() in _SPLIT_FOLDERS) \
                 and parts[-1] not in classes:
             raise SourceFormatError(
                 f"{tree.where(folder)}: a class folder with no image; labels number the class "
