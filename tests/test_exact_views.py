@@ -6,9 +6,9 @@ Each source below broke that once: the library folds a float offset into
 the mean (``c + (128 - mean)``, rounded twice), PyTensor's C code wrote a
 float32 mean as a double literal (and so subtracted in double; a grey
 image's channel mean, folded into a scalar, too), and Numba's
-fast-math and XLA's CPU float64 division are an ulp off numpy's for
-levels / 255; Aesara's JAX conversion could not look a constant table up
-at all."""
+fast-math and XLA's CPU division (float32 without x64, float64 with it)
+are an ulp off numpy's for levels / 255; Aesara's JAX conversion could not
+look a constant table up at all."""
 
 import importlib.util
 
@@ -32,6 +32,8 @@ def levels_and_source(name):
     """The pixel levels ``x`` the docs' formulas take, and the source."""
     if name == "k/255 in float64":
         return GREY.reshape(30, -1), GREY / 255.0
+    if name == "k/255 in float32":
+        return GREY.reshape(30, -1), (GREY / np.float32(255)).astype(np.float32)
     if name == "codebook":
         values = (COLOUR.astype(np.float64) ** 2 / 3.0).astype(np.float32)
         return values.reshape(30, -1).astype(np.float64), values
@@ -55,6 +57,7 @@ def expected(levels, split, normalize, dtype):
 
 
 CASES = [("k/255 in float64", "unit", "float64"), ("k/255 in float64", "unit", "float32"),
+         ("k/255 in float32", "unit", "float32"), ("k/255 in float32", "unit", "float64"),
          ("grey", "dataset", "float32"), ("grey", "channel", "float32"),
          ("grey", "standard", "float32"), ("colour", "dataset", "float32"),
          ("colour", "channel", "float32"), ("colour", "standard", "float32"),

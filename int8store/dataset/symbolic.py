@@ -104,10 +104,11 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
     in integers (:func:`_centred`); PyTensor's C code writes a float32
     constant as a double literal of its shortest decimal, so a scalar the
     arithmetic must round with is held in a shared variable (:func:`_held`);
-    and a float64 quotient ``level / 255`` has no wider type to be taken in
-    (Numba's fast-math and XLA's CPU division were an ulp off numpy's for a
-    tenth of the levels), so those values, as a codebook's, are looked up
-    in a table numpy computed (:func:`_lookup`).
+    and a division by a divisor that is no power of two (``k/255``) is
+    rewritten into a product (Aesara, Numba's fast-math) or taken an ulp off
+    (XLA's CPU division), so it is an op of its own
+    (:class:`~int8store.backend.ops.quotient.LevelQuotient`). A codebook's
+    values are looked up in a table numpy computed (:func:`_lookup`).
     """
     api = activate()
     dtype = api.float_dtype(dtype)
@@ -115,12 +116,16 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
     if normalize == "none":
         return api.at.cast(codes, dtype)
     if normalize == "unit":
-        precision = encoding.precision or dtype
-        if encoding.is_codebook or not _divides_exactly(encoding.divisor, precision):
+        if encoding.is_codebook:
             return _lookup(codes, encoding.table(dtype), dtype)
         # Computed in the source's precision (float32 for mnist.pkl.gz), then
         # widened: the view holds exactly the values the source held.
-        value = _divide_exactly(_levels(codes, encoding, precision), encoding.divisor, precision)
+        precision, divisor = encoding.precision or dtype, encoding.divisor
+        if divisor & (divisor - 1):  # (k/255: rounded by an op of its own)
+            from ..backend.ops.quotient import level_quotient
+
+            return level_quotient(codes, encoding.offset, divisor, precision, dtype)
+        value = _levels(codes, encoding, precision) / api.float_constant(divisor, precision)
         return value if precision == dtype else api.at.cast(value, dtype)
     if normalize == "batch":
         return (_lookup(codes, encoding.codebook, dtype) if encoding.is_codebook
@@ -215,43 +220,6 @@ def _bases(encoding, dtype):
     if encoding.is_codebook:
         return np.asarray(encoding.codebook, dtype=np.float64).astype(dtype)
     return encoding.levels(np.arange(-128, 128)).astype(dtype)
-
-
-def _divides_exactly(divisor, precision):
-    """Whether :func:`_divide_exactly` rounds ``level / divisor`` as numpy
-    in every mode: by a power of two, or a float32 quotient."""
-    return divisor & (divisor - 1) == 0 or np.dtype(precision) == np.float32
-
-
-def _levels(codes, encoding, dtype):
-    # Exact in float32: levels are integers in -128..255.
-    api = activate()
-    levels = api.at.cast(codes, dtype)
-    if encoding.offset:
-        levels = levels + api.float_constant(encoding.offset, dtype)
-    return levels
-
-
-def _divide_exactly(x, divisor, dtype):
-    """``x / divisor`` rounded once, as numpy's division rounds.
-
-    Aesara rewrites ``x / constant`` as ``x * (1 / constant)``, which rounds
-    differently unless the divisor is a power of two (u/255 would be off by an
-    ulp for half the levels). A shared divisor is not a constant, so it keeps
-    a true division. PyTensor's default mode, Numba, compiles with fast-math,
-    which turns even that into a multiplication: a float32 quotient is taken
-    in float64 and rounded to float32 once, which gives the correctly rounded
-    float32 quotient whatever the float64 step does (53 >= 2 * 24 + 2 bits:
-    Figueroa's double-rounding bound). A float64 quotient has no wider type
-    to be taken in: :func:`per_pixel_stage` looks those values up instead.
-    """
-    api = activate()
-    if divisor & (divisor - 1) == 0:
-        return x / api.float_constant(divisor, dtype)
-    if np.dtype(dtype) != np.float32:
-        raise ArgumentError(f"{dtype} values / {divisor}: only float32 quotients are taken "
-                            "exactly in every mode (look float64 ones up)")
-    return api.at.cast(api.at.cast(x, "float64") / _held(divisor, "float64", "divisor"), dtype)
 
 
 def _held(value, dtype, name):

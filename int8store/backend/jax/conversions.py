@@ -21,6 +21,7 @@ from ...augment.draws import augment
 from ...errors import ArgumentError
 from ..ops.augment import Augment
 from ..ops.gather import GatherRows
+from ..ops.quotient import LevelQuotient
 from ..ops.minibatch import Minibatch
 from ..setup.activation import activate
 from ...order.blocks import check_shuffled_over
@@ -118,6 +119,17 @@ def jax_funcify_GatherRows(op, node=None, **kwargs):
             * dtype.type(op.scale)
 
     return gather
+
+
+@convert.register(LevelQuotient)
+def jax_funcify_LevelQuotient(op, node=None, **kwargs):
+    # Looked up: XLA's CPU division, float32 or float64, was an ulp off numpy's.
+    table = op.table().astype(jax.dtypes.canonicalize_dtype(op.dtype))
+
+    def quotient(codes):
+        return jnp.take(jnp.asarray(table), codes.astype(jnp.int32) + 128)
+
+    return quotient
 
 
 def _sharded_minibatch(op, mesh, devices):

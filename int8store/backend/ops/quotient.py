@@ -1,0 +1,107 @@
+"""Levels divided by a divisor that is no power of two, rounded as numpy rounds.
+
+:class:`LevelQuotient` gives the values ``level / divisor`` of int8 codes
+(``level = code + offset``; ``k/255`` pixels are levels over 255), computed
+in the source's ``precision`` and given in ``dtype``, each rounded as numpy
+rounds ``levels.astype(precision) / divisor``. Graph arithmetic cannot
+promise that in every mode: Aesara rewrites ``x / c`` into ``x * (1 / c)``,
+Numba's fast-math does the same to any division, and XLA's CPU division
+(float32, and float64 with x64) was an ulp off numpy's for a tenth to a half
+of the levels. So the op owns the rounding: its C code divides in double (a
+float32 quotient taken in double and rounded once is the correctly rounded
+one: 53 >= 2 * 24 + 2 bits, Figueroa's bound), and elsewhere (``perform``,
+PyTensor's Numba mode, JAX) the 256 values are computed by numpy once and
+looked up.
+"""
+
+import numpy as np
+
+from ...errors import ArgumentError
+from ..setup.activation import activate
+from . import numba
+
+_api = activate()
+at = _api.at
+
+__all__ = ["LevelQuotient", "level_quotient"]
+
+
+class LevelQuotient(_api.module("link.c.op").COp):
+    """``(code + offset) / divisor`` of int8 codes, in ``precision``, given as ``dtype``."""
+
+    __props__ = ("offset", "divisor", "precision", "dtype")
+
+    def __init__(self, offset, divisor, precision, dtype):
+        for name, value in (("precision", precision), ("dtype", dtype)):
+            if value not in _api.FLOAT_DTYPES:
+                raise ArgumentError(f"{name}={value!r}: expected float32 or float64")
+        if int(divisor) != divisor or divisor < 1 or int(offset) != offset:
+            raise ArgumentError(f"offset={offset!r}, divisor={divisor!r}: expected integers, "
+                                "a positive divisor")
+        self.offset, self.divisor = int(offset), int(divisor)
+        self.precision, self.dtype = precision, dtype
+
+    def table(self):
+        """The 256 values of codes -128..127, numpy's."""
+        levels = np.arange(-128, 128) + self.offset
+        return (levels.astype(self.precision)
+                / np.asarray(self.divisor, dtype=self.precision)).astype(self.dtype)
+
+    def make_node(self, codes):
+        codes = at.as_tensor_variable(codes)
+        if codes.dtype != "int8":
+            raise ArgumentError(f"levels are divided from int8 codes, got {codes.type}")
+        out = at.TensorType(self.dtype, shape=codes.type.shape)()
+        return _api.module("graph.basic").Apply(self, [codes], [out])
+
+    def perform(self, node, inputs, outputs):
+        (codes,) = inputs
+        outputs[0][0] = self.table()[codes.astype(np.int16) + 128]
+
+    def infer_shape(self, *node_and_shapes):
+        # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
+        return [node_and_shapes[-1][0]]
+
+    def grad(self, inputs, output_grads):
+        return [_api.module("gradient").grad_not_implemented(
+            self, 0, inputs[0], "stored codes are not differentiable")]
+
+    def c_code_cache_version(self):
+        return (1,)
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        (codes,), (out,), fail = inputs, outputs, sub["fail"]
+        out_type, type_num = f"npy_{self.dtype}", f"NPY_{self.dtype.upper()}"
+        quotient = f"((double)(src[i] + {self.offset}) / {float(self.divisor)!r})"
+        if self.precision == "float32":
+            quotient = f"(npy_float32){quotient}"
+        return f"""
+        {{
+        PyArrayObject *source = PyArray_GETCONTIGUOUS({codes});  /* a new reference */
+        if (!source) {{ {fail} }}
+        int reuse = {out} != NULL && PyArray_IS_C_CONTIGUOUS({out})
+                    && PyArray_NDIM({out}) == PyArray_NDIM(source);
+        for (int d = 0; reuse && d < PyArray_NDIM(source); d++)
+            reuse = PyArray_DIMS({out})[d] == PyArray_DIMS(source)[d];
+        if (!reuse) {{
+            Py_XDECREF({out});
+            {out} = (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(source), PyArray_DIMS(source),
+                                                  {type_num}, 0);
+            if (!{out}) {{ Py_DECREF(source); {fail} }}
+        }}
+        const npy_int8 *src = (const npy_int8*)PyArray_DATA(source);
+        {out_type} *dst = ({out_type}*)PyArray_DATA({out});
+        npy_intp n = PyArray_SIZE(source);
+        for (npy_intp i = 0; i < n; i++) dst[i] = ({out_type}){quotient};
+        Py_DECREF(source);
+        }}
+        """
+
+
+def level_quotient(codes, offset, divisor, precision, dtype):
+    """Symbolic ``(codes + offset) / divisor`` (see :class:`LevelQuotient`)."""
+    return LevelQuotient(offset, divisor, precision, dtype)(codes)
+
+
+# In PyTensor's default (Numba) mode: its perform, without the object-mode warning.
+numba.declare(LevelQuotient)
