@@ -5,8 +5,8 @@ pathlib), or the values as numpy has them."""
 import numpy as np
 import pytest
 
-from int8store import (ArgumentError, SharedDataset, load_splits, open_store, quantize,
-                       tensor_library)
+from int8store import (ArgumentError, SharedDataset, StoreFormatError, load_splits, open_store,
+                       quantize, tensor_library)
 from int8store.training import evaluate_in_chunks, load_parameters, save_checkpoint
 
 
@@ -41,9 +41,12 @@ def test_a_split_of_no_examples_is_refused_by_name():
         SharedDataset.from_arrays(np.zeros((0, 4), np.uint8), [], name="train")
 
 
-def test_a_missing_store_is_a_file_not_found(tmp_path):
+def test_a_missing_store_is_a_file_not_found_and_a_folder_is_named_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="no_such.h5: no such store"):
         open_store(tmp_path / "no_such.h5")
+    with pytest.raises(StoreFormatError, match=r"a folder, not an int8store file; "
+                                               r"convert a folder"):
+        open_store(tmp_path)
 
 
 @pytest.mark.parametrize("dataset", [None, 42, b"mnist.pkl.gz", ""])

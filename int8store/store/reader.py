@@ -73,6 +73,10 @@ class Store:
             self._read_header()
         except FileNotFoundError as error:  # (a FileNotFoundError, as load_data raises)
             raise DatasetNotFoundError(f"{self.path}: no such store") from error
+        except IsADirectoryError as error:  # (it said "cannot read (Is a directory)")
+            raise StoreFormatError(f"{self.path}: a folder, not an int8store file; convert a "
+                                   "folder of images or IDX files with 'int8store convert'") \
+                from error
         except OSError as error:
             raise StoreFormatError(f"{self.path}: cannot read ({error.strerror or error})") from error
 
