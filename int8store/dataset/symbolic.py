@@ -222,6 +222,15 @@ def _bases(encoding, dtype):
     return encoding.levels(np.arange(-128, 128)).astype(dtype)
 
 
+def _levels(codes, encoding, dtype):
+    # Exact in float32: levels are integers in -128..255.
+    api = activate()
+    levels = api.at.cast(codes, dtype)
+    if encoding.offset:
+        levels = levels + api.float_constant(encoding.offset, dtype)
+    return levels
+
+
 def _held(value, dtype, name):
     """A read-only shared scalar of ``value`` in ``dtype``, one per value:
     compiled code reads it as a value. A constant may be rewritten (``x /
