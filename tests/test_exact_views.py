@@ -58,6 +58,7 @@ def expected(levels, split, normalize, dtype):
 
 CASES = [("k/255 in float64", "unit", "float64"), ("k/255 in float64", "unit", "float32"),
          ("k/255 in float32", "unit", "float32"), ("k/255 in float32", "unit", "float64"),
+         ("grey", "unit", "float32"), ("grey", "unit", "float64"),
          ("grey", "dataset", "float32"), ("grey", "channel", "float32"),
          ("grey", "standard", "float32"), ("colour", "dataset", "float32"),
          ("colour", "channel", "float32"), ("colour", "standard", "float32"),
@@ -73,8 +74,9 @@ def test_minibatches_hold_numpys_values_in_every_mode(source, normalize, dtype, 
     split = SharedDataset.from_arrays(images, np.arange(30) % 3, name="train", dtype=dtype,
                                       normalize=normalize)
     assert split.encoding.is_codebook == (source == "codebook")
-    if normalize == "unit":
-        want = images.reshape(30, -1).astype(dtype)
+    if normalize == "unit":  # (integer pixels: their own scale, the classic k/256)
+        want = images.reshape(30, -1).astype(dtype) if images.dtype.kind == "f" \
+            else levels.astype(dtype) / np.asarray(256, dtype)
     else:
         want = expected(levels, split, normalize, dtype)
     if mode == "jax":
