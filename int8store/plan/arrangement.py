@@ -111,15 +111,8 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
         train = drawn["train"]
         labels = train.labels(splits)
         n = len(labels)
-        if test_size is None:
-            if n < 3:
-                raise SourceFormatError(
-                    f"{origin}: {n} training example{'s' if n != 1 else ''} and no test split: "
-                    "too few to cut a test and a validation split from; at least 3 are needed")
-            count, asked = max(1, n // VALID_SHARE), "a sixth, the default"  # (as validation)
-        else:
-            count = validation_count(test_size, n, "test_size")
-            asked = f"test_size={test_size!r}"
+        count, asked = _cut_count(test_size, n, "test_size", origin, 3, " and no test split: too "
+                                  "few to cut a test and a validation split from")
         chosen = stratified_pick(labels, count, seed, TEST_STREAM)
         drawn["train"], drawn["test"] = train.part(~chosen), train.part(chosen)
         cuts["test"] = "stratified"
@@ -136,15 +129,10 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
         train = drawn["train"]
         labels = train.labels(splits)
         n = len(labels)
-        if valid_size is None:
-            if n < 2:
-                raise SourceFormatError(
-                    f"{origin}: {n} training example{'s' if n != 1 else ''}"
-                    f"{' (after the test split)' if 'test' not in splits else ''}: too few to "
-                    "draw a validation split from; at least 2 are needed")
-            count = max(1, n // VALID_SHARE)  # (a sixth, at least one)
-        else:
-            count = validation_count(valid_size, n)
+        left = "test" not in splits  # (a test split was cut first)
+        count, asked = _cut_count(valid_size, n, "valid_size", origin, 2,
+                                  f"{' (after the test split)' if left else ''}: too few to "
+                                  "draw a validation split from")
         if source.keeps_order and valid_seed is None:
             chosen = np.zeros(n, dtype=bool)
             chosen[n - count:] = True
@@ -153,13 +141,7 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
             chosen = stratified_pick(labels, count, seed, VALID_STREAM)
             cuts["valid"], picked = "stratified", f"stratified by class, drawn with seed {seed}"
         drawn["train"], drawn["valid"] = train.part(~chosen), train.part(chosen)
-        if valid_size is None:
-            asked = "a sixth, the default"
-        elif isinstance(valid_size, (float, np.floating)):
-            asked = f"valid_size={valid_size!r}, read as a fraction"
-        else:
-            asked = f"valid_size={valid_size!r}, read as a count"
-        what = "training examples" if test_size is None else "training examples left by the test split"
+        what = "training examples left by the test split" if left else "training examples"
         validation = f"{count} of the {n} {what} ({asked}), {picked}"
     ordered = [n for n in SPLITS if n in drawn] + [n for n in drawn if n not in SPLITS]
     drawn = {name: drawn[name] for name in ordered}
@@ -167,6 +149,20 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
              "shuffled": [name for name, d in drawn.items() if d.shuffled],
              **{name: cuts[name] for name in ("valid", "test") if name in cuts}}
     return Arrangement(drawn, order, validation, test)
+
+
+def _cut_count(size, n, name, origin, least, too_few):
+    """How many of ``n`` training examples a split cut from them takes
+    (``size``: a count, a fraction, or None for a sixth, at least one), and
+    how that was asked, in words; fewer than ``least`` examples are
+    refused (``too_few`` says why)."""
+    if size is not None:
+        read = "a fraction" if isinstance(size, (float, np.floating)) else "a count"
+        return validation_count(size, n, name), f"{name}={size!r}, read as {read}"
+    if n < least:
+        raise SourceFormatError(f"{origin}: {n} training example{'s' if n != 1 else ''}{too_few}; "
+                                f"at least {least} are needed")
+    return max(1, n // VALID_SHARE), "a sixth, the default"
 
 
 def describe_order(order, cuts=False):
