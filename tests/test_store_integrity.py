@@ -250,6 +250,32 @@ def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_pa
     assert outcomes["interrupted"] >= 12, outcomes
 
 
+def test_an_interrupt_just_after_the_temporary_file_is_made_leaves_no_file(tmp_path,
+                                                                            monkeypatch):
+    # CI once found a conversion interrupted by SIGTERM that said "nothing
+    # was written" and left .m.h5.HOST.PID.RANDOM.int8store-tmp beside m.h5:
+    # the signal came between the file's making and the block that removes it.
+    import tempfile
+
+    from int8store.runtime.interrupts import Interrupted, interrupts_remembered
+    from int8store.store import atomic
+
+    made = tempfile.mkstemp
+
+    def mkstemp_then_signal(*args, **kwargs):
+        made_file = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # (the handler runs at the next bytecode)
+            pass
+        return made_file
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", mkstemp_then_signal)
+    with pytest.raises(Interrupted), interrupts_remembered():
+        with atomic.atomic_output(tmp_path / "m.h5") as temporary:
+            temporary.write_bytes(b"half")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):
     """Ctrl-C landing in a __del__ or weakref callback (h5py has some) is
     swallowed by Python, which prints "Exception ignored in ..." and goes on:

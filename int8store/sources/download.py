@@ -16,6 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError, shortened
+from ..runtime.interrupts import interrupts_deferred
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
            "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
@@ -134,8 +135,11 @@ class _Rejected(Exception):
 
 def _fetch(url, remote, folder, timeout):
     target = folder / remote.name
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{remote.name}.", suffix=".part")
+    temporary = None
     try:
+        with interrupts_deferred():  # (a Ctrl-C just after the file is made removes it too)
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{remote.name}.",
+                                                 suffix=".part")
         digest = hashlib.new(remote.algorithm)
         received = 0
         with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response, \
@@ -155,7 +159,7 @@ def _fetch(url, remote, folder, timeout):
         os.replace(temporary, target)
         return target
     finally:
-        if os.path.exists(temporary):
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
 
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import OutputError, OutputExistsError
-from ..runtime.interrupts import raise_if_interrupted
+from ..runtime.interrupts import interrupts_deferred, raise_if_interrupted
 
 __all__ = ["atomic_output", "new_file_mode", "check_can_write", "remove_stale_temporaries", "was_published",
            "TEMPORARY_SUFFIX"]
@@ -131,6 +131,31 @@ def atomic_output(path, force=False, report=None):
     'done'
     """
     path = check_can_write(path, force)
+    temporary = None
+    try:
+        # An interrupt between the file's making and the name's keeping left
+        # the file behind (CI, an interrupted conversion): held back until
+        # the name is kept, then handled here, where the file is removed.
+        with interrupts_deferred():
+            temporary = _new_temporary(path, report)
+        yield temporary
+        raise_if_interrupted()
+        # Private while written (mkstemp's 0600); published with the mode any
+        # new file of the user gets, so that others can read what the umask lets them.
+        os.chmod(temporary, new_file_mode())
+        _publish(temporary, path, force)
+        _sync_folder(path.parent)  # the new name survives a power cut too
+        _published.add(os.path.abspath(path))
+    finally:
+        try:
+            if temporary is not None:
+                temporary.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _new_temporary(path, report):
+    """A new empty temporary file beside ``path`` (its folder made if missing)."""
     try:
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,21 +167,7 @@ def atomic_output(path, force=False, report=None):
     except OSError as error:
         raise OutputError(f"{path}: cannot write here ({error.strerror or error})") from error
     os.close(handle)
-    temporary = Path(temporary)
-    try:
-        yield temporary
-        raise_if_interrupted()
-        # Private while written (mkstemp's 0600); published with the mode any
-        # new file of the user gets, so that others can read what the umask lets them.
-        os.chmod(temporary, new_file_mode())
-        _publish(temporary, path, force)
-        _sync_folder(path.parent)  # the new name survives a power cut too
-        _published.add(os.path.abspath(path))
-    finally:
-        try:
-            temporary.unlink()
-        except FileNotFoundError:
-            pass
+    return Path(temporary)
 
 
 def new_file_mode():
