@@ -312,9 +312,11 @@ def read_image_archive(path, resize=None):
     return _read_tree(tree, resize)
 
 
-def _splits(names):
-    """Whether folder ``names`` are all splits' (``Train`` as ``train``)."""
-    return all(name.lower() in _SPLIT_FOLDERS for name in names)
+def _split_layout_at(files, depth):
+    """Whether ``files`` (``(name, parts)``) lie as SPLIT/CLASS/IMAGE from
+    folder level ``depth`` (``Train`` a split as ``train`` is)."""
+    return all(len(parts) == depth + 3 and parts[depth].lower() in _SPLIT_FOLDERS
+               for _, parts in files)
 
 
 def _is_hidden(parts):
@@ -343,12 +345,11 @@ def _read_tree(tree, resize):
     # digits.zip), but not a split's folder over class folders: test/CLASS/
     # IMAGE alone is a test split (it was read as train).
     depth = 0
-    while len(tops := {parts[depth] for _, parts in files}) == 1 \
+    while len({parts[depth] for _, parts in files}) == 1 \
             and all(len(parts) > depth + 2 for _, parts in files) \
-            and not (_splits(tops) and all(len(p) == depth + 3 for _, p in files)):
+            and not _split_layout_at(files, depth):
         depth += 1
-    split_layout = _splits({parts[depth] for _, parts in files}) \
-        and all(len(p) == depth + 3 for _, p in files)
+    split_layout = _split_layout_at(files, depth)
     entries = []  # (split, class name, file name)
     for name, parts in files:
         rest = parts[depth:]

@@ -124,7 +124,7 @@ def jax_funcify_GatherRows(op, node=None, **kwargs):
 @convert.register(LevelQuotient)
 def jax_funcify_LevelQuotient(op, node=None, **kwargs):
     # Looked up: XLA's CPU division, float32 or float64, was an ulp off numpy's.
-    table = op.table().astype(jax.dtypes.canonicalize_dtype(op.dtype))
+    table = op.table.astype(jax.dtypes.canonicalize_dtype(op.dtype))
 
     def quotient(codes):
         return jnp.take(jnp.asarray(table), codes.astype(jnp.int32) + 128)

@@ -14,8 +14,11 @@ PyTensor's Numba mode, JAX) the 256 values are computed by numpy once and
 looked up.
 """
 
+import functools
+
 import numpy as np
 
+from ...codes.encoding import Encoding
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from . import numba
@@ -41,11 +44,11 @@ class LevelQuotient(_api.module("link.c.op").COp):
         self.offset, self.divisor = int(offset), int(divisor)
         self.precision, self.dtype = precision, dtype
 
+    @functools.cached_property
     def table(self):
-        """The 256 values of codes -128..127, numpy's."""
-        levels = np.arange(-128, 128) + self.offset
-        return (levels.astype(self.precision)
-                / np.asarray(self.divisor, dtype=self.precision)).astype(self.dtype)
+        """The 256 values of codes -128..127, numpy's: the encoding's own
+        (:meth:`~int8store.codes.encoding.Encoding.table`), made once."""
+        return Encoding(self.offset, self.divisor, precision=self.precision).table(self.dtype)
 
     def make_node(self, codes):
         codes = at.as_tensor_variable(codes)
@@ -56,7 +59,7 @@ class LevelQuotient(_api.module("link.c.op").COp):
 
     def perform(self, node, inputs, outputs):
         (codes,) = inputs
-        outputs[0][0] = self.table()[codes.astype(np.int16) + 128]
+        outputs[0][0] = self.table[codes.astype(np.int16) + 128]
 
     def infer_shape(self, *node_and_shapes):
         # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
