@@ -11,8 +11,8 @@ import pytest
 from archives import (fake_mnist, fake_mnist_pickle_content, flip_bit, rewrite_manifest,
                       tar_folder, with_gzip_extra_field, write_idx, write_image_folder,
                       write_mnist_idx_folder, write_pickle_gz, zip_folder)
-from int8store import (StoreChecksumError, StoreFormatError, load_data, load_splits,
-                       open_store, plan_splits)
+from int8store import (SourceFormatError, StoreChecksumError, StoreFormatError, load_data,
+                       load_splits, open_store, plan_splits)
 from int8store.cli import main
 from int8store.converter import convert
 from int8store.order.classes import stratified_pick
@@ -173,6 +173,45 @@ def test_colour_images_in_split_folders_and_tar(tmp_path):
     for split in expected:
         pairs = lambda imgs, labs: sorted((l, np.asarray(i, np.uint8).tobytes()) for i, l in zip(imgs, labs))
         assert pairs(*got[split]) == pairs(*expected[split])
+
+
+def _save(path, pixels, **options):
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.asarray(pixels, dtype=np.uint8)).save(path, **options)
+
+
+def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    greys = rng.choice([0, 40, 200, 255], size=(3, 6, 5))  # Pillow reads such a GIF as mode P
+    colour = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    for index, image in enumerate(greys):
+        _save(tmp_path / "grey" / "a" / f"{index}.gif", image)
+    _save(tmp_path / "grey" / "b" / "plain.png", greys[0])  # an L image beside them
+    assert Image.open(tmp_path / "grey" / "a" / "0.gif").mode == "P"
+    images = read_source(tmp_path / "grey").splits["train"].images()
+    assert images.shape == (4, 6, 5)  # grey: a third of colour's bytes
+    np.testing.assert_array_equal(images, np.concatenate([greys, greys[:1]]))
+    # In a set with colour images, palette greys are colour, wherever they come in it.
+    for first in ("a", "z"):
+        _save(tmp_path / first / first / "grey.gif", greys[0])
+        _save(tmp_path / first / "m" / "colour.png", colour)
+        images = read_source(tmp_path / first).splits["train"].images()
+        grey_at = 0 if first == "a" else 1
+        np.testing.assert_array_equal(images[grey_at], np.repeat(greys[0][..., None], 3, -1))
+        np.testing.assert_array_equal(images[1 - grey_at], colour)
+    # A true grey image beside colour ones is refused, as before.
+    _save(tmp_path / "mixed" / "a" / "grey.png", greys[0])
+    _save(tmp_path / "mixed" / "b" / "colour.png", colour)
+    with pytest.raises(SourceFormatError, match="all images must share a size and colour"):
+        read_source(tmp_path / "mixed").splits["train"].images()
+    # A palette's transparent pixels are refused, grey or not.
+    _save(tmp_path / "clear" / "a" / "0.gif", greys[0], transparency=40)
+    with pytest.raises(SourceFormatError, match="has transparent pixels"):
+        read_source(tmp_path / "clear")
 
 
 def test_generic_hdf5_and_a_store_as_source(tmp_path):

@@ -7,8 +7,9 @@ Layouts (after descending into a single wrapping folder):
 
 Labels number the class folders in sorted name order; the names are kept as
 label names. Images are decoded by Pillow: grayscale stays one channel
-(``rows x cols``), colour keeps three (``rows x cols x 3``); all images must
-share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
+(``rows x cols``), colour keeps three (``rows x cols x 3``); a palette of
+greys (a GIF has no grey mode) is grey, or colour in a set of colour images.
+All images must share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
 skipped; any other non-image file is an error, as is an unreadable image, a
 class folder without an image (the classes after it would be numbered
 otherwise) and a file an archive holds twice.
@@ -19,6 +20,7 @@ and never past that length: a member of a few compressed megabytes that
 unpacks to gigabytes is refused before a byte of it is unpacked.
 """
 
+import contextlib
 import io
 import os
 import warnings
@@ -51,6 +53,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 _GRAY, _COLOUR = "L", "RGB"
+_PALETTE = ("P", "PA")
 # How an archive of class folders names its files, for messages.
 _LAYOUT = "an archive of class folders names its files CLASS/IMAGE"
 # The widest pixel the formats above store before int8store refuses its mode
@@ -98,13 +101,22 @@ def _read_image_file(stream, nbytes, where):
     return data
 
 
-def decode_image(data, origin, resize=None):
+def decode_image(data, origin, resize=None, colour=False):
     """uint8 pixels of an encoded image: (rows, cols) grey or (rows, cols, 3) colour.
 
     Only :data:`RASTER_FORMATS` are decoded, and an image larger than
     Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) or
-    the memory ceiling is refused before its pixels are decoded.
+    the memory ceiling is refused before its pixels are decoded. A palette
+    image of greys only (a GIF has no grey mode) is grey, or colour with
+    ``colour=True`` (its grey in each channel).
     """
+    pixels, either = _decoded(data, origin, resize)
+    return _in_colour(pixels) if colour and either else pixels
+
+
+def _decoded(data, origin, resize=None):
+    """The pixels of :func:`decode_image`, and whether they are a palette
+    image's greys (which a set of colour images takes in colour)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -115,6 +127,7 @@ def decode_image(data, origin, resize=None):
         with image:
             _check_size(image, origin)
             image.load()
+            palette = image.mode in _PALETTE
             image = _as_8bit(image, origin)
     except SourceFormatError:
         raise
@@ -130,7 +143,13 @@ def decode_image(data, origin, resize=None):
     if resize is not None:
         rows, cols = resize
         image = image.resize((cols, rows), Image.Resampling.BICUBIC)
-    return np.asarray(image, dtype=np.uint8)
+    pixels = np.asarray(image, dtype=np.uint8)
+    return pixels, palette and pixels.ndim == 2
+
+
+def _in_colour(grey):
+    """Grey pixels as colour ones, the grey in each channel."""
+    return np.repeat(grey[..., None], 3, axis=-1)
 
 
 def _check_size(image, origin):
@@ -154,20 +173,31 @@ def _as_8bit(image, origin):
         return image.convert(_GRAY)
     if mode == "YCbCr":
         return image.convert(_COLOUR)
-    if mode == "P":
-        image, mode = image.convert("RGBA"), "RGBA"
-    if mode in ("LA", "RGBA", "PA"):
-        alpha = np.asarray(image.getchannel("A"))
-        if alpha.size and alpha.min() < 255:
-            raise SourceFormatError(
-                f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
-                "colour pixels only, so flatten the transparency first"
-            )
-        return image.convert(_GRAY if mode == "LA" else _COLOUR)
-    raise SourceFormatError(
-        f"{origin}: image mode {mode} is not 8-bit grey or colour (int8store stores "
-        "8-bit pixels); convert it to L or RGB first"
-    )
+    if mode in _PALETTE:
+        image = image.convert("RGBA")
+    if mode not in ("LA", "RGBA") + _PALETTE:
+        raise SourceFormatError(
+            f"{origin}: image mode {mode} is not 8-bit grey or colour (int8store stores "
+            "8-bit pixels); convert it to L or RGB first"
+        )
+    alpha = np.asarray(image.getchannel("A"))
+    if alpha.size and alpha.min() < 255:
+        raise SourceFormatError(
+            f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
+            "colour pixels only, so flatten the transparency first"
+        )
+    image = image.convert(_GRAY if mode == "LA" else _COLOUR)
+    if mode in _PALETTE and _all_grey(image):
+        # A GIF has no grey mode: Pillow reads one of fewer than 256 greys
+        # as a palette of greys, stored in a third of colour's bytes.
+        return image.getchannel("R")
+    return image
+
+
+def _all_grey(image):
+    """Whether every pixel of the RGB ``image`` has equal red, green and blue."""
+    pixels = np.asarray(image)
+    return bool((pixels[..., 0] == pixels[..., 1]).all() and (pixels[..., 1] == pixels[..., 2]).all())
 
 
 class _Tree:
@@ -378,7 +408,9 @@ def _read_tree(tree, resize):
         order = {n: i for i, n in enumerate(tree.names)}
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
-    reference = decode_image(_read_one(tree, first), tree.where(first), resize)
+    reference, either = _decoded(_read_one(tree, first), tree.where(first), resize)
+    if either and _any_in_colour(tree, [n for _, _, n in entries]):
+        reference = _in_colour(reference)
     splits = {}
     for split in ("train", "valid", "test"):
         chosen = [(c, n) for s, c, n in entries if s == split]
@@ -413,12 +445,32 @@ def _read_one(tree, name):
     return next(tree.in_order({name}))[1]
 
 
+def _any_in_colour(tree, names):
+    """Whether any of the images ``names`` is in colour (a palette of greys
+    is not): when the first image is a palette of greys, the set is grey
+    only if all are, which takes reading them before their pixels are kept."""
+    from PIL import Image
+
+    items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
+    with contextlib.closing(items):
+        for name, data in items:
+            try:  # (the header says most images' colour)
+                mode = Image.open(io.BytesIO(data), formats=RASTER_FORMATS).mode
+            except Exception:  # (decoding it says what is wrong, in its own words)
+                mode = None
+            if mode in (_COLOUR, "RGBA", "YCbCr"):
+                return True
+            if mode not in (_GRAY, "1", "LA") and _decoded(data, tree.where(name))[0].ndim == 3:
+                return True
+    return False
+
+
 def _readers(tree, names, shape, first, resize):
     """``read_chunks(rows)``, the images in order; and ``read_rows(indices)``,
     those images in any order, for a folder or a zip (None for a tar, read
     in its own order only)."""
     def pixels(name, data):
-        image = decode_image(data, tree.where(name), resize)
+        image = decode_image(data, tree.where(name), resize, colour=len(shape) == 3)
         if image.shape != shape:
             colour = len(image.shape) != len(shape)
             raise SourceFormatError(
