@@ -148,6 +148,40 @@ def test_made_for_a_gpu_the_loop_carries_parameters_as_they_are_and_matches_exac
 
 
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_a_held_mean_is_placed_on_the_device_once_not_sent_with_every_call():
+    """normalize="dataset" reads the mean from a shared scalar (held: see
+    int8store.dataset.symbolic._held); jitted with its numpy value it
+    would be copied to the device at each call of int8store's own loops."""
+    import jax
+    from sklearn.datasets import load_digits
+
+    from int8store.backend.jax.direct import JaxScore, jax_graph
+    from int8store.training.steps import rebound
+
+    digits = load_digits()
+    split = SharedDataset.from_arrays((digits.images[:300] * 16).astype(np.uint8),
+                                      digits.target[:300], name="train", dtype="float32",
+                                      normalize="dataset")
+    place([split], "jax")
+    params, index, cost, updates, givens = logistic_step(split, 10)
+    steps = steps_function([index], cost, updates, givens, steps=4, mode="jax")
+    start, window = T.lscalar(), T.lscalar()
+    (sums,), read = rebound([T.sum(abs(split.x[start:start + 10]), axis=1)], {},
+                           {start: window})
+    score = JaxScore(jax_graph([window, *read], [sums]), windows=30)
+    for function in (steps.function, score):
+        held = [v for v in function.read if getattr(v.tag, "held_constant", False)]
+        assert len(held) == 1 and held[0].name.startswith("dataset_mean_")
+        assert all(isinstance(value, jax.Array) for value in function._reads())
+        assert isinstance(held[0].container.storage[0], np.ndarray)  # (C functions read it too)
+    # the sum of every view value's size, as numpy's
+    total = float(score(np.arange(0, 300, 10), np.ones((30, 10), bool)))
+    expected = abs(np.asarray(split.x.get_value(), np.float32)).sum(dtype=np.float64)
+    assert total == pytest.approx(expected, rel=1e-5)
+    assert len(np.asarray(steps(0))) == 4
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 def test_on_a_cpu_only_matrices_of_short_rows_are_carried_transposed():
     """Rows of at most 128 bytes, more rows than columns: the logistic
     weights (784 x 10) and the MLP's output layer (500 x 10), float32 or

@@ -240,7 +240,9 @@ def _held(value, dtype, name):
     value = np.asarray(value, dtype=dtype)
     key = (value.item(), value.dtype.str)
     if key not in _HELD:
-        _HELD[key] = activate().shared(value, name=f"{name}_{value.item()}")
+        held = activate().shared(value, name=f"{name}_{value.item()}")
+        held.tag.held_constant = True  # (never updated: int8store's JAX calls place it once)
+        _HELD[key] = held
     return _HELD[key]
 
 

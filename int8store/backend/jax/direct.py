@@ -67,6 +67,24 @@ def _held(variables):
     return [variable.container.storage[0] for variable in variables]
 
 
+class _Reads:
+    """The arrays of the shared variables a function reads, as they lie, a
+    held constant's (a shared scalar tagged ``held_constant``: see
+    ``int8store.dataset.symbolic``) placed on the device on the first call:
+    jitted with its numpy value, it would be copied there at every call."""
+
+    def __init__(self, variables):
+        self.variables = list(variables)
+        self._placed = None
+
+    def __call__(self):
+        if self._placed is None:
+            jax = require_jax()
+            self._placed = {id(v): jax.device_put(v.container.storage[0]) for v in self.variables
+                            if getattr(v.tag, "held_constant", False)}
+        return tuple(self._placed.get(id(v), v.container.storage[0]) for v in self.variables)
+
+
 class JaxSteps:
     """Up to ``steps`` training steps in one call of one XLA loop.
 
@@ -93,6 +111,7 @@ class JaxSteps:
         flipped = list(flipped or [False] * len(self.params))
         n_state = len(self.params)
         self.read = list(step.inputs[1 + n_state:])
+        self._reads = _Reads(self.read)
         self._checks = index_checks(step, "many steps a call")
         one_step = graph_to_python(step, "int8store_step")
         cost_dtype = jax.dtypes.canonicalize_dtype(step.outputs[0].type.dtype)
@@ -120,7 +139,7 @@ class JaxSteps:
 
     def _arguments(self, first, count):
         """The jitted function for a call of ``count`` steps, and its arguments."""
-        state, data = tuple(_held(self.params)), tuple(_held(self.read))
+        state, data = tuple(_held(self.params)), self._reads()
         if count == self.steps:
             return self._full, (first, state, data)
         return self._partial, (first, count, state, data)
@@ -174,6 +193,7 @@ class JaxScore:
         import jax.numpy as jnp
 
         self.read = list(window.inputs[1:])
+        self._reads = _Reads(self.read)
         self._checks = index_checks(window, "a split scored in one call")
         values_of = graph_to_python(window, "int8store_window")
         dtype = np.dtype(window.outputs[0].type.dtype)
@@ -202,7 +222,8 @@ class JaxScore:
     def group(self):
         """How many windows a step of the loop takes: decided at the first
         score, when what the window reads lies where it will be scored."""
-        return scoring_group(self._values_of, self._start_dtype, _held(self.read), self._windows)
+        return scoring_group(self._values_of, self._start_dtype,
+                             self._reads(), self._windows)
 
     def grouped(self, starts, weights):
         """The plan ``(starts, weights)`` as the loop takes it: a window a
@@ -229,7 +250,7 @@ class JaxScore:
         self._kept[key] = kept
         while len(self._kept) > self.KEPT:
             self._kept.pop(next(iter(self._kept)))
-        return self._score(*kept, tuple(_held(self.read)))
+        return self._score(*kept, self._reads())
 
     def _check(self, starts):
         """Raise unless every window from ``starts`` lies in the data."""
@@ -244,4 +265,4 @@ class JaxScore:
         is the score's alone."""
         import jax
 
-        jax.block_until_ready(_held(self.read))
+        jax.block_until_ready(self._reads())
