@@ -147,11 +147,24 @@ def test_made_for_a_gpu_the_loop_carries_parameters_as_they_are_and_matches_exac
             pass
 
 
+def host_to_device_transfers(capfd, call, times=3):
+    """How many host-to-device copies ``times`` calls of ``call`` make
+    (JAX's transfer guard logs each on the standard error)."""
+    import jax
+
+    call()
+    capfd.readouterr()
+    with jax.transfer_guard_host_to_device("log"):
+        for _ in range(times):
+            jax.block_until_ready(call())
+    return capfd.readouterr().err.count("host-to-device transfer")
+
+
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
-def test_a_held_mean_is_placed_on_the_device_once_not_sent_with_every_call():
+def test_a_held_mean_is_placed_on_the_device_once_not_sent_with_every_call(capfd):
     """normalize="dataset" reads the mean from a shared scalar (held: see
     int8store.dataset.symbolic._held); jitted with its numpy value it
-    would be copied to the device at each call of int8store's own loops."""
+    would be copied to the device at every call."""
     import jax
     from sklearn.datasets import load_digits
 
@@ -162,23 +175,28 @@ def test_a_held_mean_is_placed_on_the_device_once_not_sent_with_every_call():
     split = SharedDataset.from_arrays((digits.images[:300] * 16).astype(np.uint8),
                                       digits.target[:300], name="train", dtype="float32",
                                       normalize="dataset")
+    expected = abs(np.asarray(split.x.get_value(), np.float32))
     place([split], "jax")
     params, index, cost, updates, givens = logistic_step(split, 10)
     steps = steps_function([index], cost, updates, givens, steps=4, mode="jax")
+    keep_on_device(params, [steps.function])
     start, window = T.lscalar(), T.lscalar()
-    (sums,), read = rebound([T.sum(abs(split.x[start:start + 10]), axis=1)], {},
-                           {start: window})
+    sizes = T.sum(abs(split.x[start:start + 10]), axis=1)
+    (sums,), read = rebound([sizes], {}, {start: window})
     score = JaxScore(jax_graph([window, *read], [sums]), windows=30)
-    for function in (steps.function, score):
-        held = [v for v in function.read if getattr(v.tag, "held_constant", False)]
-        assert len(held) == 1 and held[0].name.startswith("dataset_mean_")
-        assert all(isinstance(value, jax.Array) for value in function._reads())
-        assert isinstance(held[0].container.storage[0], np.ndarray)  # (C functions read it too)
-    # the sum of every view value's size, as numpy's
-    total = float(score(np.arange(0, 300, 10), np.ones((30, 10), bool)))
-    expected = abs(np.asarray(split.x.get_value(), np.float32)).sum(dtype=np.float64)
-    assert total == pytest.approx(expected, rel=1e-5)
-    assert len(np.asarray(steps(0))) == 4
+    held = [v for v in score.read if getattr(v.tag, "held_constant", False)]
+    assert len(held) == 1 and held[0].name.startswith("dataset_mean_")
+    plan = (np.arange(0, 300, 10), np.ones((30, 10), bool))
+    total = float(score(*plan))  # the sum of every view value's size, as numpy's
+    assert total == pytest.approx(expected.sum(dtype=np.float64), rel=1e-5)
+    with jax.transfer_guard_host_to_device("disallow"):  # a plan seen before: nothing to copy
+        assert float(score(*plan)) == total
+    # A call each, the minibatch index (the library's function, and int8store's loop)
+    one = theano.function([start], sizes, mode=function_mode("jax"))
+    np.testing.assert_allclose(np.asarray(one(30)), expected[30:40].sum(axis=1), rtol=1e-6)
+    assert host_to_device_transfers(capfd, lambda: one(30)) == 3
+    assert host_to_device_transfers(capfd, lambda: steps(0)) == 3
+    assert isinstance(held[0].container.storage[0], np.ndarray)  # (C functions read it too)
 
 
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")

@@ -11,6 +11,9 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 * ops are converted with int8store's conversions first (:mod:`.conversions`:
   conv2d, pooling, the softmax ops, corrections of Aesara's own), then the
   library's;
+* a held constant (a read-only shared scalar int8store's views round
+  with, tagged ``held_constant``) is placed on the device at the first call,
+  not copied there with every call as a numpy value would be;
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
   past the end without a word. Over several devices a minibatch (stride ==
@@ -97,12 +100,21 @@ def _make_jax_mode():
             jitted = super().jit_compile(fn)
             self.jitted = jitted  # for jitted.lower(...): XLA's memory analysis
             checks = [c for c in self._index_checks if c is not None]
-            if not checks:
+            held = [i for i, v in enumerate(self.fgraph.inputs)
+                    if getattr(v.tag, "held_constant", False)]
+            if not checks and not held:
                 return jitted
+            placed = {}  # (a held constant, on the device from the first call on)
 
             def checked(*args):
                 for check in checks:
                     check(args)
+                if held:
+                    if not placed:
+                        placed.update((i, require_jax().device_put(args[i])) for i in held)
+                    args = list(args)
+                    for i in held:
+                        args[i] = placed[i]
                 return jitted(*args)
 
             return checked
