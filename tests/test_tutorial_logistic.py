@@ -172,6 +172,24 @@ def test_progress_condenses_the_epoch_lines_and_keeps_the_result(tmp_path, capsy
     assert tail(condensed)[0] == tail(every_line)[0]  # the same result
 
 
+def test_progress_in_a_pipe_shows_where_a_run_stopped_early():
+    import io
+
+    from int8store.training import EpochLines
+
+    log = io.StringIO()
+    lines = EpochLines(100, progress=True, file=log)
+    for epoch in range(1, 38):  # early stopping ends it at epoch 37
+        lines(epoch, f"epoch {epoch}, validation error 1.0 %")
+        if epoch in (20, 37):
+            lines(epoch, f"     epoch {epoch}, test error of best model 2.0 %")
+    lines.close()
+    lines.close()  # (once)
+    shown = [line.split(",")[0].strip() for line in log.getvalue().splitlines()]
+    assert shown == ["epoch 1", "epoch 10", "epoch 20", "epoch 20", "epoch 30", "epoch 37",
+                     "epoch 37"]
+
+
 def test_progress_on_a_terminal_is_one_bar():
     import io
 

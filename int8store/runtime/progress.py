@@ -5,8 +5,8 @@ The classic tutorials print a line or two per epoch: a thousand epochs are
 two thousand lines, the result scrolled far out of sight. With ``progress``
 on, the same lines go to one tqdm bar on a terminal (the last line shown
 beside it), and in a pipe or a log only those of every tenth of the run are
-printed (and the last epoch's), so the result and what led to it fit on a
-screen. Without it, every line is printed as the classic tutorials did.
+printed (and the last epoch's, where the run ended or stopped early), so
+the result and what led to it fit on a screen. Without it, every line is printed as the classic tutorials did.
 """
 
 import sys
@@ -31,6 +31,7 @@ class EpochLines:
             self._bar = tqdm(total=self.n_epochs, unit="epoch", file=self.file, leave=False,
                              dynamic_ncols=True)
         self._epoch = 0
+        self._unshown = []  # the last epoch's lines a pipe has not shown yet
 
     def __call__(self, epoch, text):
         if not self.progress:
@@ -40,9 +41,16 @@ class EpochLines:
             self._bar.set_postfix_str(text.strip(), refresh=True)
         elif epoch % self.every == 0 or epoch == 1 or epoch == self.n_epochs:
             print(text, file=self.file, flush=True)
+            self._unshown = []
+        else:
+            self._unshown = (self._unshown if epoch == self._epoch else []) + [text]
         self._epoch = epoch
 
     def close(self):
+        """End the bar; in a pipe, show the last epoch's lines if not shown."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        for text in self._unshown:
+            print(text, file=self.file, flush=True)
+        self._unshown = []
