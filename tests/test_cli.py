@@ -266,3 +266,15 @@ def test_the_first_command_sets_up_jax_so_that_jax_mode_works_after_it():
     assert "\nbash scripts/setup.sh jax\n" in (ROOT / "scripts" / "demo.sh").read_text()
     assert 'jax = ["jax>=0.4.30"]' in (ROOT / "pyproject.toml").read_text()
     assert 'pins+=("jax<0.8")' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_the_tutorials_take_their_shard_size_in_units(capsys):
+    from int8store import training
+
+    parser = argparse.ArgumentParser(prog="tutorial")
+    training.add_arguments(parser, epochs=1, learning_rate=0.1, batch_size=20)
+    assert parser.parse_args(["--max-device-bytes", "16KiB"]).max_device_bytes == 16384
+    assert parser.parse_args(["--max-device-bytes", "4096"]).max_device_bytes == 4096
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--max-device-bytes", "1.2.3"])
+    assert "--max-device-bytes: expected a size such as 16MiB" in capsys.readouterr().err

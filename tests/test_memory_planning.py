@@ -132,18 +132,58 @@ def test_the_lenet5_tutorial_scores_every_test_example(capsys):
 # -- int8store budget -----------------------------------------------------------------
 
 def test_budget_prints_both_storages_and_batches_that_fit(capsys):
-    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
-                 "4MiB", "--batch-size", "100"]) == 0
+    assert main(["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory",
+                 "3MiB", "--batch-size", "100"]) == 0
     out = capsys.readouterr().out
-    assert "rule of thumb" in out and "finer estimate" in out
+    assert "rule of thumb" in out and "finer estimate" in out and "*" not in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("int8 ", "float32 "))}
     int8_batch, float_batch = (int(rows[k][-2].replace(",", "")) for k in ("int8", "float32"))
-    assert int8_batch >= float_batch > 0  # int8 data leaves more room
-    estimate = step_estimator("logistic", (8, 8), 10)
+    assert 300 > int8_batch > float_batch > 0  # int8 data leaves more room
+    estimate = step_estimator("lenet5", (8, 8), 10)
     data = 1797 * 64 + 4 * 1797  # all of digits as int8, with labels
-    usable = int(0.9 * (4 << 20)) - data
+    usable = int(0.9 * (3 << 20)) - data
     assert estimate(int8_batch) <= usable < estimate(int8_batch + 1)
+
+
+def test_budget_plans_no_batch_larger_than_the_tutorials_take(capsys):
+    """The tutorials cut a batch to their smallest split (300 valid digits)."""
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GB", "--batch-size", "5000"]) == 0
+    out = capsys.readouterr().out
+    assert "5,000 is more than the 300 valid examples: the tutorials take batches of 300" in out
+    assert "batch 300: rule of thumb" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("int8 ", "float32 "))]
+    assert [row[-2] for row in rows] == ["300*", "300*"]  # not the search's limit, 1,048,576
+    assert "* all of the smallest split (300 valid examples)" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch-size", "0"], "batch_size=0: expected a positive integer (--batch-size)"),
+    (["--margin", "-0.1"], "margin=-0.1: expected a fraction in [0, 1) (--margin)"),
+    (["--margin", "1"], "margin=1.0: expected a fraction in [0, 1) (--margin)"),
+    (["--device-memory", "1.2.3GB"], "--device-memory='1.2.3GB': expected a size such as"),
+    (["--device-memory", "."], "--device-memory='.': expected a size such as"),
+])
+def test_budget_refuses_what_it_cannot_plan_in_one_line(capsys, args, message):
+    assert main(["budget", "--dataset", "digits", "--model", "logistic",
+                 "--device-memory", "1GB"] + args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_sizes_are_read_in_every_usual_spelling():
+    from int8store.errors import ArgumentError
+    from int8store.runtime.limits import parse_size
+
+    assert [parse_size(s) for s in ("1GB", "512MiB", "1e9", "1e+9", "1Gi", ".5k", np.int64(7))] \
+        == [10 ** 9, 512 << 20, 10 ** 9, 10 ** 9, 1 << 30, 500, 7]
+    for bad in ("1.2.3GB", ".", "-5", "1e-3", "0", True):
+        with pytest.raises(ArgumentError):
+            parse_size(bad)
+    assert max_batch_size(lambda b: 1000 + 10 * b, "2kB", margin=0) == 100
+    with pytest.raises(ArgumentError, match="budget=None: expected bytes"):
+        max_batch_size(lambda b: b, None)
 
 
 def test_budget_without_a_device_asks_for_its_memory(capsys, monkeypatch):

@@ -35,8 +35,16 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     devices = int(devices)
     if devices < 1:
         raise ArgumentError(f"devices={devices}: expected 1 or more")
+    if not 0 <= margin < 1:
+        raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1) (--margin)")
+    if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
+        raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer "
+                            "(--batch-size)")
     held = {name: -(-n // devices) for name, n in counts.items()}  # rows a device holds
-    batch_size = batch_size or min(MODELS[model], min(counts.values()))
+    # The tutorials take no batch larger than their smallest split.
+    smallest_name, smallest = min(counts.items(), key=lambda item: item[1])
+    asked = batch_size
+    batch_size = min(batch_size or MODELS[model], smallest)
     if batch_size % devices:
         raise ArgumentError(f"a batch of {batch_size} cannot be split evenly over {devices} "
                             f"devices: give --batch-size a multiple of {devices}")
@@ -62,6 +70,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"model:    {model}, {memory.parameters:,} parameters ({describe_bytes(memory.parameter_bytes)}), "
         f"{memory.neurons:,} activations per example (the input included)",
     ]
+    if asked is not None and asked > batch_size:
+        lines.append(f"batch:    {asked:,} is more than the {smallest:,} {smallest_name} "
+                     f"examples: the tutorials take batches of {batch_size:,}, planned here")
     if devices > 1:
         lines.append(
             f"devices:  {devices}, each holding 1/{devices} of every split: "
@@ -77,15 +88,22 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     ]
     rows = [("storage", f"data{each} (all splits)", f"model at batch {part}", "fits",
              f"largest batch{each} beside the data", f"examples that fit{each} beside the model")]
+    cap = max(1, smallest // devices)  # (the largest batch the tutorials take, a device's part)
+    capped = False
     for kind in ("int8", "float32"):
         data = split_bytes(total, image_shape)[kind]
         room = usable - data
-        largest = max_batch_size(estimate, room, margin=0) if room > 0 else 0
+        largest = max_batch_size(estimate, room, margin=0, limit=cap) if room > 0 else 0
+        capped |= largest == cap
         beside = examples_that_fit(usable, image_shape, reserved=step.total)[kind]
         rows.append((kind, describe_bytes(data), describe_bytes(step.total),
-                     "yes" if data + step.total <= usable else "no", f"{largest:,}",
-                     f"{beside:,}"))
+                     "yes" if data + step.total <= usable else "no",
+                     f"{largest:,}" + ("*" if largest == cap else ""), f"{beside:,}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
               for r in rows]
+    if capped:
+        lines.append(f"* all of the smallest split ({smallest:,} {smallest_name} examples"
+                     + (f", {cap:,} a device" if devices > 1 else "")
+                     + "): the tutorials take no larger batch, and a larger one may fit")
     return "\n".join(lines)

@@ -24,12 +24,14 @@ per example (the "neurons" of the usual rule of thumb), and for a batch size
 import ctypes
 import ctypes.util
 import math
+import numbers
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 
 from ..errors import ArgumentError
+from ..runtime.limits import parse_size
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
@@ -205,9 +207,16 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
 
     >>> max_batch_size(lambda b: 1000 + 10 * b, budget=2000, margin=0)
     100
+    >>> max_batch_size(lambda b: 1000 + 10 * b, budget="2kB", margin=0)
+    100
     """
-    if not 0 <= margin < 1:
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 <= margin < 1:
         raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1)")
+    if isinstance(budget, str):
+        budget = parse_size(budget, "budget")
+    elif isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        raise ArgumentError(f"budget={budget!r}: expected bytes (a number, or text such as "
+                            "'1GiB')")
     usable = budget * (1 - margin)
     if estimate(1) > usable:
         return 0

@@ -19,6 +19,7 @@ Streamed data (images read a chunk at a time) is held to the first check
 only: its memory is bounded by the chunk size.
 """
 
+import numbers
 import os
 import re
 import zipfile
@@ -34,9 +35,12 @@ __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size"
 MAX_COMPRESSION_RATIO = 1032
 
 _ceiling = ContextVar("int8store_max_memory", default=None)
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000 ** 2, "mb": 1000 ** 2,
-          "mib": 1024 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3,
-          "t": 1000 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4}
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "ki": 1024,
+          "m": 1000 ** 2, "mb": 1000 ** 2, "mib": 1024 ** 2, "mi": 1024 ** 2,
+          "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3, "gi": 1024 ** 3,
+          "t": 1000 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4, "ti": 1024 ** 4}
+# A number of bytes or of units: 4, 1.5, .5, 2e9, 1e+9 (no sign: sizes are positive).
+_SIZE = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+]?[0-9]+)?)\s*([a-z]*)\s*")
 
 
 def default_max_memory():
@@ -64,15 +68,16 @@ def memory_ceiling(nbytes=None):
 
 
 def parse_size(size, what="max_memory"):
-    """Bytes in ``size``: an int, or text such as ``1GiB``, ``512MB``, ``2e9``.
+    """Bytes in ``size``: an int, or text such as ``1GiB`` (also ``1Gi``),
+    ``512MB``, ``2e9``.
 
-    >>> parse_size("1GiB"), parse_size("512 MB"), parse_size(4096)
-    (1073741824, 512000000, 4096)
+    >>> parse_size("1GiB"), parse_size("512 MB"), parse_size(4096), parse_size("1e+9")
+    (1073741824, 512000000, 4096, 1000000000)
     """
-    if isinstance(size, int) and not isinstance(size, bool):
-        number = size
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        number = int(size)
     else:
-        match = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([a-z]*)\s*", str(size).lower())
+        match = _SIZE.fullmatch(str(size).lower())
         if not match or match.group(2) not in _UNITS:
             raise ArgumentError(f"{what}={size!r}: expected a size such as 4GiB, 512MB or a "
                                 "number of bytes")

@@ -12,6 +12,7 @@ import re
 
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError
+from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .steps import ACCELERATOR_STEPS
 
@@ -34,6 +35,15 @@ def devices_option(text):
     if count < 1:
         raise argparse.ArgumentTypeError(f"expected a number of devices or 'all', got {text!r}")
     return count
+
+
+def _size(text):
+    """--max-device-bytes: bytes, or a size such as 16MiB."""
+    try:
+        return parse_size(text, "--max-device-bytes")
+    except ArgumentError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 16MiB or a number of bytes, "
+                                         f"got {text!r}") from None
 
 
 def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
@@ -65,9 +75,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     data.add_argument("--mode", choices=("c", "jax"), default="c",
                       help="'c': the library's C backend on the CPU; 'jax': JAX's default "
                            "device, a GPU when JAX sees one (default: %(default)s)")
-    data.add_argument("--max-device-bytes", type=int, metavar="N",
-                      help="feed each split to the device in shards of at most N bytes, read "
-                           "from the file for a store (default: hold it all)")
+    data.add_argument("--max-device-bytes", type=_size, metavar="SIZE",
+                      help="feed each split to the device in shards of at most SIZE bytes "
+                           "(e.g. 16MiB), read from the file for a store (default: hold it all)")
     data.add_argument("--max-memory", metavar="SIZE",
                       help="memory ceiling, e.g. '4GiB': a store larger than it is streamed "
                            "(default: half the physical memory)")
