@@ -298,6 +298,20 @@ def test_pool_2d(ws, stride, ignore_border, pad, shape):
 
 
 @pytest.mark.parametrize("ws, stride, ignore_border, pad", POOLINGS)
+def test_pooling_in_chunks_of_planes_is_pooling_whole(ws, stride, ignore_border, pad, monkeypatch):
+    """Max pooling takes its planes in chunks (its temporary stays small):
+    chunks of one plane, of two and of all give the reference's values."""
+    from int8store.backend.ops import pooling
+
+    data = rng(22).standard_normal((3, 5, 7, 9)).astype(np.float32)
+    expected = reference_pool(data, ws, stride, ignore_border, pad)
+    for chunk in (1, 2 * 7 * 9 * 4, 1 << 20):
+        monkeypatch.setattr(pooling, "_POOL_CHUNK_BYTES", chunk)
+        np.testing.assert_array_equal(
+            pooling.max_pool_forward(data, ws, stride or ws, pad, ignore_border), expected)
+
+
+@pytest.mark.parametrize("ws, stride, ignore_border, pad", POOLINGS)
 def test_max_pool_gradient(ws, stride, ignore_border, pad):
     data = distinct((2, 2, 7, 8), seed=22)
     verify_grad(lambda x: pool_2d(x, ws, ignore_border=ignore_border, stride=stride, pad=pad),

@@ -81,13 +81,26 @@ def _max_pool_into(padded, result, ws, stride):
         np.maximum(result, rows[..., strided(j, out[1], stride[1])], out=result)
 
 
+#: The most bytes of the row maxima a chunk of max pooling makes (the
+#: temporary it needs beside its output: half the input, whole).
+_POOL_CHUNK_BYTES = 1 << 20
+
+
 def max_pool_forward(x, ws, stride, pad, ignore_border):
     """NumPy: Aesara's max pooling of the last two axes of ``x`` (the op's ``perform``)."""
     out = tuple(pool_out_len(x.shape[-2 + i], ws[i], stride[i], pad[i], ignore_border) for i in range(2))
     result = np.empty(x.shape[:-2] + out, x.dtype)
     if result.size == 0:
         return result
-    _max_pool_into(_pool_input(x, ws, stride, pad, out), result, ws, stride)
+    padded = _pool_input(x, ws, stride, pad, out)
+    # Planes (images x channels) in chunks: the row maxima of all at once
+    # took as much memory again as the output and half the input.
+    planes = padded.reshape((-1,) + padded.shape[-2:])
+    pooled = result.reshape((-1,) + out)
+    per_plane = out[0] * padded.shape[-1] * x.dtype.itemsize
+    step = max(1, _POOL_CHUNK_BYTES // max(per_plane, 1))
+    for start in range(0, len(planes), step):
+        _max_pool_into(planes[start:start + step], pooled[start:start + step], ws, stride)
     return result
 
 
