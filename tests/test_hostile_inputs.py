@@ -425,17 +425,18 @@ def test_a_4gib_member_is_refused_unread_under_a_512mib_address_space(tmp_path, 
 
 
 def test_an_image_file_is_never_read_past_the_length_it_announced(tmp_path):
-    from int8store.sources import images
+    from int8store.errors import SizeLimitError, SourceFormatError
+    from int8store.sources import image_files
 
     class Growing:  # a file that grows after it was listed
         def read(self, n):
             return bytes(n)
 
-    with pytest.raises(images.SourceFormatError, match="more bytes than the 10 it announced"):
-        images._read_image_file(Growing(), 10, "grows.png")
-    largest = images.largest_image_file()
-    with pytest.raises(images.SizeLimitError, match="more than any image int8store decodes"):
-        images._read_image_file(Growing(), largest + 1, "huge.png")
+    with pytest.raises(SourceFormatError, match="more bytes than the 10 it announced"):
+        image_files.read_image_file(Growing(), 10, "grows.png")
+    largest = image_files.largest_image_file()
+    with pytest.raises(SizeLimitError, match="more than any image int8store decodes"):
+        image_files.read_image_file(Growing(), largest + 1, "huge.png")
 
 
 def png_header_only(width, height):

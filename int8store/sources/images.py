@@ -21,29 +21,25 @@ unpacks to gigabytes is refused before a byte of it is unpacked.
 """
 
 import contextlib
-import io
 import os
-import warnings
 import zipfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError, located, quoted, shortened
-from ..runtime.limits import check_memory, check_zip_member, describe_bytes
+from ..errors import SourceFormatError, located, quoted, shortened
+from ..runtime.limits import check_zip_member
 from . import SourceData, Split
 from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
+from .image_files import (check_image_file_size, decode_image, decoded, in_colour,
+                          in_colour_by_header, largest_image_file, read_image_file)
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp",
                   ".pgm", ".ppm", ".pbm", ".pnm"}
-#: The only formats Pillow may decode, whatever a file's name or content says:
-#: raster formats with decoders in Pillow itself. Pillow would otherwise try
-#: every format it knows, EPS included, which hands the file to Ghostscript.
-RASTER_FORMATS = ("PNG", "JPEG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
 # Folders nested deeper than this are refused (the layouts need three levels
 # below a few wrapping folders).
 _MAX_DEPTH = 32
@@ -52,154 +48,8 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
                ValueError)
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
-_GRAY, _COLOUR = "L", "RGB"
-_PALETTE = ("P", "PA")
 # How an archive of class folders names its files, for messages.
 _LAYOUT = "an archive of class folders names its files CLASS/IMAGE"
-# The widest pixel the formats above store before int8store refuses its mode
-# (16-bit RGBA: 8 bytes; compressed formats store less), and room for what an
-# image file holds besides pixels (ICC profile, EXIF, XMP, palette).
-_BYTES_PER_PIXEL = 8
-_METADATA_ROOM = 16 << 20
-
-
-def largest_image_file():
-    """Most bytes an image file may take and still be read: Pillow's
-    decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) at 8 bytes a
-    pixel, plus 16 MiB of metadata; None if that limit is switched off."""
-    from PIL import Image
-
-    pixels = Image.MAX_IMAGE_PIXELS
-    return pixels * _BYTES_PER_PIXEL + _METADATA_ROOM if pixels else None
-
-
-def _check_image_file_size(nbytes, where):
-    """Refuse an image file of ``nbytes`` that no allowed image needs, or that
-    would not fit under the memory ceiling, before any of it is read."""
-    from PIL import Image
-
-    largest = largest_image_file()
-    if largest is not None and nbytes > largest:
-        raise SizeLimitError(
-            f"{where}: is {describe_bytes(nbytes)}, more than any image int8store decodes "
-            f"can take ({describe_bytes(largest)}: Pillow's limit of "
-            f"{Image.MAX_IMAGE_PIXELS:,} pixels at {_BYTES_PER_PIXEL} bytes each, plus "
-            f"{describe_bytes(_METADATA_ROOM)} of metadata)")
-    check_memory(nbytes, "the image file", where)
-
-
-def _read_image_file(stream, nbytes, where):
-    """The ``nbytes`` bytes of an image file, checked before reading and never
-    read past (a file that grew, or a member that unpacks to more than it
-    announced, is damaged)."""
-    _check_image_file_size(nbytes, where)
-    data = stream.read(nbytes + 1)
-    if len(data) != nbytes:
-        how = "more" if len(data) > nbytes else f"only {len(data):,}"
-        raise SourceFormatError(f"{where}: holds {how} bytes than the {nbytes:,} it announced "
-                                "when listed; the file or archive is damaged or changing")
-    return data
-
-
-def decode_image(data, origin, resize=None, colour=False):
-    """uint8 pixels of an encoded image: (rows, cols) grey or (rows, cols, 3) colour.
-
-    Only :data:`RASTER_FORMATS` are decoded, and an image larger than
-    Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) or
-    the memory ceiling is refused before its pixels are decoded. A palette
-    image of greys only (a GIF has no grey mode) is grey, or colour with
-    ``colour=True`` (its grey in each channel).
-    """
-    pixels, either = _decoded(data, origin, resize)
-    return _in_colour(pixels) if colour and either else pixels
-
-
-def _decoded(data, origin, resize=None):
-    """The pixels of :func:`decode_image`, and whether they are a palette
-    image's greys (which a set of colour images takes in colour)."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with warnings.catch_warnings():
-            # Pillow warns between its limit and twice it; _check_size refuses instead.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=RASTER_FORMATS)
-        with image:
-            _check_size(image, origin)
-            image.load()
-            palette = image.mode in _PALETTE
-            image = _as_8bit(image, origin)
-    except SourceFormatError:
-        raise
-    except Image.DecompressionBombError as error:
-        raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit "
-                             f"({quoted(error)})") from error
-    except UnidentifiedImageError as error:  # its own text names an in-memory buffer
-        raise SourceFormatError(
-            f"{origin}: cannot read this image: not one of the formats int8store decodes "
-            f"({', '.join(RASTER_FORMATS)})") from error
-    except (OSError, SyntaxError, ValueError) as error:
-        raise SourceFormatError(f"{origin}: cannot read this image ({quoted(error)})") from error
-    if resize is not None:
-        rows, cols = resize
-        image = image.resize((cols, rows), Image.Resampling.BICUBIC)
-    pixels = np.asarray(image, dtype=np.uint8)
-    return pixels, palette and pixels.ndim == 2
-
-
-def _in_colour(grey):
-    """Grey pixels as colour ones, the grey in each channel."""
-    return np.repeat(grey[..., None], 3, axis=-1)
-
-
-def _check_size(image, origin):
-    from PIL import Image
-
-    pixels = image.width * image.height
-    if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
-        raise SizeLimitError(
-            f"{origin}: is {image.width}x{image.height} ({pixels:,} pixels), beyond Pillow's "
-            f"decompression-bomb limit of {Image.MAX_IMAGE_PIXELS:,} pixels")
-    check_memory(pixels * max(1, len(image.getbands())) * 4, f"a {image.width}x{image.height} image",
-                 origin)
-
-
-def _as_8bit(image, origin):
-    """``image`` in mode L or RGB, refusing what that would change silently."""
-    mode = image.mode
-    if mode in (_GRAY, _COLOUR):
-        return image
-    if mode == "1":
-        return image.convert(_GRAY)
-    if mode == "YCbCr":
-        return image.convert(_COLOUR)
-    if mode in _PALETTE:
-        image = image.convert("RGBA")
-    if mode not in ("LA", "RGBA") + _PALETTE:
-        raise SourceFormatError(
-            f"{origin}: image mode {mode} is not 8-bit grey or colour (int8store stores "
-            "8-bit pixels); convert it to L or RGB first"
-        )
-    alpha = np.asarray(image.getchannel("A"))
-    if alpha.size and alpha.min() < 255:
-        raise SourceFormatError(
-            f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
-            "colour pixels only, so flatten the transparency first"
-        )
-    image = image.convert(_GRAY if mode == "LA" else _COLOUR)
-    if mode in _PALETTE and _all_grey(image):
-        # A GIF has no grey mode: Pillow reads one of fewer than 256 greys
-        # as a palette of greys, stored in a third of colour's bytes.
-        return image.getchannel("R")
-    return image
-
-
-def _all_grey(image):
-    """Whether every pixel of the RGB ``image`` has equal red, green and blue."""
-    pixels = np.asarray(image)
-    return bool((pixels[..., 0] == pixels[..., 1]).all() and (pixels[..., 1] == pixels[..., 2]).all())
-
-
 class _Tree:
     """Files of a folder or an archive, by relative POSIX path."""
 
@@ -247,7 +97,7 @@ def _folder_tree(folder):
         path = os.path.join(folder, name)  # a str: Path would intern the name (see above)
         try:
             with open(path, "rb") as f:
-                return _read_image_file(f, os.fstat(f.fileno()).st_size, path)
+                return read_image_file(f, os.fstat(f.fileno()).st_size, path)
         except OSError as error:
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
@@ -272,7 +122,7 @@ def _zip_tree(path):
                                     "files only (store a copy of the image instead)")
         check_zip_member(info, where, Path(path).stat().st_size)
         if _is_decoded(info.filename):
-            _check_image_file_size(info.file_size, where)
+            check_image_file_size(info.file_size, where)
     names = [i.filename for i in members]
     sizes = {i.filename: i.file_size for i in members}
 
@@ -280,7 +130,7 @@ def _zip_tree(path):
         where = located(path, name)
         try:
             with archive.open(name) as member:
-                return _read_image_file(member, sizes[name], where)
+                return read_image_file(member, sizes[name], where)
         except _ZIP_ERRORS as error:
             raise SourceFormatError(f"{where}: damaged in the archive ({quoted(error)})") from error
 
@@ -297,7 +147,7 @@ def _tar_tree(path):
                 if member.isfile():
                     _check_once(member.name, where, seen)
                     if _is_decoded(member.name):
-                        _check_image_file_size(member.size, where)
+                        check_image_file_size(member.size, where)
                     names.append(member.name)
                 elif member.isdir():
                     folders.append(member.name.rstrip("/"))
@@ -311,7 +161,7 @@ def _tar_tree(path):
             with open_tar_stream(path) as archive:
                 for member in archive:
                     if member.isfile() and member.name in wanted:
-                        yield member.name, _read_image_file(
+                        yield member.name, read_image_file(
                             archive.extractfile(member), member.size,
                             located(path, member.name))
         except TAR_ERRORS as error:
@@ -408,9 +258,9 @@ def _read_tree(tree, resize):
         order = {n: i for i, n in enumerate(tree.names)}
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
-    reference, either = _decoded(_read_one(tree, first), tree.where(first), resize)
+    reference, either = decoded(_read_one(tree, first), tree.where(first), resize)
     if either and _any_in_colour(tree, [n for _, _, n in entries]):
-        reference = _in_colour(reference)
+        reference = in_colour(reference)
     splits = {}
     for split in ("train", "valid", "test"):
         chosen = [(c, n) for s, c, n in entries if s == split]
@@ -449,18 +299,11 @@ def _any_in_colour(tree, names):
     """Whether any of the images ``names`` is in colour (a palette of greys
     is not): when the first image is a palette of greys, the set is grey
     only if all are, which takes reading them before their pixels are kept."""
-    from PIL import Image
-
     items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
     with contextlib.closing(items):
         for name, data in items:
-            try:  # (the header says most images' colour)
-                mode = Image.open(io.BytesIO(data), formats=RASTER_FORMATS).mode
-            except Exception:  # (decoding it says what is wrong, in its own words)
-                mode = None
-            if mode in (_COLOUR, "RGBA", "YCbCr"):
-                return True
-            if mode not in (_GRAY, "1", "LA") and _decoded(data, tree.where(name))[0].ndim == 3:
+            colour = in_colour_by_header(data)
+            if colour or (colour is None and decoded(data, tree.where(name))[0].ndim == 3):
                 return True
     return False
 
