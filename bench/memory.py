@@ -14,9 +14,11 @@ images, 10 classes), each row sets side by side, for one batch size:
 * XLA's own figure for the same step compiled in int8store's JAX mode
   (``jax.jit(...).lower(...).compile().memory_analysis()``: arguments +
   outputs + temporaries - aliased), which XLA computes on the CPU as on GPUs;
-* the measured peak of one C-backend step, in a fresh process: the arguments
-  (allocated before) plus the peak of what tracemalloc sees allocated during
-  a second call (numpy's and the library's C ops' arrays; not BLAS workspaces).
+* the measured peak of one step in int8store's C mode, in a fresh process:
+  the arguments (allocated before), the scratch buffers int8store's
+  convolutions keep between calls (PyTensor), and the peak of what
+  tracemalloc sees allocated during a second call (numpy's and the
+  library's C ops' arrays; not BLAS workspaces).
 """
 
 import argparse
@@ -55,23 +57,37 @@ def _arguments(graph, seed=0):
 
 
 def measure_c(model, batch_size):
-    """Arguments + traced peak of one C-backend step (run in a fresh process)."""
+    """Arguments + scratch kept between calls + traced peak of one C-backend
+    step (run in a fresh process), in int8store's "c" mode, which the
+    tutorials use (the library's default mode may be another: PyTensor's
+    is Numba)."""
     import tracemalloc
 
+    from int8store import function_mode
     from int8store.backend import activate
 
     api = activate()
     from int8store.memory.reference_models import build_step
 
     graph = build_step(model, batch_size, (28, 28), 10)
-    step = api.function(graph.inputs, graph.outputs)
+    step = api.function(graph.inputs, graph.outputs, mode=function_mode("c"))
     arguments = _arguments(graph)
-    step(*arguments)  # compiled and warmed: what stays allocated between calls is not counted
+    step(*arguments)  # compiled and warmed: the scratch it keeps is counted below
     tracemalloc.start()
     step(*arguments)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return sum(a.nbytes for a in arguments) + peak
+    return sum(a.nbytes for a in arguments) + _scratch_kept() + peak
+
+
+def _scratch_kept():
+    """Bytes of the scratch buffers int8store's own convolutions (PyTensor)
+    keep from call to call, on this thread."""
+    try:
+        from int8store.backend.ops import im2col
+    except ImportError:  # (Aesara's convolutions are its own)
+        return 0
+    return sum(buffer.nbytes for buffer in vars(im2col._scratch_buffers).values())
 
 
 def xla_figure(model, batch_size):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from int8store import load_data, max_batch_size
+from int8store import ArgumentError, load_data, max_batch_size
 from int8store.training import evaluate_in_chunks
 from int8store.backend import activate, conv2d, pool_2d
 from int8store.cli import main
@@ -52,15 +52,19 @@ def test_the_rule_of_thumb_reproduces_the_vgg16_worked_example():
     assert rule_of_thumb_bytes(neurons, parameters, 8) == 2_083_672_896
 
 
-def test_the_step_estimate_counts_arguments_and_outputs_exactly():
-    memory = model_memory("logistic", 50, (28, 28), 10)
+@pytest.mark.parametrize("dtype, size", [("float32", 4), ("float64", 8)])
+def test_the_step_estimate_counts_arguments_and_outputs_exactly(dtype, size):
+    memory = model_memory("logistic", 50, (28, 28), 10, dtype)
     parameters = 784 * 10 + 10
     assert memory.parameters == parameters and memory.neurons == 784 + 10
-    assert memory.step.arguments == 50 * 784 + 4 * 50 + 4 * parameters  # int8 codes, labels
-    assert memory.step.outputs == 4 + 4 * parameters  # the cost, the updated parameters
+    assert memory.parameter_bytes == size * parameters
+    assert memory.step.arguments == 50 * 784 + 4 * 50 + size * parameters  # int8 codes, labels
+    assert memory.step.outputs == size + size * parameters  # the cost, the updated parameters
     # at least the minibatch's float copy and the probabilities are temporaries
-    assert memory.step.temporaries >= 4 * 50 * 784 + 4 * 50 * 10
-    assert memory.rule_of_thumb == (794 * 50 + parameters) * 2 * 4
+    assert memory.step.temporaries >= size * 50 * 784 + size * 50 * 10
+    assert memory.rule_of_thumb == (794 * 50 + parameters) * 2 * size
+    with pytest.raises(ArgumentError, match="dtype='float16': expected one of float32, float64"):
+        model_memory("logistic", 50, (28, 28), 10, "float16")
 
 
 def test_the_estimate_grows_with_the_batch_size():
@@ -144,6 +148,17 @@ def test_budget_prints_both_storages_and_batches_that_fit(capsys):
     data = 1797 * 64 + 4 * 1797  # all of digits as int8, with labels
     usable = int(0.9 * (3 << 20)) - data
     assert estimate(int8_batch) <= usable < estimate(int8_batch + 1)
+
+
+def test_budget_says_which_float_type_it_plans_for(capsys):
+    args = ["budget", "--dataset", "digits", "--model", "logistic", "--device-memory", "1GB"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "model:    logistic in float32 (the tutorials' on an accelerator; --dtype float64" in out
+    assert main(args + ["--dtype", "float64"]) == 0
+    out64 = capsys.readouterr().out
+    assert "model:    logistic in float64, 650 parameters (5.1 KiB)" in out64
+    assert "x 2 x 8 bytes" in out64 and "x 2 x 4 bytes" in out
 
 
 def test_budget_plans_no_batch_larger_than_the_tutorials_take(capsys):

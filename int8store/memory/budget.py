@@ -2,6 +2,8 @@
 or as float32, and with what batch size? (The numbers come from
 :mod:`int8store.memory.estimates`.)"""
 
+import numpy as np
+
 from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
 from .estimates import (examples_that_fit, max_batch_size, model_memory, device_memory,
@@ -9,6 +11,9 @@ from .estimates import (examples_that_fit, max_batch_size, model_memory, device_
 from .models import MODELS
 
 __all__ = ["dataset_summary", "budget_report"]
+
+_WHY = {"float32": " (the tutorials' on an accelerator; --dtype float64 for floatX's default "
+                   "on the CPU)", "float64": ""}
 
 
 def dataset_summary(dataset):
@@ -23,8 +28,10 @@ def dataset_summary(dataset):
     return counts, tuple(plan.image_shape), n_classes
 
 
-def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1):
-    """The text ``int8store budget`` prints. With ``devices`` > 1, the answer
+def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1,
+                  dtype="float32"):
+    """The text ``int8store budget`` prints, the model's floats of ``dtype``
+    (float32: the tutorials' on an accelerator). With ``devices`` > 1, the answer
     is per device: each split in blocks of ``ceil(examples / devices)`` rows,
     one per device (as ``int8store.place(..., devices=N)`` lays them), the
     parameters on each, and ``batch_size`` the global minibatch, a
@@ -56,9 +63,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     else:
         budget, where = parse_size(device_bytes, "--device-memory"), "given"
     usable = int(budget * (1 - margin))
-    memory = model_memory(model, part, image_shape, n_classes)
+    memory = model_memory(model, part, image_shape, n_classes, dtype)
     step = memory.step
-    estimate = step_estimator(model, image_shape, n_classes)
+    estimate = step_estimator(model, image_shape, n_classes, dtype)
     total = sum(held.values())
     shape = "x".join(map(str, image_shape))
     each = "" if devices == 1 else " per device"
@@ -67,8 +74,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         + f" images of {shape}, {n_classes} classes",
         f"device:   {describe_bytes(budget)} ({where}); planning for {describe_bytes(usable)}, "
         f"keeping {margin:.0%} free",
-        f"model:    {model}, {memory.parameters:,} parameters ({describe_bytes(memory.parameter_bytes)}), "
-        f"{memory.neurons:,} activations per example (the input included)",
+        f"model:    {model} in {dtype}{_WHY[dtype]}, {memory.parameters:,} parameters "
+        f"({describe_bytes(memory.parameter_bytes)}), {memory.neurons:,} activations per "
+        "example (the input included)",
     ]
     if asked is not None and asked > batch_size:
         lines.append(f"batch:    {asked:,} is more than the {smallest:,} {smallest_name} "
@@ -80,7 +88,8 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             + f" examples (padding included); a minibatch of {batch_size} is {part} on each; "
             "the figures below are per device")
     lines += [
-        f"batch {part}{each}: rule of thumb (neurons x batch + parameters) x 2 x 4 bytes = "
+        f"batch {part}{each}: rule of thumb (neurons x batch + parameters) x 2 x "
+        f"{np.dtype(dtype).itemsize} bytes = "
         f"{describe_bytes(memory.rule_of_thumb)}; finer estimate of the compiled step "
         f"{describe_bytes(step.total)} (arguments {describe_bytes(step.arguments)}, outputs "
         f"{describe_bytes(step.outputs)}, temporaries {describe_bytes(step.temporaries)})",

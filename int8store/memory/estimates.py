@@ -30,6 +30,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ArgumentError
 from ..runtime.limits import parse_size
 
@@ -39,6 +41,8 @@ __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memor
 
 #: Bytes of a float32 value: the rule of thumb's 4.
 FLOAT32_BYTES = 4
+#: The float types a model's memory is estimated in.
+FLOAT_TYPES = ("float32", "float64")
 
 
 def give_back_freed_memory():
@@ -162,25 +166,27 @@ def graph_counts(layers, params):
 
 
 def _itemsize(variable):
-    import numpy as np
     return np.dtype(variable.type.dtype).itemsize
 
 
 _ESTIMATES = {}
 
 
-def model_memory(model, batch_size, image_shape, n_classes=10):
+def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32"):
     """The :class:`ModelMemory` of ``model`` ("logistic" or "lenet5", the
     tutorials' models) training on ``image_shape`` images in batches of
-    ``batch_size``; nothing is run (a few tenths of a second of compiling
-    without C code)."""
+    ``batch_size``, in ``dtype`` (float32, as the tutorials train on an
+    accelerator, or float64, floatX's default on the CPU); nothing is run (a
+    few tenths of a second of compiling without C code)."""
     from .models import MODELS
 
     if model not in MODELS:
         raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
     if int(batch_size) != batch_size or batch_size < 1:
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
-    key = (model, int(batch_size), tuple(image_shape), int(n_classes))
+    if dtype not in FLOAT_TYPES:
+        raise ArgumentError(f"dtype={dtype!r}: expected one of {', '.join(FLOAT_TYPES)}")
+    key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype)
     if key not in _ESTIMATES:
         from ..backend import activate, c_mode
         api = activate()
@@ -188,12 +194,13 @@ def model_memory(model, batch_size, image_shape, n_classes=10):
         from .reference_models import build_step
         from .step_memory import step_memory
 
-        graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes))
+        graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes), dtype)
         neurons, count, nbytes = graph_counts(graph.layers, graph.params)
         # The C backend's rewrites, without generating C code: the same graph.
         compiled = api.function(graph.inputs, graph.outputs, mode=c_mode(api, linker="py"))
         _ESTIMATES[key] = ModelMemory(model, int(batch_size), count, nbytes, neurons,
-                                      rule_of_thumb_bytes(neurons, count, int(batch_size)),
+                                      rule_of_thumb_bytes(neurons, count, int(batch_size),
+                                                          np.dtype(dtype).itemsize),
                                       step_memory(compiled))
     return _ESTIMATES[key]
 
@@ -234,16 +241,17 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
     return _bisect(estimate, usable, low, high)
 
 
-def step_estimator(model, image_shape, n_classes=10):
+def step_estimator(model, image_shape, n_classes=10, dtype="float32"):
     """``estimate(batch_size)``: bytes of :func:`model_memory`'s finer
     estimate, with a ``guess(bytes)`` of the largest batch that fits, from
     two sizes: every buffer's size is linear in the batch size, so each step's
     temporaries are too, and their peak is the largest of those lines."""
     def estimate(batch_size):
-        return model_memory(model, batch_size, image_shape, n_classes).estimate
+        return model_memory(model, batch_size, image_shape, n_classes, dtype).estimate
 
     def guess(usable):
-        small, large = (model_memory(model, b, image_shape, n_classes).step for b in (16, 32))
+        small, large = (model_memory(model, b, image_shape, n_classes, dtype).step
+                        for b in (16, 32))
         if small.ops != large.ops:
             return None
         fixed_small = small.arguments + small.outputs
