@@ -249,7 +249,7 @@ def test_test_size_cuts_a_test_split_from_one_pair_of_arrays(tmp_path, capsys):
         np.testing.assert_array_equal(splits[name].y.get_value(borrow=True), got[name][1])
     with pytest.raises(ArgumentError, match="already has a test split"):
         load_splits(tmp_path / "t.h5", test_size=5)
-    with pytest.raises(ArgumentError, match=r"test_size=96: expected an integer count in 1\.\.95"):
+    with pytest.raises(ArgumentError, match=r"test_size=96 \(--test-size\): expected an integer count in 1\.\.95"):
         convert(tmp_path / "one.npz", tmp_path / "u.h5", test_size=96)
 
 

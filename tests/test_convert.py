@@ -555,9 +555,9 @@ def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):
     from int8store import ArgumentError
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=12))
     for bad in (12, 1.5, 1.0, 0, 0.0):
-        with pytest.raises(ArgumentError, match=rf"valid_size={bad}: expected an integer count "
-                                                r"in 1\.\.11 \(of the 12"):
+        with pytest.raises(ArgumentError, match=rf"valid_size={bad} \(--valid-size\): expected an "
+                                                r"integer count in 1\.\.11 \(of the 12"):
             convert(folder, tmp_path / "a.h5", valid_size=bad)
-        with pytest.raises(ArgumentError, match=rf"valid_size={bad}: expected an integer count"):
+        with pytest.raises(ArgumentError, match=rf"valid_size={bad} \(--valid-size\): expected"):
             load_splits(folder, valid_size=bad)
     assert not (tmp_path / "a.h5").exists()

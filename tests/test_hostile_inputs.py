@@ -632,7 +632,8 @@ def test_valid_size_says_how_it_was_read(tmp_path, capsys):
         out = tmp_path / f"{given}.h5"
         assert main(["convert", str(folder), "-o", str(out), "--valid-size", given]) == 0
         assert said in capsys.readouterr().out
-    refused(tmp_path, capsys, [folder], "valid_size=1.0", extra=["--valid-size", "1.0"])
+    refused(tmp_path, capsys, [folder], "valid_size=1.0 (--valid-size)",
+            extra=["--valid-size", "1.0"])
 
 
 # -- outputs ----------------------------------------------------------------------

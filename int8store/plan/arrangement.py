@@ -218,8 +218,9 @@ def validation_count(size, n_train, what="valid_size"):
                 return count
     elif isinstance(size, (int, np.integer)) and not isinstance(size, bool) and 0 < size < n_train:
         return int(size)
+    option = {"valid_size": " (--valid-size)", "test_size": " (--test-size)"}.get(what, "")
     raise ArgumentError(
-        f"{what}={size!r}: expected an integer count in 1..{n_train - 1} (of the {n_train} "
-        "training examples) or a fraction strictly between 0 and 1 that leaves both "
-        "splits non-empty"
+        f"{what}={size!r}{option}: expected an integer count in 1..{n_train - 1} (of the "
+        f"{n_train} training examples) or a fraction strictly between 0 and 1 that leaves "
+        "both splits non-empty"
     )
