@@ -232,7 +232,10 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
                              ({"normalize": "dataset"}, r"the images' normalization "
                               r"\(--normalize\) differs \('unit' then, 'dataset' now\)"),
                              ({"learning_rate": 0.5}, r"the learning rate \(--learning-rate\) "
-                              r"differs \(0.13 then, 0.5 now\)")]:
+                              r"differs \(0.13 then, 0.5 now\)"),
+                             # (scored over 294 examples after, 300 before)
+                             ({"classic_count": True}, r"how the splits are scored "
+                              r"\(--classic-count\) differs \(False then, True now\)")]:
         with pytest.raises(ArgumentError, match=message):
             logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{**run, **changed})
     # streamed from the same data: the same run (each split's digest agrees)
@@ -251,6 +254,18 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
     with pytest.raises(ArgumentError, match="the data differs"):
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{
             **run, "dataset": str(tmp_path / "other.npz")})
+    # The same codes and labels at another scale (levels / 255, not / 16):
+    # other images, and the resumed run printed 18 % where the run had 4 %.
+    from int8store.sources.digits import read_digits
+
+    digits = read_digits()
+    np.savez(tmp_path / "same_levels.npz", **{f"{kind}_{name}": array
+             for name, split in digits.splits.items()
+             for kind, array in zip("xy", (split.images(), split.labels))})
+    with pytest.raises(ArgumentError, match=r"the values the images' codes stand for \(their "
+                                            r"scale or codebook\) differs"):
+        logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", **{
+            **run, "dataset": str(tmp_path / "same_levels.npz")})
     # fewer epochs than the run had made: nothing ran, and it said "epochs 1"
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "two", **{**run, "n_epochs": 2})
     with pytest.raises(ArgumentError, match=r"two: the run stopped in epoch 2, past the 1 "
@@ -259,6 +274,16 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
     with pytest.raises(ArgumentError, match="not a run checkpoint"):
         np.savez(tmp_path / "model.npz", W=np.zeros(3))
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "model.npz", **run)
+
+
+def test_an_augmentation_written_another_way_is_the_same_run(tmp_path):
+    run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
+    logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", augment="translate=1,cutout=2",
+                                        **run)
+    logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", checkpoint=tmp_path / "again",
+                                        augment="cutout=2, translate=1, fill=zero", **run)
+    with pytest.raises(ArgumentError, match=r"the augmentation \(--augment\) differs"):
+        logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", augment="translate=2", **run)
 
 
 def test_a_checkpoint_from_before_the_normalization_was_recorded_still_resumes(tmp_path):

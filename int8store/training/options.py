@@ -127,8 +127,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                             "replaced each time, never half-written (default: none)")
     calls.add_argument("--resume", metavar="PATH",
                        help="go on from a run checkpoint where it stopped, exactly as if it "
-                            "had not: the same data, model, batch size, seeds, normalization "
-                            "and learning rate (another is refused, the difference named); the "
+                            "had not: the same data, model, batch size, seeds, augmentation, "
+                            "normalization, learning rate and scoring (another is refused, the "
+                            "difference named); the "
                             "device count may change, and streaming where --seed does not "
                             "shuffle")
     shown = parser.add_argument_group("what is printed, and JAX mode's set-up")

@@ -12,9 +12,11 @@ any number of devices, resident or streamed.
 It also records what it belongs to, and a resumed run is refused with the
 difference named when any of it differs: the data (each split's BLAKE3, the
 digest a store records of it, so a split held whole and the same split
-streamed from a store agree), the model (its parameters' names, shapes and
-dtypes), the batch size, the seed, the augmentation and its seed, and the
-program. Where and how the run is held may change: the device count (the
+streamed from a store agree, and the values its codes stand for: the same
+codes at another scale are other images), the model (its parameters' names,
+shapes and dtypes), the batch size, the seed, the augmentation (as parsed:
+however it is written) and its seed, how the splits are scored
+(``--classic-count``), and the program. Where and how the run is held may change: the device count (the
 minibatches are the same on any: :mod:`int8store.order.blocks`), the process
 count, prefetching, ``--max-device-bytes`` (a split held whole and the same
 split streamed).
@@ -62,13 +64,14 @@ _MOST_POSITION = 2 ** 31 - 1
 
 
 def run_identity(program, splits, params, batch_size, seed=None, augmentation=None,
-                 augment_seed=None, normalize="unit", learning_rate=None):
+                 augment_seed=None, normalize="unit", learning_rate=None, classic_count=None):
     """What a checkpoint belongs to (see the module docstring): a dict of
     ``program`` (a name), the ``splits`` (train, valid, test: anything with
     ``digest()``, a :class:`~int8store.SharedDataset` or a
     :class:`~int8store.StreamingSplit`), the ``params`` (shared variables),
-    the batch size, the seed, the augmentation (its text) and its seed, the
-    images' normalization and the learning rate (None: not said); and,
+    the batch size, the seed, the augmentation (as parsed) and its seed, the
+    images' normalization, the learning rate and ``classic_count`` (None:
+    not said); and,
     where the seed shuffles, how the training split is held (whole, or
     streamed in shards of so many examples: a stream shuffles its shards,
     then within each, so that the order is the holding's own).
@@ -77,16 +80,45 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
     return {
         "program": str(program),
         "data": [split.digest() for split in splits],
+        "encoding": [_encoding_key(split.encoding) for split in splits],
         "model": [[p.name or f"parameter {i}", list(np.shape(p.get_value(borrow=True))),
                    str(np.asarray(p.get_value(borrow=True)).dtype)] for i, p in enumerate(params)],
         "batch_size": int(batch_size),
         "seed": None if seed is None else int(seed),
-        "augmentation": None if not augmentation else str(augmentation),
+        "augmentation": None if not augmentation else _augmentation_key(augmentation),
         "augment_seed": None if not augmentation else int(augment_seed),
         "normalize": str(normalize),
         "learning_rate": None if learning_rate is None else float(learning_rate),
         "shuffled_as": None if seed is None or not splits else _held(splits[0]),
+        "classic_count": None if classic_count is None else bool(classic_count),
     }
+
+
+def _encoding_key(encoding):
+    """What values a split's codes stand for, as JSON: its scale, or its
+    codebook's BLAKE3 (a checkpoint holds no arrays of the data)."""
+    if encoding.is_codebook:
+        import blake3
+
+        book = np.ascontiguousarray(encoding.codebook, dtype=np.float64)
+        return {"codebook": blake3.blake3(book.tobytes()).hexdigest()[:32],
+                "max_error": float(encoding.max_error)}
+    return {"offset": int(encoding.offset), "divisor": int(encoding.divisor),
+            "precision": encoding.precision}
+
+
+def _augmentation_key(text):
+    """An augmentation's text as parsed, so that ``cutout=3,translate=2``
+    and ``translate=2, cutout=3, fill=zero`` are one; text that does not
+    parse (a file's) as it is."""
+    from ..augment.spec import Augmentation
+
+    try:
+        parsed = Augmentation.parse(text)
+    except (ArgumentError, TypeError, ValueError):
+        return str(text)
+    return (f"translate={parsed.translate},fill={parsed.fill},flip={parsed.flip},"
+            f"cutout={parsed.cutout}")
 
 
 def _held(split):
@@ -248,15 +280,20 @@ _WHAT = {"program": "the program", "data": "the data", "model": "the model",
          "normalize": "the images' normalization (--normalize)",
          "learning_rate": "the learning rate (--learning-rate)",
          "shuffled_as": "how the shuffled training split is held (--max-device-bytes, "
-                        "--max-memory)"}
+                        "--max-memory)",
+         "encoding": "the values the images' codes stand for (their scale or codebook)",
+         "classic_count": "how the splits are scored (--classic-count)"}
 #: What checkpoints of int8store 0.3.0 and before do not record (not checked then).
-_RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as")
+_RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as", "encoding",
+                         "classic_count")
 
 
 def _check_same(path, recorded, current):
     """Refuse a checkpoint of another run, naming what differs."""
     for key, what in _WHAT.items():
         then, now = recorded.get(key), current.get(key)
+        if key == "augmentation" and isinstance(then, str):  # (0.3.0 recorded it as given)
+            then = _augmentation_key(then)
         if then == now or (key in _RECORDED_SINCE_0_3_1 and key not in recorded):
             continue
         if key == "data":

@@ -295,7 +295,8 @@ class Run:
         if not (self.checkpoint or self.resume_path):
             return 0, [], False, loop
         identity = run_identity(program, self.splits, params, self.batch_size, self.seed,
-                                self.augment, self.augment_seed, self.normalize, learning_rate)
+                                self.augment, self.augment_seed, self.normalize, learning_rate,
+                                self.classic_count)
         self._checkpoint = RunCheckpoint(self.checkpoint, params, identity,
                                          ("finished",) + tuple(loop), self.n_batches())
         state = self._checkpoint.resume(self.resume_path) if self.resume_path else None
