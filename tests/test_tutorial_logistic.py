@@ -1,6 +1,7 @@
 """The bundled logistic-regression and MLP tutorials on digits: they train,
 slice before the cast, replace their own checkpoint, predict from it."""
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -136,6 +137,41 @@ def test_a_tutorial_stopped_before_its_first_validation_says_it_has_no_model_yet
     assert "inf" not in out and "Best validation score" not in out
     assert not [line for line in out.splitlines()
                 if line.startswith(("epoch ", "best validation error", "test error"))]
+
+
+def test_a_second_interrupt_as_the_run_ends_stops_at_once_in_one_line(capsys, monkeypatch):
+    """The second Ctrl-C came as the run was wrapping up (a traceback, exit
+    status 1), or once it was over, during its summary."""
+    import os
+
+    from int8store.store import checkpoint
+    from int8store.training import command
+
+    def a_run_stopped_then_interrupted_as_it_ends():
+        os.kill(os.getpid(), signal.SIGINT)  # the first: stop after the minibatch
+        return {"ended": True}
+
+    class Writes:  # the second, as the run's failed writes are said
+        def summary(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs at the next bytecode
+                pass
+
+    monkeypatch.setattr(command, "checkpoint_writes", lambda: contextlib.nullcontext(Writes()))
+    assert command.run_reporting_errors(a_run_stopped_then_interrupted_as_it_ends) == (None, 130)
+    assert capsys.readouterr().err.endswith("(again to stop at once)\n"
+                                            "interrupted by SIGINT: stopped at once\n")
+    monkeypatch.setattr(command, "checkpoint_writes", checkpoint.checkpoint_writes)
+
+    def summary(result, timings):
+        raise KeyboardInterrupt  # Ctrl-C's own effect, once the run is over
+
+    monkeypatch.setattr(command, "print_summary", summary)
+    monkeypatch.setattr(command, "_set_up_and", lambda train, args, **kwargs: {"ended": True})
+    args = type("Args", (), {"coordinator": None, "timings": False})()
+    monkeypatch.setattr(command, "check_options", lambda args: None)
+    assert command.run_command(None, args) == 130
+    assert capsys.readouterr().err == "interrupted: stopped at once\n"
 
 
 def test_a_second_interrupt_stops_at_once():

@@ -39,7 +39,11 @@ def run_command(train, args, **kwargs):
         args.mode, args.devices = "jax", args.devices or "all"
     result, status = run_reporting_errors(_set_up_and, train, args, **kwargs)
     if result is not None:
-        print_summary(result, args.timings)
+        try:
+            print_summary(result, args.timings)
+        except KeyboardInterrupt:  # (Ctrl-C's own effect again once the run is over)
+            print("interrupted: stopped at once", file=sys.stderr)
+            return 128 + 2
     return status
 
 
@@ -61,18 +65,20 @@ def _set_up_and(train, args, **kwargs):
 def run_reporting_errors(function, *args, **kwargs):
     """``function(*args, **kwargs)`` with errors, interrupts and failed
     checkpoint writes reported as the module docstring says: ``(result,
-    exit status)``, the result None after an error or a second interrupt."""
-    with stop_requests() as stop, checkpoint_writes() as writes:
-        try:
-            result = function(*args, **kwargs)
-        except Int8StoreError as error:
-            return None, _said(error)
-        except KeyboardInterrupt as interrupt:  # the second Ctrl-C
-            print(f"{interrupt or 'interrupted'}: stopped at once", file=sys.stderr)
-            return None, 128 + getattr(interrupt, "signal", 2)
-        finally:
-            if writes.summary():
-                print(writes.summary(), file=sys.stderr)
+    exit status)``, the result None after an error or a second interrupt
+    (which may come as the run ends: while its failed writes are said, too)."""
+    try:
+        with stop_requests() as stop, checkpoint_writes() as writes:
+            try:
+                result = function(*args, **kwargs)
+            except Int8StoreError as error:
+                return None, _said(error)
+            finally:
+                if writes.summary():
+                    print(writes.summary(), file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # the second Ctrl-C
+        print(f"{interrupt or 'interrupted'}: stopped at once", file=sys.stderr)
+        return None, 128 + getattr(interrupt, "signal", 2)
     return result, stop.exit_status
 
 
