@@ -203,10 +203,25 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         grey_at = 0 if first == "a" else 1
         np.testing.assert_array_equal(images[grey_at], np.repeat(greys[0][..., None], 3, -1))
         np.testing.assert_array_equal(images[1 - grey_at], colour)
-    # A true grey image beside colour ones is refused, as before.
-    _save(tmp_path / "mixed" / "a" / "grey.png", greys[0])
-    _save(tmp_path / "mixed" / "b" / "colour.png", colour)
-    with pytest.raises(SourceFormatError, match="all images must share a size and colour"):
+    # A GIF of all 256 greys, which Pillow reads as grey (L), is a palette's too;
+    # and a tar of such a set reads the same.
+    ramp = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    _save(tmp_path / "ramp" / "a" / "ramp.gif", ramp)
+    _save(tmp_path / "ramp" / "b" / "few.gif", greys[0][:4, :4].repeat(4, 0).repeat(4, 1))
+    _save(tmp_path / "ramp" / "c" / "colour.png", np.zeros((16, 16, 3), np.uint8) + [9, 99, 199])
+    assert Image.open(tmp_path / "ramp" / "a" / "ramp.gif").mode == "L"
+    tar_folder(tmp_path / "ramp", tmp_path / "ramp.tar.gz")
+    for source in (tmp_path / "ramp", tmp_path / "ramp.tar.gz"):
+        images = read_source(source).splits["train"].images()
+        assert images.shape == (3, 16, 16, 3)
+        np.testing.assert_array_equal(images[0], np.repeat(ramp[..., None], 3, -1))
+    # A true grey image beside colour ones is refused, as before, naming the
+    # colour image (not the GIF of greys that came first).
+    _save(tmp_path / "mixed" / "a" / "0.gif", greys[0])
+    _save(tmp_path / "mixed" / "b" / "grey.png", greys[0])
+    _save(tmp_path / "mixed" / "c" / "colour.png", colour)
+    with pytest.raises(SourceFormatError, match=r"b/grey\.png: is 6x5 grey but \S*c/colour\.png "
+                                                r"is 6x5 colour; all images must share"):
         read_source(tmp_path / "mixed").splits["train"].images()
     # A palette's transparent pixels are refused, grey or not.
     _save(tmp_path / "clear" / "a" / "0.gif", greys[0], transparency=40)

@@ -83,7 +83,7 @@ def decode_image(data, origin, resize=None, colour=False):
 
 def decoded(data, origin, resize=None):
     """The pixels of :func:`decode_image`, and whether they are a palette
-    image's greys (which a set of colour images takes in colour)."""
+    image's greys (a GIF's: a set of colour images takes them in colour)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -94,7 +94,9 @@ def decoded(data, origin, resize=None):
         with image:
             _check_size(image, origin)
             image.load()
-            palette = image.mode in _PALETTE
+            # A GIF stores a palette, which Pillow reads as grey (L) when it is
+            # the 256 greys in order: either way its greys are a palette's.
+            palette = image.mode in _PALETTE or image.format == "GIF"
             image = _as_8bit(image, origin)
     except SourceFormatError:
         raise

@@ -259,8 +259,10 @@ def _read_tree(tree, resize):
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
     reference, either = decoded(_read_one(tree, first), tree.where(first), resize)
-    if either and _any_in_colour(tree, [n for _, _, n in entries]):
-        reference = in_colour(reference)
+    if either:  # (grey or colour: the set is grey only if all its images are)
+        in_colour_first = _first_in_colour(tree, [n for _, _, n in entries])
+        if in_colour_first is not None:
+            reference, first = in_colour(reference), in_colour_first
     splits = {}
     for split in ("train", "valid", "test"):
         chosen = [(c, n) for s, c, n in entries if s == split]
@@ -295,17 +297,18 @@ def _read_one(tree, name):
     return next(tree.in_order({name}))[1]
 
 
-def _any_in_colour(tree, names):
-    """Whether any of the images ``names`` is in colour (a palette of greys
-    is not): when the first image is a palette of greys, the set is grey
-    only if all are, which takes reading them before their pixels are kept."""
+def _first_in_colour(tree, names):
+    """The first of the images ``names`` in colour (a GIF of greys is not),
+    or None: when the first image is a GIF of greys, the set is grey only if
+    all are, which takes reading them (a tar once more) before their pixels
+    are kept."""
     items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
     with contextlib.closing(items):
         for name, data in items:
             colour = in_colour_by_header(data)
             if colour or (colour is None and decoded(data, tree.where(name))[0].ndim == 3):
-                return True
-    return False
+                return name
+    return None
 
 
 def _readers(tree, names, shape, first, resize):
