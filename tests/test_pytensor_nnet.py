@@ -299,16 +299,18 @@ def test_pool_2d(ws, stride, ignore_border, pad, shape):
 
 @pytest.mark.parametrize("ws, stride, ignore_border, pad", POOLINGS)
 def test_pooling_in_chunks_of_planes_is_pooling_whole(ws, stride, ignore_border, pad, monkeypatch):
-    """Max pooling takes its planes in chunks (its temporary stays small):
-    chunks of one plane, of two and of all give the reference's values."""
+    """Max pooling takes its images in chunks (its temporary stays small):
+    chunks of one image, of two and of all give the reference's values, for
+    contiguous images and for views of them (taken as they are, not copied)."""
     from int8store.backend.ops import pooling
 
-    data = rng(22).standard_normal((3, 5, 7, 9)).astype(np.float32)
-    expected = reference_pool(data, ws, stride, ignore_border, pad)
-    for chunk in (1, 2 * 7 * 9 * 4, 1 << 20):
-        monkeypatch.setattr(pooling, "_POOL_CHUNK_BYTES", chunk)
-        np.testing.assert_array_equal(
-            pooling.max_pool_forward(data, ws, stride or ws, pad, ignore_border), expected)
+    whole = rng(22).standard_normal((6, 5, 7, 9)).astype(np.float32)
+    for data in (whole[:3], whole[::2], whole.transpose(0, 1, 3, 2)[..., :7, :7]):
+        expected = reference_pool(data, ws, stride, ignore_border, pad)
+        for chunk in (1, 2 * 5 * 7 * 9 * 4, 1 << 20):
+            monkeypatch.setattr(pooling, "_POOL_CHUNK_BYTES", chunk)
+            np.testing.assert_array_equal(
+                pooling.max_pool_forward(data, ws, stride or ws, pad, ignore_border), expected)
 
 
 @pytest.mark.parametrize("ws, stride, ignore_border, pad", POOLINGS)

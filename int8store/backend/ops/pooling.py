@@ -13,6 +13,8 @@ in PyTensor's Numba mode they run their ``perform`` (declared to
 :mod:`.numba`). This module imports only NumPy and PyTensor.
 """
 
+import math
+
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import grad_not_implemented
@@ -82,7 +84,8 @@ def _max_pool_into(padded, result, ws, stride):
 
 
 #: The most bytes of the row maxima a chunk of max pooling makes (the
-#: temporary it needs beside its output: half the input, whole).
+#: temporary it needs beside its output: half the input, whole), unless one
+#: item of the first axis makes more.
 _POOL_CHUNK_BYTES = 1 << 20
 
 
@@ -93,14 +96,16 @@ def max_pool_forward(x, ws, stride, pad, ignore_border):
     if result.size == 0:
         return result
     padded = _pool_input(x, ws, stride, pad, out)
-    # Planes (images x channels) in chunks: the row maxima of all at once
-    # took as much memory again as the output and half the input.
-    planes = padded.reshape((-1,) + padded.shape[-2:])
-    pooled = result.reshape((-1,) + out)
-    per_plane = out[0] * padded.shape[-1] * x.dtype.itemsize
-    step = max(1, _POOL_CHUNK_BYTES // max(per_plane, 1))
-    for start in range(0, len(planes), step):
-        _max_pool_into(planes[start:start + step], pooled[start:start + step], ws, stride)
+    if padded.ndim == 2:
+        _max_pool_into(padded, result, ws, stride)
+        return result
+    # Along the first axis (images) in chunks, views whatever the strides: the
+    # row maxima of all at once took as much memory again as the output and
+    # half the input.
+    per_item = math.prod(padded.shape[1:-2]) * out[0] * padded.shape[-1] * x.dtype.itemsize
+    step = max(1, _POOL_CHUNK_BYTES // max(per_item, 1))
+    for start in range(0, len(padded), step):
+        _max_pool_into(padded[start:start + step], result[start:start + step], ws, stride)
     return result
 
 
