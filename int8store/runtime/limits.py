@@ -19,6 +19,7 @@ Streamed data (images read a chunk at a time) is held to the first check
 only: its memory is bounded by the chunk size.
 """
 
+import fractions
 import numbers
 import os
 import re
@@ -40,7 +41,9 @@ _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "ki": 1024,
           "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3, "gi": 1024 ** 3,
           "t": 1000 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4, "ti": 1024 ** 4}
 # A number of bytes or of units: 4, 1.5, .5, 2e9, 1e+9 (no sign: sizes are positive).
-_SIZE = re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+]?[0-9]+)?)\s*([a-z]*)\s*")
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e\+?([0-9]+))?\s*([a-z]*)\s*")
+# More than this many digits is not a size (1e400 bytes), and not worth an exact product.
+_MOST_DIGITS = 40
 
 
 def default_max_memory():
@@ -78,10 +81,15 @@ def parse_size(size, what="max_memory"):
         number = int(size)
     else:
         match = _SIZE.fullmatch(str(size).lower())
-        if not match or match.group(2) not in _UNITS:
+        if not match or match.group(3) not in _UNITS:
             raise ArgumentError(f"{what}={size!r}: expected a size such as 4GiB, 512MB or a "
                                 "number of bytes")
-        number = int(float(match.group(1)) * _UNITS[match.group(2)])
+        mantissa, exponent, unit = match.groups()
+        exponent = int(exponent or 0)
+        if exponent + len(mantissa.split(".")[0].lstrip("0")) > _MOST_DIGITS:
+            raise ArgumentError(f"{what}={size!r}: a size too large to be one")
+        # Exact (1.5GiB, 36893489T): a float would round a large product.
+        number = int(fractions.Fraction(mantissa) * 10 ** exponent * _UNITS[unit])
     if number < 1:
         raise ArgumentError(f"{what}={size!r}: expected a positive size")
     return number

@@ -42,8 +42,8 @@ def _size(text):
     try:
         return parse_size(text, "--max-device-bytes")
     except ArgumentError:
-        raise argparse.ArgumentTypeError(f"expected a size such as 16MiB or a number of bytes, "
-                                         f"got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive size such as 16MiB or a number "
+                                         f"of bytes, got {text!r}") from None
 
 
 def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
