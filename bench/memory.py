@@ -10,7 +10,8 @@ images, 10 classes), each row sets side by side, for one batch size:
 
 * the rule of thumb, ``(neurons x batch + parameters) x 2 x 4`` bytes;
 * int8store's finer estimate (``int8store.memory.estimates.model_memory``): arguments
-  + outputs + peak temporaries of the compiled step, from its graph;
+  + outputs + peak temporaries of the compiled step, from its graph, for JAX
+  mode (the graph's order) and for the C backend (its virtual machine's order);
 * XLA's own figure for the same step compiled in int8store's JAX mode
   (``jax.jit(...).lower(...).compile().memory_analysis()``: arguments +
   outputs + temporaries - aliased), which XLA computes on the CPU as on GPUs;
@@ -114,19 +115,20 @@ def model_table(batch_sizes):
     from int8store.backend import activate
 
     print(f"{activate().describe()}; the C-backend peak traced by tracemalloc")
-    print("| model | batch | rule of thumb MiB | estimate MiB | XLA MiB | estimate / XLA "
-          "| C measured MiB | estimate / C |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | batch | rule of thumb MiB | estimate, JAX MiB | XLA MiB | estimate / XLA "
+          "| estimate, C MiB | C measured MiB | estimate / C |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for model in ("logistic", "lenet5"):
         for batch_size in batch_sizes:
             measured = json.loads(subprocess.run(
                 [sys.executable, __file__, "--measure-c", model, str(batch_size)],
                 capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
-            memory = model_memory(model, batch_size, (28, 28), 10)
+            memory = model_memory(model, batch_size, (28, 28), 10, mode="jax")
+            in_c = model_memory(model, batch_size, (28, 28), 10, mode="c")
             xla = xla_figure(model, batch_size)
             print(f"| {model} | {batch_size} | {mb(memory.rule_of_thumb)} | {mb(memory.estimate)} "
-                  f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(measured)} "
-                  f"| {memory.estimate / measured:.2f} |")
+                  f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(in_c.estimate)} "
+                  f"| {mb(measured)} | {in_c.estimate / measured:.2f} |")
 
 
 def main(argv=None):

@@ -7,7 +7,7 @@
     int8store verify [--strong] FILE
     int8store manifest FILE
     int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
-                     [--device-memory SIZE] [--margin F] [--devices N] [--dtype T]
+                     [--device-memory SIZE] [--margin F] [--devices N] [--mode M] [--dtype T]
     int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
@@ -165,6 +165,10 @@ def _parser():
     budget.add_argument("--margin", type=float, default=0.1,
                         help="fraction of the memory kept free for the framework and "
                              "fragmentation (default: %(default)s)")
+    budget.add_argument("--mode", choices=("jax", "c"), default="jax",
+                        help="how the step runs: 'jax' (XLA, on an accelerator) or 'c' (the "
+                             "C backend on the CPU, whose order of evaluation holds more) "
+                             "(default: %(default)s)")
     budget.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                         help="the model's float type: float32, as the tutorials train on an "
                              "accelerator, or float64, floatX's default on the CPU (default: "
@@ -258,7 +262,7 @@ def _run(args, argv):
     elif args.command == "budget":
         from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
-                            args.margin, args.devices, args.dtype))
+                            args.margin, args.devices, args.dtype, args.mode))
     elif args.command == "manifest":
         import json
         from .store.reader import open_store

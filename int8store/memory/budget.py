@@ -12,8 +12,9 @@ from .models import MODELS
 
 __all__ = ["dataset_summary", "budget_report"]
 
-_WHY = {"float32": " (the tutorials' on an accelerator; --dtype float64 for floatX's default "
-                   "on the CPU)", "float64": ""}
+_MODES = {"jax": "in JAX mode", "c": "on the C backend"}
+_DEFAULTS = (", as the tutorials train on an accelerator (--mode c --dtype float64: on the CPU, "
+             "floatX's default)")
 
 
 def dataset_summary(dataset):
@@ -29,9 +30,10 @@ def dataset_summary(dataset):
 
 
 def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1,
-                  dtype="float32"):
+                  dtype="float32", mode="jax"):
     """The text ``int8store budget`` prints, the model's floats of ``dtype``
-    (float32: the tutorials' on an accelerator). With ``devices`` > 1, the answer
+    (float32: the tutorials' on an accelerator), its step as ``mode`` runs
+    it ("jax", or "c": the C backend on the CPU). With ``devices`` > 1, the answer
     is per device: each split in blocks of ``ceil(examples / devices)`` rows,
     one per device (as ``int8store.place(..., devices=N)`` lays them), the
     parameters on each, and ``batch_size`` the global minibatch, a
@@ -48,13 +50,18 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer "
                             "(--batch-size)")
     held = {name: -(-n // devices) for name, n in counts.items()}  # rows a device holds
-    # The tutorials take no batch larger than their smallest split.
+    # The tutorials take no batch larger than their smallest split, and over
+    # several devices a multiple of their count (each cut said in a line).
     smallest_name, smallest = min(counts.items(), key=lambda item: item[1])
     asked = batch_size
-    batch_size = min(batch_size or MODELS[model], smallest)
-    if batch_size % devices:
-        raise ArgumentError(f"a batch of {batch_size} cannot be split evenly over {devices} "
+    if asked is not None and asked <= smallest and asked % devices:
+        raise ArgumentError(f"a batch of {asked} cannot be split evenly over {devices} "
                             f"devices: give --batch-size a multiple of {devices}")
+    batch_size = min(batch_size or MODELS[model], smallest)
+    batch_size -= batch_size % devices
+    if batch_size < 1:
+        raise ArgumentError(f"the {smallest} {smallest_name} examples are too few for a batch "
+                            f"over {devices} devices")
     part = batch_size // devices
     if device_bytes is None:
         budget, where = device_memory()
@@ -63,9 +70,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     else:
         budget, where = parse_size(device_bytes, "--device-memory"), "given"
     usable = int(budget * (1 - margin))
-    memory = model_memory(model, part, image_shape, n_classes, dtype)
+    memory = model_memory(model, part, image_shape, n_classes, dtype, mode)
     step = memory.step
-    estimate = step_estimator(model, image_shape, n_classes, dtype)
+    estimate = step_estimator(model, image_shape, n_classes, dtype, mode)
     total = sum(held.values())
     shape = "x".join(map(str, image_shape))
     each = "" if devices == 1 else " per device"
@@ -74,13 +81,17 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         + f" images of {shape}, {n_classes} classes",
         f"device:   {describe_bytes(budget)} ({where}); planning for {describe_bytes(usable)}, "
         f"keeping {margin:.0%} free",
-        f"model:    {model} in {dtype}{_WHY[dtype]}, {memory.parameters:,} parameters "
+        f"model:    {model}, {memory.parameters:,} parameters "
         f"({describe_bytes(memory.parameter_bytes)}), {memory.neurons:,} activations per "
         "example (the input included)",
+        f"step:     {dtype} {_MODES[mode]}" + (_DEFAULTS if (dtype, mode) == ("float32", "jax")
+                                              else ""),
     ]
     if asked is not None and asked > batch_size:
+        over = "" if devices == 1 else f", a multiple of the {devices} devices"
         lines.append(f"batch:    {asked:,} is more than the {smallest:,} {smallest_name} "
-                     f"examples: the tutorials take batches of {batch_size:,}, planned here")
+                     f"examples: the tutorials take batches of {batch_size:,}{over}, planned "
+                     "here")
     if devices > 1:
         lines.append(
             f"devices:  {devices}, each holding 1/{devices} of every split: "

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
 from ..runtime.limits import parse_size
 
@@ -172,12 +173,14 @@ def _itemsize(variable):
 _ESTIMATES = {}
 
 
-def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32"):
+def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32", mode="jax"):
     """The :class:`ModelMemory` of ``model`` ("logistic" or "lenet5", the
     tutorials' models) training on ``image_shape`` images in batches of
     ``batch_size``, in ``dtype`` (float32, as the tutorials train on an
-    accelerator, or float64, floatX's default on the CPU); nothing is run (a
-    few tenths of a second of compiling without C code)."""
+    accelerator, or float64, floatX's default on the CPU), as ``mode`` runs
+    it: ``"jax"`` (XLA, which schedules for memory: the graph's own order)
+    or ``"c"`` (the C backend's virtual machine, whose order holds more); nothing
+    is run (a few tenths of a second of compiling without C code)."""
     from .models import MODELS
 
     if model not in MODELS:
@@ -186,7 +189,8 @@ def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32"):
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
     if dtype not in FLOAT_TYPES:
         raise ArgumentError(f"dtype={dtype!r}: expected one of {', '.join(FLOAT_TYPES)}")
-    key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype)
+    mode = check_mode(mode)
+    key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype, mode)
     if key not in _ESTIMATES:
         from ..backend import activate, c_mode
         api = activate()
@@ -201,7 +205,8 @@ def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32"):
         _ESTIMATES[key] = ModelMemory(model, int(batch_size), count, nbytes, neurons,
                                       rule_of_thumb_bytes(neurons, count, int(batch_size),
                                                           np.dtype(dtype).itemsize),
-                                      step_memory(compiled))
+                                      step_memory(compiled, "cvm" if mode == "c" else
+                                                  "topological"))
     return _ESTIMATES[key]
 
 
@@ -241,16 +246,16 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
     return _bisect(estimate, usable, low, high)
 
 
-def step_estimator(model, image_shape, n_classes=10, dtype="float32"):
+def step_estimator(model, image_shape, n_classes=10, dtype="float32", mode="jax"):
     """``estimate(batch_size)``: bytes of :func:`model_memory`'s finer
     estimate, with a ``guess(bytes)`` of the largest batch that fits, from
     two sizes: every buffer's size is linear in the batch size, so each step's
     temporaries are too, and their peak is the largest of those lines."""
     def estimate(batch_size):
-        return model_memory(model, batch_size, image_shape, n_classes, dtype).estimate
+        return model_memory(model, batch_size, image_shape, n_classes, dtype, mode).estimate
 
     def guess(usable):
-        small, large = (model_memory(model, b, image_shape, n_classes, dtype).step
+        small, large = (model_memory(model, b, image_shape, n_classes, dtype, mode).step
                         for b in (16, 32))
         if small.ops != large.ops:
             return None

@@ -2,11 +2,17 @@
 
 Shapes come from the library's shape inference (each variable's static shape, else
 its :class:`ShapeFeature` expression, evaluated by a function of constants
-only). Then the compiled graph is walked in its execution order, as Aesara's
-VM runs it with garbage collection on: each node's outputs are allocated
-when it runs (an output that is a view of an input, or that overwrites it in
-place, shares the input's buffer), and a buffer is released after the last
-node that reads it, unless it is an input or an output of the step.
+only). Then the compiled graph is walked in an execution order, with garbage
+collection on: each node's outputs are allocated when it runs (an output
+that is a view of an input, or that overwrites it in place, shares the
+input's buffer), and a buffer is released after the last node that reads
+it, unless it is an input or an output of the step. The order is the C
+backend's (``"cvm"``: the virtual machine of Aesara and PyTensor computes
+each output in turn, depth first from what it needs, :func:`vm_order`), or
+the graph's topological one (``"topological"``), which comes closer to what
+XLA holds, since XLA schedules a program for memory itself: for LeNet5 at
+a batch of 500, the CVM's order held 15 MiB more than the topological one,
+and so did the C backend.
 
 The result has XLA's categories (``memory_analysis()`` of a compiled JAX
 function), so the two can be set side by side: the arguments (parameters,
@@ -20,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["StepMemory", "step_memory", "static_sizes"]
+__all__ = ["StepMemory", "step_memory", "static_sizes", "vm_order"]
 
 
 @dataclass(frozen=True)
@@ -83,13 +89,51 @@ def static_sizes(fgraph, variables):
     return sizes
 
 
-def step_memory(function):
+def vm_order(fgraph):
+    """The nodes of ``fgraph`` in the order the CVM runs them (its
+    ``lazy_rec_eval``): for each output in turn, depth first, a node after
+    the nodes its ordering constraints name (in-place ops' prerequisites,
+    taken by the index the VM gives their outputs) and then its inputs', in
+    order."""
+    topological = fgraph.toposort()
+    index = {}
+    for node in topological:
+        for variable in node.inputs + node.outputs:
+            index.setdefault(variable, len(index))
+    prerequisites = {node: sorted({v for p in before for v in p.outputs}, key=index.__getitem__)
+                     for node, before in fgraph.orderings().items()}
+    done, order = set(), []
+    for output in fgraph.outputs:
+        stack = [(output, False)]  # (variable, its owner's needs pushed)
+        while stack:
+            variable, expanded = stack.pop()
+            node = variable.owner
+            if node is None or node in done:
+                continue
+            if expanded:
+                done.add(node)
+                order.append(node)
+                continue
+            stack.append((variable, True))
+            needs = prerequisites.get(node, []) + list(node.inputs)
+            stack.extend((v, False) for v in reversed(needs) if v.owner not in done)
+    return order
+
+
+#: The execution orders :func:`step_memory` walks.
+SCHEDULES = ("cvm", "topological")
+
+
+def step_memory(function, schedule="cvm"):
     """The :class:`StepMemory` of a compiled function (C or JAX mode),
-    from its rewritten graph; every input needs a static shape."""
+    from its rewritten graph, walked in the ``schedule`` order (see the
+    module docstring); every input needs a static shape."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r}: expected one of {', '.join(SCHEDULES)}")
     # A copy: shape inference attaches a feature that the function's own graph
     # should not carry.
     fgraph, _ = function.maker.fgraph.clone_get_equiv()
-    order = fgraph.toposort()
+    order = vm_order(fgraph) if schedule == "cvm" else fgraph.toposort()
     sizes = static_sizes(fgraph, fgraph.variables)
     buffer_of = {variable: variable for variable in fgraph.inputs}
     for node in order:

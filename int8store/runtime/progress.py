@@ -6,7 +6,8 @@ two thousand lines, the result scrolled far out of sight. With ``progress``
 on, the same lines go to one tqdm bar on a terminal (the last line shown
 beside it), and in a pipe or a log only those of every tenth of the run are
 printed (and the last epoch's, where the run ended or stopped early), so
-the result and what led to it fit on a screen. Without it, every line is printed as the classic tutorials did.
+the result and what led to it fit on a screen. Without it, every line is
+printed as the classic tutorials did.
 """
 
 import sys
