@@ -266,3 +266,9 @@ def test_budget_answers_per_device(capsys):
     assert int8_row.split()[1:3] == ["29.9", "KiB"]  # 450 x (64 bytes + a 4-byte label)
     assert main(args + ["--devices", "7"]) == 2
     assert "multiple of 7" in capsys.readouterr().err
+    # a batch cut to the smallest split is then cut to a multiple of the devices, as the
+    # tutorials cut it (it was refused: "a batch of 300 cannot be split evenly over 8")
+    assert main(args[:-1] + ["600", "--devices", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "the tutorials take batches of 296, a multiple of the 8 devices" in out
+    assert "a minibatch of 296 is 37 on each" in out
