@@ -138,6 +138,28 @@ def zip_folder(folder, archive_path, wrap=None):
     return archive_path
 
 
+def without_utf8_flags(archive_path):
+    """Clear the UTF-8 flag of every member of a zip, the names' bytes left
+    UTF-8: what Info-ZIP's ``zip`` writes (zipfile then reads them as cp437)."""
+    import struct
+    import zipfile
+
+    data = bytearray(archive_path.read_bytes())
+    with zipfile.ZipFile(archive_path) as archive:
+        offsets = [info.header_offset for info in archive.infolist()]
+        position = archive.start_dir
+    for offset in offsets:  # local headers: the flags at +6
+        assert data[offset:offset + 4] == b"PK\x03\x04"
+        data[offset + 7] &= ~0x08 & 0xFF  # (bit 11: bit 3 of the flags' second byte)
+    for _ in offsets:  # the central directory's headers: the flags at +8
+        assert data[position:position + 4] == b"PK\x01\x02"
+        data[position + 9] &= ~0x08 & 0xFF
+        name, extra, comment = struct.unpack("<HHH", data[position + 28:position + 34])
+        position += 46 + name + extra + comment
+    archive_path.write_bytes(bytes(data))
+    return archive_path
+
+
 def tar_folder(folder, archive_path, prefix=""):
     """Tar and gzip ``folder``'s content, member names starting with ``prefix``
     (``./`` as ``tar czf archive.tar.gz .`` writes them)."""

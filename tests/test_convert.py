@@ -229,6 +229,25 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         read_source(tmp_path / "clear")
 
 
+def test_class_names_in_a_zip_without_its_utf8_flag_are_read_as_utf8(tmp_path):
+    """Info-ZIP's zip flags no name UTF-8: zipfile read them as cp437, so the
+    classes were other names, numbered in another order (Über first)."""
+    import zipfile
+
+    from archives import without_utf8_flags
+
+    rng = np.random.default_rng(8)
+    images, labels = rng.integers(0, 256, (6, 4, 4), dtype=np.uint8), np.arange(6) % 3
+    write_image_folder(tmp_path / "fruit", images, labels, ["Äpfel", "Öl", "Über"])
+    path = without_utf8_flags(zip_folder(tmp_path / "fruit", tmp_path / "fruit.zip"))
+    with zipfile.ZipFile(path) as archive:
+        assert archive.infolist()[0].filename.startswith("├äpfel")  # (as zipfile reads it)
+    folder, zipped = (read_source(p, keys=None) for p in (tmp_path / "fruit", path))
+    assert zipped.label_names == folder.label_names == ["Äpfel", "Öl", "Über"]
+    np.testing.assert_array_equal(zipped.splits["train"].images(), folder.splits["train"].images())
+    np.testing.assert_array_equal(zipped.splits["train"].labels, folder.splits["train"].labels)
+
+
 def test_generic_hdf5_and_a_store_as_source(tmp_path):
     data = fake_mnist(n_train=15, n_test=5)
     with h5py.File(tmp_path / "plain.h5", "w") as f:

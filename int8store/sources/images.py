@@ -104,37 +104,49 @@ def _folder_tree(folder):
     return _Tree(str(folder), names, read, separator="/", folders=folders)
 
 
+def _zip_name(info):
+    """A zip member's name: without the UTF-8 flag, zipfile reads it as
+    cp437, which makes UTF-8 names (Info-ZIP's ``zip`` sets no flag) other
+    text (``Äpfel`` as ``├äpfel``), and class names are labels: bytes that
+    are UTF-8 are taken as UTF-8, as ``unzip`` does."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except UnicodeError:  # (cp437 indeed, or bytes zipfile read otherwise)
+        return info.filename
+
+
 def _zip_tree(path):
     try:
         archive = zipfile.ZipFile(path)
+        listed = [(_zip_name(i), i) for i in archive.infolist()]
         # (not ZipInfo.is_dir: before Python 3.12 it fails on an empty name)
-        members = [i for i in archive.infolist() if not i.filename.endswith("/")]
-        folders = [i.filename[:-1] for i in archive.infolist() if i.filename.endswith("/")]
+        members = {name: i for name, i in listed if not name.endswith("/")}
+        folders = [name[:-1] for name, _ in listed if name.endswith("/")]
     except _ZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: not a readable zip archive ({quoted(error)})") from error
     seen = set()
-    for info in members:
-        where = located(path, info.filename)
-        check_member_name(info.filename, where, _LAYOUT)
-        _check_once(info.filename, where, seen)
+    for name, info in ((n, i) for n, i in listed if not n.endswith("/")):
+        where = located(path, name)
+        check_member_name(name, where, _LAYOUT)
+        _check_once(name, where, seen)
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             raise SourceFormatError(f"{where}: is a symbolic link; int8store reads regular "
                                     "files only (store a copy of the image instead)")
         check_zip_member(info, where, Path(path).stat().st_size)
-        if _is_decoded(info.filename):
+        if _is_decoded(name):
             check_image_file_size(info.file_size, where)
-    names = [i.filename for i in members]
-    sizes = {i.filename: i.file_size for i in members}
 
     def read(name):
         where = located(path, name)
         try:
-            with archive.open(name) as member:
-                return read_image_file(member, sizes[name], where)
+            with archive.open(members[name]) as member:
+                return read_image_file(member, members[name].file_size, where)
         except _ZIP_ERRORS as error:
             raise SourceFormatError(f"{where}: damaged in the archive ({quoted(error)})") from error
 
-    return _Tree(str(path), names, read, folders=folders)
+    return _Tree(str(path), list(members), read, folders=folders)
 
 
 def _tar_tree(path):
