@@ -238,6 +238,18 @@ def image_folder(tmp_path, count=4):
     return root
 
 
+def test_a_resize_no_image_may_have_is_refused_before_any_is_read(tmp_path, capsys):
+    # 100000x100000 was killed by the OOM killer; 12000x12000 under --max-memory
+    # 100MiB churned towards a store of 17 GB.
+    root = image_folder(tmp_path)
+    refused(tmp_path, capsys, [root], "--resize 100000x100000 makes images of "
+            "10,000,000,000 pixels, beyond Pillow's decompression-bomb limit",
+            extra=["--resize", "100000x100000"])
+    refused(tmp_path, capsys, [zip_folder(root, tmp_path / "imgs.zip")],
+            "an image resized to 5000x5000 (--resize) needs 190.7 MiB in memory at once, more "
+            "than the ceiling of 100.0 MiB", extra=["--resize", "5000x5000", "--max-memory", "100MiB"])
+
+
 def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
     root = image_folder(tmp_path)
     for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):

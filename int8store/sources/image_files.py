@@ -13,7 +13,7 @@ from ..errors import SizeLimitError, SourceFormatError, quoted
 from ..runtime.limits import check_memory, describe_bytes
 
 __all__ = ["RASTER_FORMATS", "largest_image_file", "check_image_file_size", "read_image_file",
-           "decode_image", "decoded", "in_colour", "in_colour_by_header"]
+           "check_resize", "decode_image", "decoded", "in_colour", "in_colour_by_header"]
 
 #: The only formats Pillow may decode, whatever a file's name or content says:
 #: raster formats with decoders in Pillow itself. Pillow would otherwise try
@@ -119,6 +119,21 @@ def decoded(data, origin, resize=None):
 def in_colour(grey):
     """Grey pixels as colour ones, the grey in each channel."""
     return np.repeat(grey[..., None], 3, axis=-1)
+
+
+def check_resize(resize, origin):
+    """Refuse a size to resize every image to that no image may have:
+    beyond Pillow's decompression-bomb limit, or whose colour pixels (and
+    the resize's working copy) would not fit under the memory ceiling."""
+    from PIL import Image
+
+    rows, cols = resize
+    pixels = rows * cols
+    if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
+        raise SizeLimitError(
+            f"{origin}: --resize {rows}x{cols} makes images of {pixels:,} pixels, beyond "
+            f"Pillow's decompression-bomb limit of {Image.MAX_IMAGE_PIXELS:,} pixels")
+    check_memory(pixels * 4 * 2, f"an image resized to {rows}x{cols} (--resize)", origin)
 
 
 def _check_size(image, origin):
