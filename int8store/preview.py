@@ -145,7 +145,9 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
              if 0 < held[label] < count}
     shown, how = display_bytes(codes, encoding)
     scale = scale or max(1, math.ceil(_MIN_CELL / max(shape[:2])))
-    image, margin = _named_rows(_grid(shown, labels, len(classes), count, drawn, scale),
+    columns = max(1, min(count, int(held.max(initial=0))))  # (the cells there are images for)
+    _check_grid(len(classes), columns, drawn, scale, max_memory)
+    image, margin = _named_rows(_grid(shown, labels, len(classes), columns, drawn, scale),
                                 classes, shape, scale)
     with atomic_output(output, force=force, report=report) as temporary:
         image.save(temporary, format="PNG")
@@ -187,6 +189,28 @@ def cell_origin(row, column, shape, scale):
     """Top-left pixel of the cell of class ``row``, image ``column``."""
     rows, cols = shape[:2]
     return _GAP + row * (rows * scale + _GAP), _GAP + column * (cols * scale + _GAP)
+
+
+def _check_grid(n_classes, columns, shape, scale, max_memory):
+    """Refuse a grid Pillow would not open again without a warning (beyond
+    its decompression-bomb limit) or that would not fit under the memory
+    ceiling (the grid, and its copy with the names' margin)."""
+    from PIL import Image
+
+    from .runtime.limits import check_memory, memory_ceiling
+
+    rows, cols = shape[:2]
+    height = _GAP + n_classes * (rows * scale + _GAP)
+    width = _GAP + columns * (cols * scale + _GAP)
+    pixels = height * width
+    if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
+        raise ArgumentError(
+            f"a grid of {n_classes} rows of {columns} images of {rows}x{cols} shown {scale}x "
+            f"would be {width}x{height} pixels, more than Pillow opens again ("
+            f"{Image.MAX_IMAGE_PIXELS:,}): ask for fewer images (--count) or a smaller --scale")
+    with memory_ceiling(max_memory):
+        check_memory(2 * pixels * math.prod(shape[2:]), f"a grid of {width}x{height} pixels",
+                     "preview")
 
 
 def _grid(shown, labels, n_classes, count, shape, scale):

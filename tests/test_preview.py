@@ -113,7 +113,22 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     assert "--epoch) chooses the epoch of an augmented preview" in capsys.readouterr().err
     assert main(["preview", "digits", "-o", str(tmp_path / "g.jpg")]) == 2
     assert "g.jpg: the grid is written as PNG" in capsys.readouterr().err
+    # A grid Pillow would not open again (8.2 gigapixels took 16 GB to write), or
+    # one over the memory ceiling.
+    assert main(["preview", "digits", "-o", str(tmp_path / "big.png"), "--scale", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert "would be 64009x80011 pixels, more than Pillow opens again" in err
+    assert main(["preview", "digits", "-o", str(tmp_path / "big.png"), "--scale", "40",
+                 "--max-memory", "10MiB"]) == 2
+    assert "a grid of 2569x3211 pixels needs 15.7 MiB in memory" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.npz", "g.png"]
+
+
+def test_the_grid_is_as_wide_as_the_images_there_are(tmp_path):
+    result = preview("digits", tmp_path / "g.png", count=100_000)  # (at most 133 of a class)
+    with Image.open(tmp_path / "g.png") as grid:
+        assert grid.size[0] < 133 * (8 * 4 + 4) + 200  # (not 100,000 cells wide)
+    assert "10 classes x up to 100000 images" in result.describe()
 
 
 def test_a_colour_store_is_drawn_in_colour_with_its_exact_pixels(tmp_path, capsys):
