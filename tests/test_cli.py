@@ -117,6 +117,16 @@ def test_a_created_output_folder_is_said(tmp_path, capsys):
     assert "created the folder" not in capsys.readouterr().out  # it was there
     assert main(["preview", str(out), "-o", str(tmp_path / "grids" / "g.png")]) == 0
     assert f"created the folder {tmp_path / 'grids'} for g.png" in capsys.readouterr().out
+    # A write that fails leaves none of the folders it made (they stayed, empty),
+    # and none that was there before.
+    from int8store.store.atomic import atomic_output
+
+    before = sorted(tmp_path.iterdir())
+    for out in (tmp_path / "n1" / "n2" / "x.h5", tmp_path / "grids" / "n3" / "y.png"):
+        with pytest.raises(OSError, match="the disk is full"):
+            with atomic_output(out, report=print):
+                raise OSError("the disk is full")
+    assert sorted(tmp_path.iterdir()) == before and list((tmp_path / "grids").iterdir())
 
 
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])

@@ -131,19 +131,20 @@ def atomic_output(path, force=False, report=None):
     'done'
     """
     path = check_can_write(path, force)
-    temporary = None
+    temporary, made, published = None, [], False
     try:
         # An interrupt between the file's making and the name's keeping left
         # the file behind (CI, an interrupted conversion): held back until
         # the name is kept, then handled here, where the file is removed.
         with interrupts_deferred():
-            temporary = _new_temporary(path, report)
+            temporary = _new_temporary(path, report, made)
         yield temporary
         raise_if_interrupted()
         # Private while written (mkstemp's 0600); published with the mode any
         # new file of the user gets, so that others can read what the umask lets them.
         os.chmod(temporary, new_file_mode())
         _publish(temporary, path, force)
+        published = True
         _sync_folder(path.parent)  # the new name survives a power cut too
         _published.add(os.path.abspath(path))
     finally:
@@ -152,13 +153,22 @@ def atomic_output(path, force=False, report=None):
                 temporary.unlink()
         except FileNotFoundError:
             pass
+        if not published:  # (a failed write leaves no folder it made either)
+            for folder in made:
+                try:
+                    folder.rmdir()
+                except OSError:  # (something else was put there meanwhile)
+                    break
 
 
-def _new_temporary(path, report):
-    """A new empty temporary file beside ``path`` (its folder made if missing)."""
+def _new_temporary(path, report, made):
+    """A new empty temporary file beside ``path``, its folder made if
+    missing (the folders made, deepest first, added to ``made``)."""
     try:
         if not path.parent.is_dir():
+            missing = [path.parent] + [p for p in path.parent.parents if not p.exists()]
             path.parent.mkdir(parents=True, exist_ok=True)
+            made.extend(missing)
             if report is not None:
                 report(f"created the folder {path.parent} for {path.name}")
         remove_stale_temporaries(path)
