@@ -195,6 +195,9 @@ def _parser():
                          help="as for convert (default: found by their names or shapes)")
     preview.add_argument("--max-memory", metavar="SIZE",
                          help="as for convert (default: half the physical memory)")
+    preview.add_argument("--lossy", action="store_true",
+                         help="as for convert: data int8 cannot hold exactly shown quantized "
+                              "(default: refused)")
     preview.add_argument("--augment", metavar="LIST",
                          help="with --augmented: the augmentation, as the tutorials take it "
                               "(e.g. translate=2,flip,cutout=8; default: none)")
@@ -256,7 +259,8 @@ def _run(args, argv):
         print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
                       force=args.force, keys=dict(args.keys) if args.keys else None,
                       resize=args.resize, max_memory=args.max_memory, augment=args.augment,
-                      augmented=args.augmented, epoch=args.epoch, report=print).describe())
+                      augmented=args.augmented, epoch=args.epoch, report=print,
+                      lossy=args.lossy).describe())
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":

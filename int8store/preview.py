@@ -106,14 +106,17 @@ def display_bytes(codes, encoding):
 
 
 def preview(dataset, output, split="train", count=8, scale=None, force=False, keys=None,
-            resize=None, max_memory=None, augment=None, augmented=None, epoch=0, report=None):
+            resize=None, max_memory=None, augment=None, augmented=None, epoch=0, report=None,
+            lossy=False):
     """Write a PNG grid of ``count`` images of each class of ``split`` of
     ``dataset`` (anything ``load_data`` takes, a store included) to
     ``output``; returns a :class:`Preview`. ``scale``: the integer factor
     images are enlarged by (default: to at least 32 pixels). ``augment``
     (an :class:`~int8store.training.Augmentation` or its text) with ``augmented``
     (its seed): the images augmented as minibatch 0 of ``epoch`` would be.
-    ``report``: told, in a line, of an output folder that was created."""
+    ``report``: told, in a line, of an output folder that was created.
+    ``lossy``: data int8 cannot hold exactly shown quantized, as ``convert
+    --lossy`` would store it (a store shows as stored)."""
     from .runtime.limits import memory_ceiling
     from .store.atomic import atomic_output
 
@@ -132,7 +135,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
                             "stored); name it .png")
     with memory_ceiling(max_memory):
         codes, labels, encoding, shape, names, n_classes = _sampled(dataset, split, count, keys,
-                                                                    resize)
+                                                                    resize, lossy)
     drawn = _drawn_shape(dataset, shape)
     how_augmented = ""
     if augment is not None:
@@ -261,7 +264,7 @@ def _samples(dataset, split, count, keys, resize):
     return _sampled(dataset, split, count, keys, resize)[:5]
 
 
-def _sampled(dataset, split, count, keys, resize):
+def _sampled(dataset, split, count, keys, resize, lossy=False):
     """(codes, labels, encoding, image shape, class names, class count) of
     the chosen examples; the classes counted over every split."""
     from .sources.locate import caller_file
@@ -287,7 +290,8 @@ def _sampled(dataset, split, count, keys, resize):
     from .plan.splits import plan_splits
     from .sources import read_source
 
-    plan = plan_splits(read_source(dataset, resize=resize, keys=keys, caller=caller_file()))
+    plan = plan_splits(read_source(dataset, resize=resize, keys=keys, caller=caller_file()),
+                       lossy=lossy)
     if split not in plan.splits:
         raise ArgumentError(f"{plan.origin}: has no split {split!r}; it has "
                             f"{', '.join(plan.splits)}")

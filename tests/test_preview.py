@@ -124,6 +124,15 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.npz", "g.png"]
 
 
+def test_preview_takes_the_lossy_option_its_refusal_names(tmp_path, capsys):
+    values = np.random.default_rng(2).random((20, 6, 6)).astype(np.float32)
+    np.savez(tmp_path / "f.npz", x_train=values, y_train=np.arange(20) % 2)
+    assert main(["preview", str(tmp_path / "f.npz"), "-o", str(tmp_path / "f.png")]) == 2
+    assert "(command line: --lossy)" in capsys.readouterr().err
+    assert main(["preview", str(tmp_path / "f.npz"), "-o", str(tmp_path / "f.png"), "--lossy"]) == 0
+    assert "2 classes x up to 8 images" in capsys.readouterr().out
+
+
 def test_the_grid_is_as_wide_as_the_images_there_are(tmp_path):
     result = preview("digits", tmp_path / "g.png", count=100_000)  # (at most 133 of a class)
     with Image.open(tmp_path / "g.png") as grid:
