@@ -348,7 +348,7 @@ def describe(path):
     ]
     if names:
         shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
-        lines.append(f"labels:       {len(names)} classes: {shown}")
+        lines.append(f"labels:       {len(names)} class{'es' if len(names) != 1 else ''}: {shown}")
     if store.order is not None:
         from .plan.arrangement import describe_order
         lines.append(f"order:        {describe_order(store.order, cuts=True)}")

@@ -124,6 +124,15 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.npz", "g.png"]
 
 
+def test_preview_never_writes_over_the_source_it_shows(tmp_path, capsys):
+    assert main(["convert", "digits", "-o", str(tmp_path / "d.h5")]) == 0
+    before = (tmp_path / "d.h5").read_bytes()
+    capsys.readouterr()
+    assert main(["preview", str(tmp_path / "d.h5"), "-o", str(tmp_path / "d.h5"), "--force"]) == 2
+    assert "d.h5: is the source it would show" in capsys.readouterr().err
+    assert (tmp_path / "d.h5").read_bytes() == before
+
+
 def test_preview_takes_the_lossy_option_its_refusal_names(tmp_path, capsys):
     values = np.random.default_rng(2).random((20, 6, 6)).astype(np.float32)
     np.savez(tmp_path / "f.npz", x_train=values, y_train=np.arange(20) % 2)
