@@ -419,7 +419,8 @@ def test_unreadable_png(tmp_path, capsys):
     broken = sorted((root / "1").iterdir())[-1]
     broken.write_bytes(broken.read_bytes()[:30])
     out = tmp_path / "m.h5"
-    assert_refused(capsys, ["convert", root, "-o", out], broken, "cannot read this image", output=out)
+    assert_refused(capsys, ["convert", root, "-o", out], broken, "cannot read this image: a "
+                   "damaged or truncated PNG file", output=out)
 
 
 def test_image_and_label_counts_that_disagree(tmp_path, capsys):

@@ -104,6 +104,10 @@ def decoded(data, origin, resize=None):
         raise SizeLimitError(f"{origin}: beyond Pillow's decompression-bomb limit "
                              f"({quoted(error)})") from error
     except UnidentifiedImageError as error:  # its own text names an in-memory buffer
+        known = _format_by_signature(data)
+        if known is not None:
+            raise SourceFormatError(f"{origin}: cannot read this image: a damaged or truncated "
+                                    f"{known} file (its header cannot be read)") from error
         raise SourceFormatError(
             f"{origin}: cannot read this image: not one of the formats int8store decodes "
             f"({', '.join(RASTER_FORMATS)})") from error
@@ -114,6 +118,19 @@ def decoded(data, origin, resize=None):
         image = image.resize((cols, rows), Image.Resampling.BICUBIC)
     pixels = np.asarray(image, dtype=np.uint8)
     return pixels, palette and pixels.ndim == 2
+
+
+# The first bytes of the formats decoded, to tell a damaged file of one from another format.
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF8", "GIF"),
+               (b"BM", "BMP"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"))
+
+
+def _format_by_signature(data):
+    """The format whose signature ``data`` starts with, or None."""
+    head = bytes(data[:12])
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return next((name for signature, name in _SIGNATURES if head.startswith(signature)), None)
 
 
 def in_colour(grey):
