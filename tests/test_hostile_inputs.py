@@ -370,7 +370,8 @@ def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path
                            [0, 1] * (count // 2))
     (tmp_path / "set" / "README.txt").write_text("my digits")
     refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/README.txt: not an image "
-                                                  "file")
+                                                  "file", "the tree of class folders must hold "
+                                                  "only images")
     (tmp_path / "set" / "README.txt").unlink()
     for split in ("train", "test"):
         (tmp_path / "set" / split).rename(tmp_path / "set" / split.capitalize())

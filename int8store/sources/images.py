@@ -231,11 +231,12 @@ def _read_tree(tree, resize):
     files = [(name, parts) for name, parts in files if not _is_hidden(parts)]
     if not files:
         raise SourceFormatError(f"{tree.label}: holds no images")
-    for name, _ in files:  # (first: a README beside the class folders upsets the layout)
+    for name, parts in files:  # (first: a README beside the class folders upsets the layout)
         if os.path.splitext(name)[1].lower() not in IMAGE_SUFFIXES:
+            where = "the tree of class folders" if len(parts) == 1 else "class folders"
             raise SourceFormatError(
                 f"{tree.where(name)}: not an image file (expected one of "
-                f"{', '.join(sorted(IMAGE_SUFFIXES))}); class folders must hold only images"
+                f"{', '.join(sorted(IMAGE_SUFFIXES))}); {where} must hold only images"
             )
     # Descend into one folder that wraps everything (e.g. digits/ inside
     # digits.zip), but not a split's folder over class folders: test/CLASS/
