@@ -10,6 +10,7 @@ import gzip
 import io
 import os
 import pickle
+import shutil
 import signal
 import struct
 import tarfile
@@ -373,6 +374,10 @@ def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path
                                                   "file", "the tree of class folders must hold "
                                                   "only images")
     (tmp_path / "set" / "README.txt").unlink()
+    write_image_folder(tmp_path / "set" / "stray", np.zeros((2, 3, 3), np.uint8), [0, 1])
+    refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/stray: a folder beside "
+            "the split folders (test, train) that is not one")
+    shutil.rmtree(tmp_path / "set" / "stray")
     for split in ("train", "test"):
         (tmp_path / "set" / split).rename(tmp_path / "set" / split.capitalize())
     assert main(["convert", str(tmp_path / "set"), "-o", str(tmp_path / "s.h5")]) == 0

@@ -255,6 +255,7 @@ def _read_tree(tree, resize):
         elif len(rest) == 2:
             entries.append(("train", rest[0], name))
         else:
+            _refuse_beside_splits(tree, files, depth)
             raise SourceFormatError(
                 f"{tree.where(name)}: not in a class folder; expected CLASS/IMAGE "
                 "or SPLIT/CLASS/IMAGE (SPLIT: train, valid, test)"
@@ -290,6 +291,20 @@ def _read_tree(tree, resize):
                 split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
                 reference.shape, np.uint8, read_chunks, tree.label, read_rows)
     return SourceData(splits, origin=tree.label, label_names=classes, by_class=True)
+
+
+def _refuse_beside_splits(tree, files, depth):
+    """Where split folders lie beside another folder, name that folder: the
+    layout is then none of the two, and the first image deeper than a class
+    folder, blamed otherwise, is in its place."""
+    tops = {"/".join(parts[:depth + 1]) for _, parts in files if len(parts) > depth + 1}
+    splits = sorted(t for t in tops if t.rsplit("/", 1)[-1].lower() in _SPLIT_FOLDERS)
+    others = sorted(tops - set(splits))
+    if splits and others:
+        raise SourceFormatError(
+            f"{tree.where(others[0])}: a folder beside the split folders "
+            f"({', '.join(t.rsplit('/', 1)[-1] for t in splits)}) that is not one (train, "
+            "valid, test, ...): move it into one of them, or out")
 
 
 def _check_no_empty_class(tree, prefix, split_layout, classes):
