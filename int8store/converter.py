@@ -9,6 +9,7 @@ through a temporary spill file beside the output (:mod:`int8store.plan.rows`).
 
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from .store.atomic import check_can_write
@@ -92,6 +93,10 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
         report(f"test split: {plan.test}")
         report(f"order: {describe_order(plan.order)}")
     labels = {name: plan.labels(name) for name in plan.splits}
+    if report is not None and "train" in labels:
+        untrained = _untrained_classes(labels, plan.label_names)
+        if untrained:
+            report(f"note: {untrained}")
     total = sum(s.count for s in plan.splits.values())
     with StoreWriter(output, plan.encoding, plan.image_shape, labels, label_names=plan.label_names,
                      source=plan.origin, command_line=command_line, force=force,
@@ -102,3 +107,17 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
             bar.update(len(codes))
     return writer.path
 
+
+def _untrained_classes(labels, names=None):
+    """In words, the classes other splits hold and the training split does
+    not (the model never sees them), or ""."""
+    trained = set(np.unique(labels["train"]).tolist())
+    missing = {}
+    for split, held in labels.items():
+        for label in sorted(set(np.unique(held).tolist()) - trained):
+            missing.setdefault(label, []).append(split)
+    if not missing:
+        return ""
+    named = ", ".join(f"{names[label] if names else label} ({', '.join(splits)})"
+                      for label, splits in sorted(missing.items()))
+    return f"classes in no training example, which the model never sees: {named}"

@@ -229,6 +229,17 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         read_source(tmp_path / "clear")
 
 
+def test_a_class_in_no_training_example_is_said(tmp_path, capsys):
+    images = np.zeros((9, 4, 4), np.uint8)
+    write_image_folder(tmp_path / "set" / "train", images[:6], [0, 1] * 3, ["a", "b", "c"])
+    write_image_folder(tmp_path / "set" / "test", images[6:], [0, 1, 2], ["a", "b", "c"])
+    assert main(["convert", str(tmp_path / "set"), "-o", str(tmp_path / "s.h5")]) == 0
+    out = capsys.readouterr().out
+    assert "note: classes in no training example, which the model never sees: c (test)" in out
+    assert main(["convert", "digits", "-o", str(tmp_path / "d.h5")]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
 def test_class_names_in_a_zip_without_its_utf8_flag_are_read_as_utf8(tmp_path):
     """Info-ZIP's zip flags no name UTF-8: zipfile read them as cp437, so the
     classes were other names, numbered in another order (Über first)."""
