@@ -209,8 +209,7 @@ def _check_grid(n_classes, columns, shape, scale, max_memory):
     from .runtime.limits import check_memory, memory_ceiling
 
     rows, cols = shape[:2]
-    height = _GAP + n_classes * (rows * scale + _GAP)
-    width = _GAP + columns * (cols * scale + _GAP)
+    height, width = _grid_size(n_classes, columns, shape, scale)
     pixels = height * width
     if Image.MAX_IMAGE_PIXELS and pixels > Image.MAX_IMAGE_PIXELS:
         raise ArgumentError(
@@ -222,9 +221,15 @@ def _check_grid(n_classes, columns, shape, scale, max_memory):
                      "preview")
 
 
+def _grid_size(n_classes, count, shape, scale):
+    """(height, width) of a grid of ``n_classes`` rows of ``count`` cells."""
+    rows, cols = shape[:2]
+    return _GAP + n_classes * (rows * scale + _GAP), _GAP + count * (cols * scale + _GAP)
+
+
 def _grid(shown, labels, n_classes, count, shape, scale):
     rows, cols = shape[:2]
-    size = (_GAP + n_classes * (rows * scale + _GAP), _GAP + count * (cols * scale + _GAP))
+    size = _grid_size(n_classes, count, shape, scale)
     grid = np.full(size + tuple(shape[2:]), BACKGROUND, dtype=np.uint8)
     filled = [0] * n_classes
     for image, label in zip(shown, labels):

@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from .generated_source import graph_to_python
-from .mode import jax_mode, minibatch_check, require_jax
+from .mode import is_held_constant, jax_mode, minibatch_check, require_jax
 from .window_groups import scoring_group
 
 __all__ = ["jax_graph", "JaxSteps", "JaxScore"]
@@ -81,7 +81,7 @@ class _Reads:
         if self._placed is None:
             jax = require_jax()
             self._placed = {id(v): jax.device_put(v.container.storage[0]) for v in self.variables
-                            if getattr(v.tag, "held_constant", False)}
+                            if is_held_constant(v)}
         return tuple(self._placed.get(id(v), v.container.storage[0]) for v in self.variables)
 
 

@@ -31,7 +31,7 @@ import threading
 from ...errors import ArgumentError, MissingDependencyError
 from ..setup.activation import activate
 
-__all__ = ["jax_mode", "require_jax", "minibatch_check"]
+__all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant"]
 
 _JAX_MODE = None
 _lock = threading.Lock()
@@ -47,6 +47,13 @@ def require_jax():
             "'int8store[cuda13]' / 'int8store[cuda12]' (NVIDIA GPUs)"
         ) from error
     return jax
+
+
+def is_held_constant(variable):
+    """Whether ``variable`` is a held constant: a read-only shared scalar
+    int8store's views round with (tagged by ``int8store.dataset.symbolic``),
+    which JAX calls place on the device once."""
+    return getattr(variable.tag, "held_constant", False)
 
 
 def jax_mode():
@@ -100,8 +107,7 @@ def _make_jax_mode():
             jitted = super().jit_compile(fn)
             self.jitted = jitted  # for jitted.lower(...): XLA's memory analysis
             checks = [c for c in self._index_checks if c is not None]
-            held = [i for i, v in enumerate(self.fgraph.inputs)
-                    if getattr(v.tag, "held_constant", False)]
+            held = [i for i, v in enumerate(self.fgraph.inputs) if is_held_constant(v)]
             if not checks and not held:
                 return jitted
             placed = {}  # (a held constant, on the device from the first call on)
