@@ -2,9 +2,10 @@
 # The GPU rows of issue 44, one call of the device tool a part (each well
 # under its 10-minute limit), after scripts/device_wheels.sh:
 #   run(command="bash bench/gpu_check.sh 1", carry=[".device"])   # 217 s on an H200 (2026-11-27)
-#   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200
+#   run(command="bash bench/gpu_check.sh 2", carry=[".device"])   # 181 s on an H200 (before its ABBA: about 4 min)
 #   run(command="bash bench/gpu_check.sh 3", carry=[".device"])   # about 3 minutes
-#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # about 4 minutes
+#   run(command="bash bench/gpu_check.sh 4", carry=[".device"])   # 4 minutes on an H200 (2026-11-28)
+#   run(command="bash bench/gpu_check.sh 5", carry=[".device"])   # 80 s on an H200
 # int8store runs from the checkout, PyTensor and what else the image lacks
 # installed from the carried wheels; the data is the real MNIST. Part 1: the
 # time to accuracy of both tutorials against plain JAX and PyTorch resident
@@ -25,10 +26,13 @@
 # - the scoring's time by the size of its groups of windows;
 # - the start of a run (CUDA, the first transfer, the rest under cProfile);
 # - a LeNet5 run's own time, function by function.
+# Part 5: the start of a run (bench/gpu_start.py) with JAX's memory pool and
+# without it, which a run set up by int8store declines, fresh processes
+# interleaved, and the logistic tutorial's whole process both ways.
 # What it prints goes to $OUT/gpu_check_PART.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?"which part: 1, 2, 3 or 4"}
+part=${1:?"which part: 1, 2, 3, 4 or 5"}
 out=${OUT:-/tmp}/gpu_check_$part.txt
 # The carried wheels of packages the image lacks (its own are kept: the image
 # has most of them, and numpy, jax and torch as a GPU user has them).
@@ -54,7 +58,8 @@ mnist=.device/mnist.pkl.gz
         python bench/time_to_accuracy.py --mnist $mnist --skip "torch DataLoader"
         ;;
     2)
-        for way in "" "--no-deterministic"; do
+        # in the order ABBA, so that drift in the machine falls on both ways
+        for way in "" "--no-deterministic" "--no-deterministic" ""; do
             echo "== LeNet5, whole run ${way:-(deterministic GPU ops, the default)}"
             /usr/bin/time -f "whole process %e s" python tutorials/convolutional_mlp.py \
                 --dataset $mnist --mode jax --timings $way 2>&1 | tail -7
@@ -81,18 +86,7 @@ mnist=.device/mnist.pkl.gz
     4)  # where the runs differ and where they spend their time
         dumps=$(mktemp -d)
         echo "== the start: import jax, its GPU backend, the first transfer"
-        python - <<'PY'
-import time
-began = time.perf_counter()
-import jax, numpy
-imported = time.perf_counter()
-jax.devices()
-started = time.perf_counter()
-jax.device_put(numpy.zeros((50000, 784), numpy.int8)).block_until_ready()
-sent = time.perf_counter()
-print(f"import jax {imported - began:.2f} s, its backends {started - imported:.2f} s, "
-      f"39 MB to the device {sent - started:.2f} s")
-PY
+        python bench/gpu_start.py bigfirst
         # the held-whole and streamed runs' programs, compiled into one fresh
         # cache as a user's two runs would be (its autotuning results shared)
         for way in held streamed; do
@@ -185,6 +179,19 @@ kernel_turn.TURN_APART_ON_GPU = $apart"
         profiled logistic_sgd.py cumtime 40
         echo "== LeNet5, 20 epochs, a warm cache, under cProfile: its own time"
         profiled convolutional_mlp.py tottime 30
+        ;;
+    5)  # JAX's memory pool (three quarters of the GPU, taken at the first transfer)
+        python tutorials/logistic_sgd.py --dataset $mnist --mode jax --save-model "" >/dev/null  # (cache warm)
+        for round in 1 2; do
+            for pool in true false; do
+                for way in serial overlap bigfirst; do
+                    echo "pool $pool: $(XLA_PYTHON_CLIENT_PREALLOCATE=$pool python bench/gpu_start.py $way)"
+                done
+                /usr/bin/time -f "pool $pool: the logistic tutorial whole, a warm cache, %e s" \
+                    env XLA_PYTHON_CLIENT_PREALLOCATE=$pool python tutorials/logistic_sgd.py \
+                    --dataset $mnist --mode jax --save-model "" --timings 2>&1 | grep -E "pool|timings"
+            done
+        done
         ;;
     esac
 } 2>&1 | tee "$out"

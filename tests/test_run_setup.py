@@ -25,7 +25,8 @@ def fresh(script, tmp_path, **env):
     """The JSON the script prints last, run in a fresh process whose home
     and cache are ``tmp_path`` and whose library flags are ``env``'s only."""
     environment = {key: value for key, value in os.environ.items()
-                   if not key.endswith("_FLAGS") and not key.endswith("RC")}
+                   if not key.endswith("_FLAGS") and not key.endswith("RC")
+                   and key != "XLA_PYTHON_CLIENT_PREALLOCATE"}
     environment.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), **env)
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
                           text=True, env=environment, cwd=tmp_path, timeout=300)
@@ -43,7 +44,8 @@ SET_UP = """
     print(json.dumps({{"float": setup.float_type, "floatX": lib.config.floatX, "why": setup.why,
                       "x64": bool(jax.config.jax_enable_x64), "line": setup.describe(),
                       "xla_flags": os.environ.get("XLA_FLAGS", ""),
-                      "deterministic": setup.deterministic}}))
+                      "deterministic": setup.deterministic,
+                      "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")}}))
 """
 
 
@@ -53,6 +55,10 @@ def test_on_an_accelerator_a_run_trains_in_float32_and_says_why(tmp_path):
     assert "int8store's choice on an accelerator" in seen["why"] and "floatX=float64" in seen["why"]
     assert seen["line"].startswith("JAX on gpu") and "deterministic GPU ops" in seen["line"]
     assert "--xla_gpu_deterministic_ops=true" in seen["xla_flags"] and seen["deterministic"]
+    # XLA's autotuning kept call by call beside the programs, in a folder it needs made
+    autotune = tmp_path / "cache" / "int8store" / "jax" / "autotune"
+    assert f"--xla_gpu_per_fusion_autotune_cache_dir={autotune}" in seen["xla_flags"]
+    assert autotune.is_dir()
 
 
 @pytest.mark.parametrize("named", ["flags", "file", "program"])
@@ -82,6 +88,27 @@ def test_on_a_cpu_nothing_changes_and_deterministic_ops_may_be_declined(tmp_path
     assert seen["float"] == seen["floatX"] == "float64"  # the library's default, left as it is
     assert "default floatX" in seen["why"] and seen["xla_flags"] == ""
     assert seen["line"].startswith("JAX on cpu") and "GPU ops" not in seen["line"]
+
+
+def test_without_a_compilation_cache_no_autotuning_is_kept(tmp_path):
+    script = SET_UP.format(pretend_gpu=True, deterministic=None).replace(
+        "set_up_run(deterministic=None)", "set_up_run(deterministic=None, compile_cache=False)")
+    seen = fresh(script, tmp_path)
+    assert seen["deterministic"] and "autotune" not in seen["xla_flags"]
+    assert not (tmp_path / "cache").exists()
+
+
+def test_device_memory_is_taken_as_needed_unless_the_user_said_otherwise(tmp_path):
+    """JAX's pool of three quarters of a GPU's memory, taken at the first
+    transfer, cost about 2 s of a 6 s run on an H200: a run asks for memory
+    as it needs it, unless the user set XLA_PYTHON_CLIENT_PREALLOCATE."""
+    script = SET_UP.format(pretend_gpu=True, deterministic=None)
+    assert fresh(script, tmp_path)["preallocate"] == "false"
+    kept = fresh(script, tmp_path, XLA_PYTHON_CLIENT_PREALLOCATE="true")
+    assert kept["preallocate"] == "true"
+    started = script.replace("if True:", "jax.devices()\n    if True:")
+    assert started != script
+    assert fresh(started, tmp_path)["preallocate"] is None  # too late to matter: left alone
 
 
 def test_deterministic_ops_asked_for_are_refused_once_jax_has_started(tmp_path):

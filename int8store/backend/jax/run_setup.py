@@ -16,13 +16,20 @@
 * **Deterministic GPU ops** (:data:`DETERMINISTIC_FLAGS`, in ``XLA_FLAGS``
   before JAX starts its backends): XLA picks GPU convolution algorithms by
   timing them, so two compiled programs of one model (held whole and
-  streamed) could round differently.
+  streamed) could round differently. With them, XLA keeps what it timed,
+  call by call, beside the compiled programs (``autotune/`` in the cache),
+  so that a call tuned once runs the same algorithm in every program.
+* **Device memory taken as needed** (``XLA_PYTHON_CLIENT_PREALLOCATE=false``
+  before JAX starts its backends, unless the user set it): by default JAX
+  takes three quarters of a GPU's memory at its first transfer, which took
+  about 2 s on an H200 (141 GB), a quarter of the logistic tutorial's whole
+  run. A run's memory is planned (``budget``), so nothing needs the pool.
 * **A count of XLA's compilations** (:class:`Compilations`, from
   ``jax.monitoring``): what a run compiled and what it loaded from the cache.
 
 Nothing here runs on ``import``: a program calls :func:`set_up_run` (the
 tutorials do, before loading their data). It is the one place int8store
-changes ``XLA_FLAGS`` and JAX's configuration, and only when asked.
+changes ``XLA_FLAGS``, ``XLA_PYTHON_CLIENT_PREALLOCATE`` and JAX's configuration, and only when asked.
 """
 
 import configparser
@@ -179,11 +186,14 @@ def set_up_run(compile_cache=True, deterministic=None):
     """
     jax = require_jax()
     started = _backends_started(jax)
-    if deterministic or (deterministic is None and not started):
-        _add_xla_flags(jax, DETERMINISTIC_FLAGS)
     cache = None
     if compile_cache:
         cache = Path(compile_cache_folder() if compile_cache is True else compile_cache)
+    if deterministic or (deterministic is None and not started):
+        _add_xla_flags(jax, DETERMINISTIC_FLAGS + _shared_autotuning(cache))
+    if not started:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if cache is not None:
         _use_cache(jax, cache)
     devices = jax.devices()
     platform, device = jax.default_backend(), devices[0].device_kind
@@ -219,6 +229,21 @@ def _add_xla_flags(jax, flags):
             "backends, and JAX had started them: set up the run before using JAX, or set "
             "XLA_FLAGS yourself (or leave deterministic ops off)")
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [present] + missing))
+
+
+def _shared_autotuning(cache):
+    """XLA's flag that keeps its GPU autotuning results, call by call, in
+    the compilation cache (``autotune/``), or none without a cache. The
+    programs of one model held whole and streamed differ, and XLA timed
+    each one's convolutions and GEMMs anew, so the same call could get
+    another algorithm and round otherwise: shared, a call tuned once keeps
+    its algorithm in every program and every later run. (XLA_FLAGS splits
+    on spaces: a folder whose path holds one goes without.)"""
+    if cache is None or any(character.isspace() for character in str(cache)):
+        return ()
+    folder = cache / "autotune"
+    folder.mkdir(parents=True, exist_ok=True)  # (XLA needs it there)
+    return (f"--xla_gpu_per_fusion_autotune_cache_dir={folder}",)
 
 
 def _backends_started(jax):
