@@ -13,8 +13,9 @@ images, 10 classes), each row sets side by side, for one batch size:
   + outputs + peak temporaries of the compiled step, from its graph, for JAX
   mode (the graph's order) and for the C backend (its virtual machine's order);
 * XLA's own figure for the same step compiled in int8store's JAX mode
-  (``jax.jit(...).lower(...).compile().memory_analysis()``: arguments +
-  outputs + temporaries - aliased), which XLA computes on the CPU as on GPUs;
+  for JAX's default device (``int8store.memory.estimates.xla_step_memory``:
+  ``memory_analysis()``, arguments + outputs + temporaries - aliased), which
+  ``int8store budget`` plans with on an accelerator;
 * the measured peak of one step in int8store's C mode, in a fresh process:
   the arguments (allocated before), the scratch buffers int8store's
   convolutions keep between calls (PyTensor), and the peak of what
@@ -91,23 +92,8 @@ def _scratch_kept():
     return sum(buffer.nbytes for buffer in vars(im2col._scratch_buffers).values())
 
 
-def xla_figure(model, batch_size):
-    """XLA's arguments + outputs + temporaries - aliased, for the JAX-mode step."""
-    from int8store import function_mode
-    from int8store.backend import activate
-
-    api = activate()
-    from int8store.memory.reference_models import build_step
-
-    graph = build_step(model, batch_size, (28, 28), 10)
-    step = api.function(graph.inputs, graph.outputs, mode=function_mode("jax"))
-    analysis = step.maker.linker.jitted.lower(*_arguments(graph)).compile().memory_analysis()
-    return (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
-            + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes)
-
-
 def model_table(batch_sizes):
-    from int8store.memory.estimates import model_memory
+    from int8store.memory.estimates import model_memory, xla_step_memory
 
     def mb(n):
         return f"{n / 2**20:.1f}"
@@ -125,7 +111,7 @@ def model_table(batch_sizes):
                 capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
             memory = model_memory(model, batch_size, (28, 28), 10, mode="jax")
             in_c = model_memory(model, batch_size, (28, 28), 10, mode="c")
-            xla = xla_figure(model, batch_size)
+            xla = xla_step_memory(model, batch_size, (28, 28), 10).total
             print(f"| {model} | {batch_size} | {mb(memory.rule_of_thumb)} | {mb(memory.estimate)} "
                   f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(in_c.estimate)} "
                   f"| {mb(measured)} | {in_c.estimate / measured:.2f} |")

@@ -1,6 +1,8 @@
 """Will it fit? The rule of thumb, the finer estimate, the largest batch size,
 evaluation in chunks, and ``int8store budget``."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,9 +13,12 @@ from int8store.training import evaluate_in_chunks
 from int8store.backend import activate, conv2d, pool_2d
 from int8store.cli import main
 from int8store.memory.estimates import graph_counts, model_memory, rule_of_thumb_bytes, step_estimator
+from int8store.runtime.limits import describe_bytes
 
 api = activate()
 lib, at = api.lib, api.at
+
+has_jax = importlib.util.find_spec("jax") is not None
 
 
 def vgg16(batch_size=1):
@@ -272,3 +277,55 @@ def test_budget_answers_per_device(capsys):
     out = capsys.readouterr().out
     assert "the tutorials take batches of 296, a multiple of the 8 devices" in out
     assert "a minibatch of 296 is 37 on each" in out
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_xlas_own_figure_counts_the_steps_arguments_exactly():
+    from int8store.memory.estimates import xla_step_memory
+
+    figure = xla_step_memory("lenet5", 40, (8, 8), 10)
+    graph = model_memory("lenet5", 40, (8, 8), 10)
+    # codes (int8) and labels, then the parameters, as the graph's estimate counts them
+    assert figure.arguments == graph.step.arguments == 40 * 64 + 40 * 4 + graph.parameter_bytes
+    assert 0.8 < graph.estimate / figure.total < 1.25  # (0.91-1.02 of XLA's on a CPU)
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_budget_on_an_accelerator_plans_with_xlas_own_figure(capsys, monkeypatch):
+    """Where JAX's device is a GPU, XLA's figure counts the workspaces cuDNN
+    and cuBLAS get there (LeNet5's step: 1.9-2.0x the graph's estimate on an
+    H200): the table plans with it. Here JAX's CPU device stands in."""
+    import jax
+
+    from int8store.memory import budget
+    from int8store.memory.estimates import xla_step_memory
+
+    monkeypatch.setattr(budget, "accelerator", lambda: jax.devices()[0])
+    args = ["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory", "3MiB",
+            "--batch-size", "100"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    figure = xla_step_memory("lenet5", 100, (8, 8), 10)
+    scale = figure.total / model_memory("lenet5", 100, (8, 8), 10).estimate
+    assert f"XLA's own figure for the step compiled for the cpu: " \
+           f"{describe_bytes(figure.total)} ({scale:.2f}x the estimate" in out
+    int8_row = next(line for line in out.splitlines() if line.startswith("int8 ")).split()
+    assert " ".join(int8_row[3:5]) == describe_bytes(figure.total)
+    largest = int(int8_row[-2].replace(",", ""))
+    estimate = step_estimator("lenet5", (8, 8), 10)
+    usable = int(0.9 * (3 << 20)) - (1797 * 64 + 4 * 1797)
+    assert estimate(largest) * scale <= usable < estimate(largest + 1) * scale
+    assert "run budget where the GPU is" not in out
+
+
+def test_budget_without_an_accelerator_says_what_a_gpu_adds(capsys, monkeypatch):
+    from int8store.memory import budget
+
+    monkeypatch.setattr(budget, "accelerator", lambda: None)
+    assert main(["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory",
+                 "1GB"]) == 0
+    out = capsys.readouterr().out
+    assert "run budget where the GPU is, and it asks XLA" in out and "XLA's own" not in out
+    assert main(["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory",
+                 "1GB", "--mode", "c"]) == 0
+    assert "GPU" not in capsys.readouterr().out  # (the C backend runs on the CPU)
