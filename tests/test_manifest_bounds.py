@@ -150,7 +150,9 @@ MALFORMED = {
     "writer a list": lambda m: m.__setitem__("writer", ["int8store"]),
     "chunk rows beyond the count": lambda m: m["splits"][1].update(count=0, x={"chunk_rows": 1 << 60,
                                                                                 "chunks": []}, y=[]),
-    "blake3 a number": lambda m: train(m).__setitem__("blake3", 5),
+    "blake3 a number": lambda m: train(m).__setitem__("blake3_rows", 5),
+    "blake3 of a store before 0.3.1 a number": lambda m: train(m).update(blake3=5)
+        or train(m).pop("blake3_rows"),
     "code counts a string": lambda m: train(m).__setitem__("code_counts", "many"),
     "code counts of 255 bins": lambda m: train(m)["code_counts"].pop(),
     "code counts negative": lambda m: train(m)["code_counts"].__setitem__(0, -1),
@@ -160,7 +162,7 @@ MALFORMED = {
         0, train(m)["code_counts"][0] + 1),
     "code counts against the code mean": lambda m: train(m)["code_counts"].__setitem__(
         slice(0, 2), [train(m)["code_counts"][0] - 1, train(m)["code_counts"][1] + 1]),
-    "blake3 too short": lambda m: train(m).__setitem__("blake3", "ab"),
+    "blake3 too short": lambda m: train(m).__setitem__("blake3_rows", "ab"),
     "channel code counts without a channel axis": lambda m: train(m).__setitem__(
         "channel_code_counts", [train(m)["code_counts"]]),
 }
@@ -335,24 +337,67 @@ def test_a_forged_collision_passes_xxh3_but_not_the_strong_check(store, capsys):
     assert err.count("\n") == 1 and "split 'train'" in err and "BLAKE3" in err
 
 
-def test_each_split_records_the_blake3_of_its_chunks_then_its_labels(store, capsys):
+def test_each_split_records_the_blake3_of_its_examples_then_its_labels(store, capsys):
+    """The digest a split held anywhere has (split_digest): the last chunk's
+    padding left out, so that a run resumed held whole from a stream agrees."""
     import blake3
 
+    from int8store.store.checksums import split_digest
+
     opened = open_store(store)
+    padded = 0
     with open(store, "rb") as f:
         for split in opened.manifest["splits"]:
             hasher = blake3.blake3()
-            for offset, nbytes, _ in split["x"]["chunks"] + split["y"]:
+            row_bytes = split["x"]["chunks"][0][1] // split["x"]["chunk_rows"]
+            left = split["count"] * row_bytes
+            for offset, nbytes, _ in split["x"]["chunks"]:
                 f.seek(offset)
-                hasher.update(f.read(nbytes))
-            assert split["blake3"] == hasher.hexdigest()
+                hasher.update(f.read(min(nbytes, left)))
+                padded += nbytes > left
+                left -= nbytes
+            f.seek(split["y"][0][0])
+            hasher.update(f.read(split["y"][0][1]))
+            assert split["blake3_rows"] == hasher.hexdigest() and "blake3" not in split
+            codes, labels = opened.read_split(split["name"])
+            assert split_digest(codes, labels) == hasher.hexdigest()
+            assert opened.split_digest(split["name"]) == hasher.hexdigest()
+    assert padded  # (a split whose last chunk is padded was among them)
     assert opened.verify(strong=True)[-1] == "test/y"
     assert main(["verify", "--strong", str(store)]) == 0
     assert "BLAKE3 per split" in capsys.readouterr().out
 
 
+def as_before_0_3_1(path):
+    """Give each split the digest stores before 0.3.1 recorded: BLAKE3 of the
+    stored chunks whole, the last one's padding included, then the labels."""
+    import blake3
+
+    def padded(manifest):
+        with open(path, "rb") as f:
+            for split in manifest["splits"]:
+                hasher = blake3.blake3()
+                for offset, nbytes, _ in split["x"]["chunks"] + split["y"]:
+                    f.seek(offset)
+                    hasher.update(f.read(nbytes))
+                del split["blake3_rows"]
+                split["blake3"] = hasher.hexdigest()
+    rewrite_manifest(path, padded)
+
+
+def test_a_store_from_before_0_3_1_is_checked_as_it_was_written(store):
+    as_before_0_3_1(store)
+    opened = open_store(store)
+    assert opened.verify(strong=True)[-1] == "test/y"
+    recorded = opened.manifest["splits"][0]["blake3"]
+    assert opened.split_digest("train") == recorded  # what its runs' checkpoints hold
+    forge_collision(store, split=0, chunk=1)
+    with pytest.raises(StoreChecksumError, match="split 'train'.*BLAKE3"):
+        open_store(store).verify(strong=True)
+
+
 def test_a_store_without_strong_digests_still_reads_and_is_told_to_convert_again(store, capsys):
-    rewrite_manifest(store, lambda m: [split.pop("blake3") for split in m["splits"]])
+    rewrite_manifest(store, lambda m: [split.pop("blake3_rows") for split in m["splits"]])
     opened = open_store(store)  # a format-3 store written before strong digests
     assert opened.verify()[-1] == "test/y"
     with pytest.raises(StoreFormatError, match="predates strong digests.*convert it again"):
@@ -362,7 +407,7 @@ def test_a_store_without_strong_digests_still_reads_and_is_told_to_convert_again
 
 
 def test_a_split_stripped_of_its_digest_is_not_verified_strongly(store):
-    rewrite_manifest(store, lambda m: m["splits"][1].pop("blake3"))
+    rewrite_manifest(store, lambda m: m["splits"][1].pop("blake3_rows"))
     with pytest.raises(StoreFormatError, match="split 'valid' has no BLAKE3 digest"):
         open_store(store).verify(strong=True)
 

@@ -302,6 +302,26 @@ def test_a_checkpoint_from_before_the_normalization_was_recorded_still_resumes(t
     logistic_sgd.sgd_optimization_mnist(resume=path, **{**run, "n_epochs": 2})
 
 
+def test_a_split_has_one_digest_held_whole_streamed_or_from_its_source(tmp_path, monkeypatch):
+    """A run's identity names its data by BLAKE3, so one split held whole,
+    streamed from its store, or read from the store's source must have one
+    digest: the store's used to cover its last chunk's zero padding, and a
+    run stopped held whole was refused when resumed streamed (or the other
+    way) wherever a split's count was not a whole number of chunks."""
+    from int8store.cli import main
+    from int8store.store import writer
+    from int8store.streaming.sources import StoreShards
+
+    monkeypatch.setattr(writer, "CHUNK_BYTES", 64 * 16)  # 16 digits a chunk: 1,197 = 74 x 16 + 13
+    store = tmp_path / "digits.h5"
+    assert main(["convert", "digits", "-o", str(store)]) == 0
+    held = int8store.load_splits(str(store))
+    source = int8store.load_splits("digits")
+    for name in ("train", "valid", "test"):
+        streamed = StoreShards(str(store), name).digest()
+        assert held[name].digest() == streamed == source[name].digest(), name
+
+
 def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     w = theano.shared(np.arange(3.0), name="w")
     identity = int8store.training.run_identity("demo", [], [w], 10, seed=1)

@@ -13,8 +13,15 @@ recompute them, and XXH3-128 is not collision resistant, so whoever supplies
 the data can swap a chunk for other bytes with the same XXH3-128.
 
 So each split of a format-3 store written by this release also records the
-BLAKE3 (:data:`SPLIT_DIGEST`, cryptographic) of its stored chunks in order
-and then its labels, computed as they are written. ``int8store verify
+BLAKE3 (:data:`ROWS_DIGEST`, cryptographic) of its examples' codes in
+order and then its labels, computed as they are written: the
+:func:`split_digest` of the same data held anywhere, so that a run resumed
+from a store agrees with the same split held whole or read from another
+source. Stores written before 0.3.1 recorded it under :data:`SPLIT_DIGEST`
+over the stored chunks, the last one's zero padding included; they are
+still checked that way, and give that digest (so a split whose count is
+not a whole number of chunks agrees only with itself streamed from them:
+converting again gives the new digest). ``int8store verify
 --strong`` (``Store.verify(strong=True)``) recomputes it; a signature of the
 manifest then covers every byte (the HDF5 metadata through the manifest's
 SHA-256 of it, the data through BLAKE3). One digest per split rather than
@@ -28,12 +35,16 @@ import numpy as np
 
 from ..errors import StoreFormatError
 
-__all__ = ["CHUNK_CHECKSUMS", "SPLIT_DIGEST", "chunk_hasher", "chunk_digest", "digest_digits"]
+__all__ = ["CHUNK_CHECKSUMS", "SPLIT_DIGEST", "ROWS_DIGEST", "chunk_hasher", "chunk_digest",
+           "digest_digits", "split_digest"]
 
 #: The chunk checksum of each format version that has one.
 CHUNK_CHECKSUMS = {2: "sha256", 3: "xxh3_128"}
-#: The strong digest of each split's data (format 3, optional: ``"blake3"`` in a split's entry).
+#: The strong digest's hash, and its field in a split's entry of a store
+#: written before 0.3.1 (format 3, optional): the stored chunks, padding included.
 SPLIT_DIGEST = "blake3"
+#: Its field since (optional to a reader): the examples' codes, no padding.
+ROWS_DIGEST = "blake3_rows"
 
 
 def chunk_hasher(name):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..codes.histogram import code_sum
 from ..errors import StoreFormatError
-from .checksums import SPLIT_DIGEST, digest_digits
+from .checksums import ROWS_DIGEST, SPLIT_DIGEST, digest_digits
 from .manifest import data_range, is_count, is_hex, is_number, shown
 
 __all__ = ["SplitEntry", "CODE_COUNTS", "CHANNEL_CODE_COUNTS", "is_split_name", "SPLIT_NAME_RULE"]
@@ -37,7 +37,8 @@ CHANNEL_CODE_COUNTS = "channel_code_counts"
 class SplitEntry:
     """Split ``name``'s entry of the manifest, checked: where its data lies
     (chunks of ``rows`` examples, and the labels, each ``(offset, size,
-    checksum)``), ``strong`` (its BLAKE3, or None), ``code_mean`` (None for
+    checksum)``), ``strong`` (its BLAKE3, or None; ``strong_padded``: of the
+    stored chunks, padding included, as stores before 0.3.1 have it), ``code_mean`` (None for
     an empty split), ``code_counts`` (its codes' histogram, or None) and
     ``channel_code_counts`` (``(channels, 256)``, or None); ``channels``: the
     images' channel axis' length, None for images without one."""
@@ -49,7 +50,10 @@ class SplitEntry:
         self.rows = x.get("chunk_rows")
         self.chunks = [data_range(c, path) for c in x["chunks"]]
         self.labels = [data_range(r, path) for r in entry["y"]]
-        self.strong = entry.get(SPLIT_DIGEST)
+        # The BLAKE3 of the examples (ROWS_DIGEST), or of the stored chunks,
+        # the last one's padding included (SPLIT_DIGEST, before 0.3.1).
+        self.strong_padded = ROWS_DIGEST not in entry and SPLIT_DIGEST in entry
+        self.strong = entry.get(SPLIT_DIGEST if self.strong_padded else ROWS_DIGEST)
         if not is_count(self.rows) or not 1 <= self.rows <= max(count, 1):
             raise StoreFormatError(f"{path}: the manifest's layout of split {name!r} "
                                    f"has {shown(self.rows)} rows a chunk")

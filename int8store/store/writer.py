@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .atomic import atomic_output
-from .checksums import CHUNK_CHECKSUMS, SPLIT_DIGEST, chunk_digest, chunk_hasher
+from .checksums import CHUNK_CHECKSUMS, ROWS_DIGEST, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..codes.histogram import channel_code_counts, code_counts, code_sum
 from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError, shown
 from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
@@ -292,7 +292,7 @@ class _SplitWriter:
         group.create_dataset("y", data=labels)
         self.labels_entry = [[0, labels.nbytes, chunk_digest(CHUNK_CHECKSUM, labels)]] if self.count else []
         self.labels = labels
-        self.strong = chunk_hasher(SPLIT_DIGEST)  # the chunks as written, then the labels
+        self.strong = chunk_hasher(SPLIT_DIGEST)  # the examples' codes, then the labels
         self.group = group
         self.buffer = None  # one chunk, for rows that do not come a whole chunk at a time
         self.filled = 0  # rows in the buffer
@@ -340,7 +340,7 @@ class _SplitWriter:
             per_channel = channel_code_counts(chunk[:filled], self.channels)
             self.channel_counts += per_channel
             self.counts += per_channel.sum(axis=0)
-        self.strong.update(chunk)
+        self.strong.update(chunk[:filled])  # (the examples: split_digest's bytes)
         self.written += filled
 
     def finish(self):
@@ -359,7 +359,7 @@ class _SplitWriter:
         entry = {"name": self.name, "count": self.count, "code_mean": code_mean,
                  CODE_COUNTS: self.counts.tolist(),
                  "x": {"chunk_rows": self.rows, "chunks": self.chunks}, "y": self.labels_entry,
-                 SPLIT_DIGEST: self.strong.hexdigest()}
+                 ROWS_DIGEST: self.strong.hexdigest()}
         if self.channel_counts is not None:
             entry[CHANNEL_CODE_COUNTS] = self.channel_counts.tolist()
         return entry
