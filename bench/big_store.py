@@ -10,7 +10,14 @@ each took; and whether their error lines are identical (the same order and
 batches: no seed).
 
     python bench/big_store.py [--examples 1300000] [--keep DIR]
-        [--tutorials logistic lenet5] [--lenet5-kernels 4 8]
+        [--tutorials logistic lenet5] [--lenet5-kernels 4 8] [--mode c|jax]
+        [--max-memory SIZE]
+
+``--max-memory SIZE`` streams under that memory ceiling (shards of an eighth
+of it) instead of in shards of 16 MiB; ``--mode jax`` runs the tutorials in
+JAX mode, where on a CPU the device's copies of the shards are host memory
+too, and the baseline row also gives the process that only imports JAX and
+int8store and places one array.
 """
 
 import argparse
@@ -73,6 +80,17 @@ def run(tutorial, dataset, extra):
     return peak, seconds, errors
 
 
+def imports_only():
+    """Peak RSS bytes of a process that imports JAX and int8store, sets up
+    the library and places one array: what JAX mode costs before any data."""
+    script = ("import jax, jax.numpy as jnp, int8store\n"
+              "from int8store.backend import activate\n"
+              "activate()\njnp.zeros(3).block_until_ready()")
+    done = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-c", script],
+                          capture_output=True, text=True, check=True)
+    return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1)) * 1024
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=1_300_000, help="training images")
@@ -83,6 +101,9 @@ def main(argv=None):
                         help="LeNet5's kernels per layer (the tutorial's --nkerns; default "
                              "%(default)s, fewer than its 20 50, so that an epoch of 1.3 "
                              "million images takes minutes on two cores)")
+    parser.add_argument("--mode", choices=["c", "jax"], default="c", help="the tutorials' --mode")
+    parser.add_argument("--max-memory", metavar="SIZE",
+                        help="stream under this ceiling instead of in shards of 16 MiB")
     args = parser.parse_args(argv)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="int8store-big-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -92,12 +113,19 @@ def main(argv=None):
             write_store(path, n, evaluation)
     print(f"store: {big.stat().st_size:,} bytes ({args.examples:,} training images of 28x28, "
           f"{EVALUATION:,} each for validation and test); baseline store: "
-          f"{small.stat().st_size:,} bytes; one epoch each, shards of {SHARD_BYTES:,} bytes")
+          f"{small.stat().st_size:,} bytes; one epoch each, "
+          + (f"streamed under --max-memory {args.max_memory}" if args.max_memory
+             else f"shards of {SHARD_BYTES:,} bytes") + f", --mode {args.mode}")
+    if args.mode == "jax":
+        print(f"importing JAX and int8store, one array placed: {imports_only() / 1e6:,.0f} MB "
+              "peak RSS")
     print("| tutorial | run | peak RSS (MB) | over baseline (MB) | seconds | errors |")
     print("|---|---|---:|---:|---:|---|")
     for tutorial in args.tutorials:
         extra = ["--nkerns", *map(str, args.lenet5_kernels)] if tutorial == "lenet5" else []
-        streamed = ["--max-device-bytes", str(SHARD_BYTES)]
+        extra += ["--mode", args.mode]
+        streamed = (["--max-memory", args.max_memory] if args.max_memory
+                    else ["--max-device-bytes", str(SHARD_BYTES)])
         baseline = run(tutorial, small, extra + streamed)
         results = {"streamed from the file": run(tutorial, big, extra + streamed),
                    "loaded whole": run(tutorial, big, extra)}
