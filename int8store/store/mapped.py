@@ -15,9 +15,12 @@ split larger than it may hold, whose bytes are read from the file again).
 The mapping holds the file that was opened, so a store replaced at its path
 (as int8store's writers replace one) leaves it intact. A file written in
 place under the run (a ``cp`` over it, not int8store) is seen by its
-modification time and size before each lending: every chunk is checked
-again, and a file now too short is refused; truncated during a step, it
-kills the process with SIGBUS, as with any mapped file.
+modification time and size before each lending, and before each pass over
+a split whose one shard stays lent (:meth:`MappedSplit.check_unchanged`):
+every chunk is checked again, and a file now too short is refused. Rows
+already lent are read as the file is: a write during a step reaches that
+step, and is caught before the next lending or pass; truncated during a
+step, the file kills the process with SIGBUS, as with any mapped file.
 """
 
 import mmap
@@ -112,6 +115,14 @@ class MappedSplit:
         first = self._start + start * layout.row_bytes
         return self._bytes[first:first + (stop - start) * layout.row_bytes].view(np.int8) \
             .reshape(stop - start, layout.row_bytes)
+
+    def check_unchanged(self):
+        """If the file was written in place since the last lending, check
+        every chunk again (refused if damaged or now short): rows lent
+        before, and still read (a split whose one shard stays in the
+        shared variables), read the file's pages as they are now."""
+        if self._written() != self._seen:
+            self.rows(0, self.layout.count)
 
     def read_ahead(self, start, stop):
         """Start reading examples ``[start, stop)`` into the page cache (in

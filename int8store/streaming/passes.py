@@ -69,7 +69,11 @@ class Pass:
         split = self.split
         self._order = split.layout.visit_order(self.epoch)
         if split._whole and split._loaded is not None:
-            return  # its one shard is in the shared variables already
+            try:  # its one shard is in the shared variables already
+                split._reader.check_kept()
+            except Exception as error:  # noqa: BLE001 - raised again, naming the shard
+                raise split.layout.error(0, error) from error
+            return
         split._reader.begin_pass()
         self._jobs = [(self.epoch, index) for index in self._order[self._first:]]
         if not split._whole:  # read ahead into the next epoch

@@ -91,6 +91,10 @@ class Reader:
     def begin_pass(self):
         """A pass starts (see :class:`LentReader`)."""
 
+    def check_kept(self):
+        """A pass starts over the one shard the shared variables keep (see
+        :class:`LentReader`): a shard copied into memory needs nothing."""
+
     def prepare(self, epoch, index):
         """A ticket for shard ``index`` of epoch ``epoch``."""
         ticket = _Ticket(epoch, index)
@@ -211,6 +215,10 @@ class LentReader(SerialReader):
     def begin_pass(self):
         if self.release_pages or self._mark is None:
             self._mark = object()
+
+    def check_kept(self):
+        # The kept shard is the file's pages: written in place since, checked again.
+        self.source.check_unchanged()
 
     def reads_in_place(self, ticket):
         start, stop = self.layout.bounds(ticket.index)

@@ -75,6 +75,9 @@ class ArrayShards:
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
 
+    def check_unchanged(self):
+        """Nothing to check: the rows are the caller's arrays."""
+
     def read_ahead(self, start, stop):
         """Nothing to read: the rows are in memory."""
 
@@ -152,6 +155,12 @@ class StoreShards:
         """Unmap the pages of rows lent once they are no longer read (they
         stay in the page cache)."""
         self._mapped.release(rows)
+
+    def check_unchanged(self):
+        """Check the rows lent so far again if the file was written in place
+        since (:meth:`~int8store.store.mapped.MappedSplit.check_unchanged`)."""
+        if self._mapped is not None:
+            self._mapped.check_unchanged()
 
     def read_ahead(self, start, stop):
         """Ask the kernel to read examples ``[start, stop)`` into the page
