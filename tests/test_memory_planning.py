@@ -269,8 +269,14 @@ def test_budget_answers_per_device(capsys):
     assert "a minibatch of 300 is 75 on each" in out and "batch 75 per device" in out
     int8_row = next(line for line in out.splitlines() if line.startswith("int8 "))
     assert int8_row.split()[1:3] == ["29.9", "KiB"]  # 450 x (64 bytes + a 4-byte label)
-    assert main(args + ["--devices", "7"]) == 2
-    assert "multiple of 7" in capsys.readouterr().err
+    # a batch that is no multiple of the devices is cut to one, as the tutorials cut it (it
+    # was refused here: "cannot be split evenly over 7 devices", while the run took 294)
+    assert main(args + ["--devices", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "batch:    300 is not a multiple of the 7 devices: the tutorials take batches of 294, " \
+           "planned here" in out and "a minibatch of 294 is 42 on each" in out
+    assert main(args[:-1] + ["3", "--devices", "4"]) == 2  # a device without a row: refused
+    assert "--batch-size 3 over 4 devices: expected at least 4" in capsys.readouterr().err
     # a batch cut to the smallest split is then cut to a multiple of the devices, as the
     # tutorials cut it (it was refused: "a batch of 300 cannot be split evenly over 8")
     assert main(args[:-1] + ["600", "--devices", "8"]) == 0

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
+from ..order.batch_size import fitted_batch_size
 from .estimates import (accelerator, examples_that_fit, max_batch_size, model_memory,
                         device_memory, split_bytes, step_estimator, xla_step_memory)
 from .models import MODELS
@@ -52,18 +53,14 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer "
                             "(--batch-size)")
     held = {name: -(-n // devices) for name, n in counts.items()}  # rows a device holds
-    # The tutorials take no batch larger than their smallest split, and over
-    # several devices a multiple of their count (each cut said in a line).
+    # The batch the tutorials take (a cut of the batch asked said in a line below).
     smallest_name, smallest = min(counts.items(), key=lambda item: item[1])
-    asked = batch_size
-    if asked is not None and asked <= smallest and asked % devices:
-        raise ArgumentError(f"a batch of {asked} cannot be split evenly over {devices} "
-                            f"devices: give --batch-size a multiple of {devices}")
-    batch_size = min(batch_size or MODELS[model], smallest)
-    batch_size -= batch_size % devices
-    if batch_size < 1:
+    if smallest < devices:
         raise ArgumentError(f"the {smallest} {smallest_name} examples are too few for a batch "
                             f"over {devices} devices")
+    asked = batch_size
+    taken = fitted_batch_size(batch_size or MODELS[model], smallest, devices)
+    batch_size = taken.size
     part = batch_size // devices
     if device_bytes is None:
         budget, where = device_memory()
@@ -95,10 +92,11 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
                                               else ""),
     ]
     if asked is not None and asked > batch_size:
-        over = "" if devices == 1 else f", a multiple of the {devices} devices"
-        lines.append(f"batch:    {asked:,} is more than the {smallest:,} {smallest_name} "
-                     f"examples: the tutorials take batches of {batch_size:,}{over}, planned "
-                     "here")
+        over = "" if taken.devices is None else f", a multiple of the {devices} devices"
+        why = (f"more than the {smallest:,} {smallest_name} examples" if taken.largest
+               else f"not a multiple of the {devices} devices")
+        lines.append(f"batch:    {asked:,} is {why}: the tutorials take batches of "
+                     f"{batch_size:,}{over if taken.largest else ''}, planned here")
     if devices > 1:
         lines.append(
             f"devices:  {devices}, each holding 1/{devices} of every split: "

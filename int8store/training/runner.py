@@ -27,6 +27,7 @@ import re
 import numpy as np
 
 from ..errors import ArgumentError
+from ..order.batch_size import check_over_devices, fitted_batch_size
 from ..runtime.interrupts import stop_requested
 from ..runtime.progress import EpochLines
 
@@ -112,7 +113,7 @@ class Run:
             raise ArgumentError(f"--batch-size {batch_size}: expected 1 or more examples a "
                                 "minibatch")
         if isinstance(self.devices, int):
-            _check_over_devices(batch_size, self.devices)
+            check_over_devices(batch_size, self.devices)
         splits = load_splits(dataset, max_memory=self.max_memory, normalize=self.normalize,
                              mode=self.mode, devices=self.devices,
                              max_device_bytes=self.max_device_bytes, batch_size=batch_size,
@@ -145,19 +146,18 @@ class Run:
         """The batch size every split (and shard) fills, a multiple of the
         device count, each cut said in a line."""
         smallest = min(split.largest_batch() for split in self.splits)
-        if batch_size > smallest:
+        devices = self.train.devices
+        taken = fitted_batch_size(batch_size, smallest, devices)
+        if taken.largest is not None:
             what = "shard" if smallest < min(split.n_examples for split in self.splits) \
                 else "split"
             print(f"... batch size {batch_size} is larger than a {what} of {smallest} examples: "
                   f"using {smallest}")
-            batch_size = smallest
-        devices = self.train.devices
+        if taken.devices is not None:
+            print(f"... batch size {taken.largest or batch_size} is not a multiple of the "
+                  f"{devices} devices: using {taken.size}")
+        batch_size = taken.size
         if devices > 1:
-            _check_over_devices(batch_size, devices)
-            if batch_size % devices:
-                print(f"... batch size {batch_size} is not a multiple of the {devices} devices: "
-                      f"using {batch_size - batch_size % devices}")
-                batch_size -= batch_size % devices
             held = ", ".join(f"{-(-split.n_examples // devices)} rows" for split in self.splits)
             print(f"... each split over {devices} devices, row r on device r % {devices} "
                   f"({held}); minibatches of {batch_size}, {batch_size // devices} rows from "
@@ -366,15 +366,6 @@ class Run:
                     scoring_seconds=sum(score.seconds for score in self._scores),
                     scoring_calls=sum(score.calls for score in self._scores),
                     scoring_first_seconds=sum(score.first_seconds for score in self._scores))
-
-
-def _check_over_devices(batch_size, devices):
-    """Refuse a batch size that leaves a device without a row: it is cut
-    down to a multiple of the device count."""
-    if batch_size < devices:
-        raise ArgumentError(f"--batch-size {batch_size} over {devices} devices: expected at "
-                            f"least {devices}, a row on each device (a batch size is cut down "
-                            f"to a multiple of {devices}); raise --batch-size or lower --devices")
 
 
 class _OneCall:
