@@ -133,6 +133,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         ``{"train": split, "valid": ..., "test": ...}``: each a
         :class:`~int8store.dataset.split.Split`.
     """
+    from .runtime.allocator import keep_large_blocks
     from .runtime.limits import max_memory as ceiling, memory_ceiling
     from .sources.locate import caller_file
 
@@ -162,9 +163,11 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                 raise ArgumentError(f"devices={devices!r} (--devices) and streaming, asked by "
                                     f"{why}, together are not supported yet: stream on one "
                                     "device, or hold the splits whole over several")
-            return _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
-                             batch_size, seed, prefetch, workers, report, cache_dir, valid_size,
-                             valid_seed, lossy, keep_order, test_size)
+            streams = _streamed(dataset, opened, caller, normalize, dtype, mode,
+                                max_device_bytes, batch_size, seed, prefetch, workers, report,
+                                cache_dir, valid_size, valid_seed, lossy, keep_order, test_size)
+            keep_large_blocks()
+            return streams
         if several and store is not None:  # each process reads its own devices' rows
             from .dataset.over_devices import load_store_over_devices
 
@@ -182,6 +185,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                             devices)
     if seed is not None:
         splits["train"] = splits["train"].shuffle(seed)
+    keep_large_blocks()  # (each step's large buffers reused, as after the classic loader)
     return splits
 
 
@@ -215,8 +219,8 @@ def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_
 
     source = read_source(dataset, cache_dir=cache_dir, caller=caller)
     # The rest is imported once the source is read: reading is when memory peaks.
-    from .memory.estimates import give_back_freed_memory
     from .plan.splits import plan_splits
+    from .runtime.allocator import give_back_freed_memory
 
     plan = plan_splits(source, valid_size=valid_size, valid_seed=valid_seed, lossy=lossy,
                        keep_order=keep_order, test_size=test_size)

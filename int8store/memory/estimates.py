@@ -21,19 +21,17 @@ per example (the "neurons" of the usual rule of thumb), and for a batch size
     (7850, 794)
 """
 
-import ctypes
-import ctypes.util
 import math
 import numbers
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
+from ..runtime.allocator import give_back_freed_memory
 from ..runtime.limits import parse_size
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
@@ -44,20 +42,6 @@ __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memor
 FLOAT32_BYTES = 4
 #: The float types a model's memory is estimated in.
 FLOAT_TYPES = ("float32", "float64")
-
-
-def give_back_freed_memory():
-    """Return freed heap memory to the operating system (glibc's ``malloc_trim``;
-    elsewhere nothing). Loading frees large float arrays in an order that can
-    leave their pages in glibc's heap behind the codes allocated meanwhile, so
-    that the process would go on holding memory it no longer uses."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.malloc_trim(0))
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return False
 
 
 def memory_table(splits):

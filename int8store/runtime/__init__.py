@@ -2,8 +2,9 @@
 ceiling and the checks of sizes a file announces (:mod:`.limits`), the one
 reader of ``.npz`` archives, which checks them (:mod:`.npz`: data sources,
 checkpoints and saved models), signals
-(:mod:`.interrupts`), helper processes (:mod:`.processes`) and the package
-version (:mod:`.version`).
+(:mod:`.interrupts`), helper processes (:mod:`.processes`), glibc's
+allocator after a load (:mod:`.allocator`) and the package version
+(:mod:`.version`).
 
 May import: :mod:`int8store.errors` only.
 """
