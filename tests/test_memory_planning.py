@@ -335,3 +335,19 @@ def test_budget_without_an_accelerator_says_what_a_gpu_adds(capsys, monkeypatch)
     assert main(["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory",
                  "1GB", "--mode", "c"]) == 0
     assert "GPU" not in capsys.readouterr().out  # (the C backend runs on the CPU)
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_budget_in_float64_on_an_accelerator_asks_xla_only_with_64_bit_jax(capsys, monkeypatch):
+    import jax
+
+    from int8store.memory import budget
+
+    monkeypatch.setattr(budget, "accelerator", lambda: jax.devices()[0])
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GB", "--dtype", "float64"]) == 0
+    out = capsys.readouterr().out
+    if jax.config.jax_enable_x64:  # (a run whose floatX is float64 turned it on)
+        assert "XLA's own figure for the step compiled for the cpu" in out
+    else:  # XLA would have compiled float32: not asked, and the line says how to ask it
+        assert "XLA's own" not in out and "JAX_ENABLE_X64=1" in out

@@ -118,9 +118,10 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             f"{describe_bytes(step.total)} ({scale:.2f}x the estimate, its workspaces included), "
             "used below, and the estimate scaled by it at other batch sizes")
     elif mode == "jax":
+        where = ("with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it asks XLA for float64"
+                 if accelerator() is not None else "where the GPU is, and it asks XLA")
         lines.append("on a GPU the step also holds workspaces a graph cannot show (LeNet5's step "
-                     "took 1.9-2.0x this estimate on an H200): run budget where the GPU is, and "
-                     "it asks XLA")
+                     f"took 1.9-2.0x this estimate on an H200): run budget {where}")
     lines.append("")
     rows = [("storage", f"data{each} (all splits)", f"model at batch {part}", "fits",
              f"largest batch{each} beside the data", f"examples that fit{each} beside the model")]
