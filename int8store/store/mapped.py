@@ -116,13 +116,13 @@ class MappedSplit:
         return self._bytes[first:first + (stop - start) * layout.row_bytes].view(np.int8) \
             .reshape(stop - start, layout.row_bytes)
 
-    def check_unchanged(self):
+    def check_unchanged(self, mark=None):
         """If the file was written in place since the last lending, check
-        every chunk again (refused if damaged or now short): rows lent
-        before, and still read (a split whose one shard stays in the
-        shared variables), read the file's pages as they are now."""
+        every chunk again under ``mark`` (refused if damaged or now short):
+        rows lent before, and still read (a split whose one shard stays in
+        the shared variables), read the file's pages as they are now."""
         if self._written() != self._seen:
-            self.rows(0, self.layout.count)
+            self.rows(0, self.layout.count, mark)
 
     def read_ahead(self, start, stop):
         """Start reading examples ``[start, stop)`` into the page cache (in

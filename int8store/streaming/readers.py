@@ -218,7 +218,7 @@ class LentReader(SerialReader):
 
     def check_kept(self):
         # The kept shard is the file's pages: written in place since, checked again.
-        self.source.check_unchanged()
+        self.source.check_unchanged(self._mark)
 
     def reads_in_place(self, ticket):
         start, stop = self.layout.bounds(ticket.index)

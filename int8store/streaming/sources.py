@@ -75,7 +75,7 @@ class ArrayShards:
     def release(self, rows):
         """Nothing to give back: the rows are the caller's arrays."""
 
-    def check_unchanged(self):
+    def check_unchanged(self, mark=None):
         """Nothing to check: the rows are the caller's arrays."""
 
     def read_ahead(self, start, stop):
@@ -156,11 +156,11 @@ class StoreShards:
         stay in the page cache)."""
         self._mapped.release(rows)
 
-    def check_unchanged(self):
-        """Check the rows lent so far again if the file was written in place
-        since (:meth:`~int8store.store.mapped.MappedSplit.check_unchanged`)."""
+    def check_unchanged(self, mark=None):
+        """Check the rows lent so far again, under ``mark``, if the file was
+        written in place since (:meth:`~int8store.store.mapped.MappedSplit.check_unchanged`)."""
         if self._mapped is not None:
-            self._mapped.check_unchanged()
+            self._mapped.check_unchanged(mark)
 
     def read_ahead(self, start, stop):
         """Ask the kernel to read examples ``[start, stop)`` into the page
