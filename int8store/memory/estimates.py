@@ -331,13 +331,12 @@ def device_memory():
     """``(bytes, where)`` of the accelerator's memory when it can be asked:
     JAX's ``memory_stats()`` of its default device (if JAX is installed and
     sees an accelerator), else ``nvidia-smi``; ``(None, why)`` otherwise."""
+    device = accelerator()
     try:
-        import jax
-        device = jax.devices()[0]
-        stats = device.memory_stats() if device.platform != "cpu" else None
+        stats = device.memory_stats() if device is not None else None
         if stats and stats.get("bytes_limit"):
             return int(stats["bytes_limit"]), f"JAX {device.device_kind} memory_stats()"
-    except Exception:  # noqa: BLE001 - no JAX, no device, a plugin failing: ask elsewhere
+    except Exception:  # noqa: BLE001 - a plugin failing to say: ask elsewhere
         pass
     smi = shutil.which("nvidia-smi")
     if smi:
