@@ -72,7 +72,8 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     memory = model_memory(model, part, image_shape, n_classes, dtype, mode)
     step = memory.step
     estimate = step_estimator(model, image_shape, n_classes, dtype, mode)
-    xla_device = _device_to_ask(dtype) if mode == "jax" else None
+    device = accelerator() if mode == "jax" else None
+    xla_device = device if device is not None and _xla_compiles(dtype) else None
     if xla_device is not None:  # the device's own figure: the table's
         step = xla_step_memory(model, part, image_shape, n_classes, dtype)
         scale = step.total / memory.step.total
@@ -92,11 +93,13 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
                                               else ""),
     ]
     if asked is not None and asked > batch_size:
-        over = "" if taken.devices is None else f", a multiple of the {devices} devices"
-        why = (f"more than the {smallest:,} {smallest_name} examples" if taken.largest
-               else f"not a multiple of the {devices} devices")
+        if taken.largest is None:
+            why, over = f"not a multiple of the {devices} devices", ""
+        else:
+            why = f"more than the {smallest:,} {smallest_name} examples"
+            over = "" if taken.devices is None else f", a multiple of the {devices} devices"
         lines.append(f"batch:    {asked:,} is {why}: the tutorials take batches of "
-                     f"{batch_size:,}{over if taken.largest else ''}, planned here")
+                     f"{batch_size:,}{over}, planned here")
     if devices > 1:
         lines.append(
             f"devices:  {devices}, each holding 1/{devices} of every split: "
@@ -119,7 +122,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             "used below, and the estimate scaled by it at other batch sizes")
     elif mode == "jax":
         where = ("with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it asks XLA for float64"
-                 if accelerator() is not None else "where the GPU is, and it asks XLA")
+                 if device is not None else "where the GPU is, and it asks XLA")
         lines.append("on a GPU the step also holds workspaces a graph cannot show (LeNet5's step "
                      f"took 1.9-2.0x this estimate on an H200): run budget {where}")
     lines.append("")
@@ -146,16 +149,13 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     return "\n".join(lines)
 
 
-def _device_to_ask(dtype):
-    """The accelerator whose XLA the step's memory is asked of, or None: JAX
-    on the CPU (there the estimate is 0.91-1.02 of XLA's figure), or float64
-    where JAX's 64-bit mode is off (XLA would compile float32)."""
-    device = accelerator()
-    if device is None:
-        return None
+def _xla_compiles(dtype):
+    """Whether XLA compiles the step in ``dtype``: float64 only where JAX's
+    64-bit mode is on (else XLA would compile float32). (On the CPU XLA is
+    not asked: there the estimate is 0.91-1.02 of its figure.)"""
     import jax
 
-    return device if dtype == "float32" or jax.config.jax_enable_x64 else None
+    return dtype == "float32" or jax.config.jax_enable_x64
 
 
 def _scaled(estimate, scale):

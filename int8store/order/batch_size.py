@@ -13,11 +13,10 @@ __all__ = ["BatchSize", "fitted_batch_size", "check_over_devices"]
 
 @dataclass(frozen=True)
 class BatchSize:
-    """``size``, the batch size taken; ``largest``, set when ``asked`` was
-    more than every split holds (then cut to it); ``devices``, set when it
-    was then cut to a multiple of that device count."""
+    """``size``, the batch size taken; ``largest``, set when the batch asked
+    was more than every split holds (then cut to it); ``devices``, set when
+    it was then cut to a multiple of that device count."""
 
-    asked: int
     size: int
     largest: int = None
     devices: int = None
@@ -43,5 +42,5 @@ def fitted_batch_size(asked, largest, devices=1):
     size = min(int(asked), int(largest))
     check_over_devices(size, devices)
     cut = size % devices
-    return BatchSize(int(asked), size - cut, largest=size if size < asked else None,
+    return BatchSize(size - cut, largest=size if size < asked else None,
                      devices=devices if cut else None)
