@@ -5,7 +5,7 @@ estimated from its graph against XLA's figure and a measured C-backend peak.
     python bench/memory.py --models                    # the step estimate checked against reality
     python bench/memory.py --models --batch-sizes 100 500 2000
 
-For the models (the tutorials' logistic regression and LeNet5 on 28x28
+For the models (the tutorials' logistic regression, MLP and LeNet5 on 28x28
 images, 10 classes), each row sets side by side, for one batch size:
 
 * the rule of thumb, ``(neurons x batch + parameters) x 2 x 4`` bytes;
@@ -104,7 +104,7 @@ def model_table(batch_sizes):
     print("| model | batch | rule of thumb MiB | estimate, JAX MiB | XLA MiB | estimate / XLA "
           "| estimate, C MiB | C measured MiB | estimate / C |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for model in ("logistic", "lenet5"):
+    for model in ("logistic", "mlp", "lenet5"):
         for batch_size in batch_sizes:
             measured = json.loads(subprocess.run(
                 [sys.executable, __file__, "--measure-c", model, str(batch_size)],

@@ -6,7 +6,7 @@
     int8store info FILE
     int8store verify [--strong] FILE
     int8store manifest FILE
-    int8store budget --dataset D --model logistic|lenet5 [--batch-size B]
+    int8store budget --dataset D --model logistic|mlp|lenet5 [--batch-size B]
                      [--device-memory SIZE] [--margin F] [--devices N] [--mode M] [--dtype T]
     int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
@@ -23,6 +23,7 @@ import signal
 import sys
 
 from .errors import Int8StoreError, shortened
+from .memory.models import MODELS
 
 __all__ = ["main"]
 
@@ -151,9 +152,10 @@ def _parser():
                     "or nvidia-smi reports for one device, 10 % of it kept free.")
     budget.add_argument("--dataset", default="digits",
                         help="anything load_data takes (default: %(default)s)")
-    budget.add_argument("--model", choices=("logistic", "lenet5"), default="lenet5",
-                        help="the tutorial's model: logistic (logistic_sgd.py) or lenet5 "
-                             "(convolutional_mlp.py) (default: %(default)s)")
+    budget.add_argument("--model", choices=tuple(MODELS), default="lenet5",
+                        help="the tutorial's model: logistic (logistic_sgd.py), mlp (mlp.py, "
+                             "500 hidden units) or lenet5 (convolutional_mlp.py) (default: "
+                             "%(default)s)")
     budget.add_argument("--batch-size", type=int, metavar="B",
                         help="the batch size to estimate (default: the tutorial's)")
     budget.add_argument("--device-memory", metavar="SIZE",

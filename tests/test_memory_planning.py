@@ -167,6 +167,31 @@ def test_budget_says_which_float_type_and_backend_it_plans_for(capsys):
     assert "x 2 x 8 bytes" in out64 and "x 2 x 4 bytes" in out
 
 
+def test_budget_plans_the_mlp_tutorials_model(capsys):
+    """mlp.py's model: 500 tanh units, logistic regression, its batch of 20."""
+    assert main(["budget", "--dataset", "digits", "--model", "mlp", "--device-memory",
+                 "64MiB"]) == 0
+    out = capsys.readouterr().out
+    parameters = 64 * 500 + 500 + 500 * 10 + 10
+    assert f"model:    mlp, {parameters:,} parameters" in out
+    assert "activations per example" in out and "batch 20: rule of thumb" in out
+    memory = model_memory("mlp", 20, (8, 8), 10)
+    assert memory.parameters == parameters and memory.neurons == 64 + 500 + 10
+    assert memory.step.arguments == 20 * 64 + 4 * 20 + 4 * parameters
+    assert memory.step.outputs == 4 + 4 * parameters  # the cost, the updated parameters
+
+
+@pytest.mark.skipif(api.NAME != "pytensor", reason="Aesara has no such fusion: its C mode "
+                    "squares the weights into a copy, as its estimate says")
+def test_the_c_estimate_rewrites_as_the_c_mode_does():
+    """PyTensor's C mode sums the MLP's squared weights (its L2 penalty) in one
+    loop; the estimate, compiled without C code, rewrites the same way and
+    holds no squared copy of the 784x500 weights."""
+    weights = 784 * 500 * 4
+    for mode in ("c", "jax"):
+        assert model_memory("mlp", 20, (28, 28), 10, mode=mode).step.temporaries < weights / 4
+
+
 def test_the_c_backends_order_holds_more_than_the_graphs_own():
     """The C backend's virtual machine computes each output in turn, depth
     first (LeNet5's first layer's gradients wait for the second's): it held

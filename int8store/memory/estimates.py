@@ -158,9 +158,9 @@ _ESTIMATES = {}
 
 
 def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32", mode="jax"):
-    """The :class:`ModelMemory` of ``model`` ("logistic" or "lenet5", the
-    tutorials' models) training on ``image_shape`` images in batches of
-    ``batch_size``, in ``dtype`` (float32, as the tutorials train on an
+    """The :class:`ModelMemory` of ``model`` ("logistic", "mlp" or
+    "lenet5", the tutorials' models) training on ``image_shape`` images in
+    batches of ``batch_size``, in ``dtype`` (float32, as the tutorials train on an
     accelerator, or float64, floatX's default on the CPU), as ``mode`` runs
     it: ``"jax"`` (XLA, which schedules for memory: the graph's own order)
     or ``"c"`` (the C backend's virtual machine, whose order holds more); nothing

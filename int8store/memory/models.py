@@ -1,6 +1,7 @@
-"""The two models int8store plans memory for (``int8store budget --model``):
-the classic tutorials' logistic regression and LeNet5, described without
-Aesara (their graphs are built in :mod:`int8store.memory.reference_models`).
+"""The three models int8store plans memory for (``int8store budget --model``):
+the classic tutorials' logistic regression, multilayer perceptron and LeNet5,
+described without Aesara (their graphs are built in
+:mod:`int8store.memory.reference_models`).
 
 LeNet5 keeps the classic 5x5 filters on 28x28 images and takes smaller ones
 on smaller images (3x3 then 2x2 on scikit-learn's 8x8 digits), always two
@@ -12,7 +13,7 @@ from ..errors import ArgumentError
 __all__ = ["MODELS", "filter_size", "lenet5_geometry", "LENET5_SMALLEST"]
 
 #: Model names, with the classic tutorials' batch size.
-MODELS = {"logistic": 600, "lenet5": 500}
+MODELS = {"logistic": 600, "mlp": 20, "lenet5": 500}
 
 #: The fewest rows (and columns) LeNet5's two convolution/pooling layers take:
 #: on 4 the first layer's 3x3 filter and pooling leave a pixel, too few for the second.

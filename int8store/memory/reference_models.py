@@ -1,4 +1,4 @@
-"""The training steps of the tutorials' two models as graphs with static
+"""The training steps of the tutorials' three models as graphs with static
 shapes, for memory planning (:mod:`int8store.memory.estimates`): built, compiled if
 asked, never run here.
 
@@ -17,7 +17,7 @@ from .models import lenet5_geometry
 _api = activate()
 at, softmax = _api.at, _api.softmax
 
-__all__ = ["StepGraph", "build_step", "logistic", "lenet5"]
+__all__ = ["StepGraph", "build_step", "logistic", "mlp", "lenet5"]
 
 _FLOAT = "float32"  # (the default: the tutorials' float type on an accelerator)
 
@@ -34,11 +34,13 @@ class StepGraph:
     params: list
 
 
-def _step(codes, labels, layers, probabilities, params, learning_rate=0.1):
+def _step(codes, labels, layers, probabilities, params, learning_rate=0.1, penalty=None):
     batch, dtype = codes.type.shape[0], probabilities.type.dtype
     # The parameters' type throughout, whatever floatX is: a Python float would upcast to it.
     log_likelihood = at.log(probabilities)[at.arange(batch), labels]
     cost = -at.sum(log_likelihood) / at.constant(batch, dtype=dtype)
+    if penalty is not None:
+        cost = cost + penalty
     grads = at.grad(cost, params)
     rate = at.constant(learning_rate, dtype=dtype)
     return StepGraph([codes, labels] + params, [cost] + [p - rate * g for p, g in
@@ -64,6 +66,21 @@ def logistic(batch_size, image_shape, n_classes, dtype=_FLOAT):
     W, b = _param("W", dtype, n_in, n_classes), _param("b", dtype, n_classes)
     probabilities = softmax(at.dot(x.reshape((batch_size, n_in)), W) + b, axis=-1)
     return _step(codes, labels, [x, probabilities], probabilities, [W, b])
+
+
+def mlp(batch_size, image_shape, n_classes, dtype=_FLOAT, hidden=500, l2_reg=0.0001):
+    """The multilayer perceptron (``mlp.py``): a tanh hidden layer, logistic
+    regression, and the tutorial's L2 penalty on both weight matrices (its L1
+    weight is 0 by default)."""
+    codes, labels, x = _inputs(batch_size, image_shape, dtype)
+    n_in = math.prod(image_shape)
+    W1, b1 = _param("W1", dtype, n_in, hidden), _param("b1", dtype, hidden)
+    W2, b2 = _param("W2", dtype, hidden, n_classes), _param("b2", dtype, n_classes)
+    h = at.tanh(at.dot(x.reshape((batch_size, n_in)), W1) + b1)
+    probabilities = softmax(at.dot(h, W2) + b2, axis=-1)
+    penalty = at.constant(l2_reg, dtype=dtype) * (at.sum(W1 ** 2) + at.sum(W2 ** 2))
+    return _step(codes, labels, [x, h, probabilities], probabilities, [W1, b1, W2, b2],
+                 learning_rate=0.01, penalty=penalty)
 
 
 def lenet5(batch_size, image_shape, n_classes, dtype=_FLOAT, nkerns=(20, 50), hidden=500):
@@ -92,7 +109,7 @@ def lenet5(batch_size, image_shape, n_classes, dtype=_FLOAT, nkerns=(20, 50), hi
 
 
 def build_step(model, batch_size, image_shape, n_classes, dtype=_FLOAT):
-    """The :class:`StepGraph` of ``model`` ("logistic" or "lenet5"), its
-    floats of ``dtype`` (float32 or float64)."""
-    builders = {"logistic": logistic, "lenet5": lenet5}
+    """The :class:`StepGraph` of ``model`` ("logistic", "mlp" or "lenet5"),
+    its floats of ``dtype`` (float32 or float64)."""
+    builders = {"logistic": logistic, "mlp": mlp, "lenet5": lenet5}
     return builders[model](batch_size, tuple(image_shape), n_classes, dtype)

@@ -18,6 +18,8 @@ that their bodies fuse into C loops as 3.3.1's do. PyTensor's own modes are
 left as it ships them.
 """
 
+import functools
+
 __all__ = ["c_mode", "symbolic_ops_kept_whole", "INLINE_POSITION"]
 
 #: Where in PyTensor's rewrites the inlining runs: after ``add_mul_fusion``
@@ -44,6 +46,8 @@ def c_mode(api, linker="cvm"):
     """The library's C mode with fast_run, the softmax ops that PyTensor would
     keep whole inlined (:func:`symbolic_ops_kept_whole`). ``linker="py"``:
     the same graph, without generating code (what the memory estimates read)."""
+    if linker == "py":
+        linker = _python_linker_with_c_rewrites(api)
     mode = api.module("compile.mode").Mode(linker=linker, optimizer="fast_run")
     kept_whole = symbolic_ops_kept_whole(api)
     if not kept_whole:
@@ -56,3 +60,20 @@ def c_mode(api, linker="cvm"):
         return inline_node(node)
 
     return mode.register((rewriting.dfs_rewriter(inline_symbolic_softmax), INLINE_POSITION))
+
+
+def _python_linker_with_c_rewrites(api):
+    """Python's linker, rewriting as the C one does. PyTensor's leaves out the
+    rewrites tagged ``cxx_only`` (a sum of an elementwise expression fused
+    into one loop, ...), so the graph it compiles would hold temporaries the
+    C mode does not (the MLP's penalty: a squared copy of its 784x500
+    weights); Aesara's keeps them wherever a compiler is."""
+    perform_linker = api.module("link.basic").PerformLinker
+    if not getattr(perform_linker, "incompatible_rewrites", ()):
+        return "py"
+    return _with_c_rewrites(perform_linker)()
+
+
+@functools.cache
+def _with_c_rewrites(perform_linker):
+    return type("CRewritesPerformLinker", (perform_linker,), {"incompatible_rewrites": ()})
