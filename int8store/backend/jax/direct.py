@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from .generated_source import graph_to_python
-from .mode import is_held_constant, jax_mode, minibatch_check, require_jax
+from .mode import HeldConstants, jax_mode, minibatch_check, require_jax
 from .window_groups import scoring_group
 
 __all__ = ["jax_graph", "JaxSteps", "JaxScore"]
@@ -69,20 +69,14 @@ def _held(variables):
 
 class _Reads:
     """The arrays of the shared variables a function reads, as they lie, a
-    held constant's (a shared scalar tagged ``held_constant``: see
-    ``int8store.dataset.symbolic``) placed on the device on the first call:
-    jitted with its numpy value, it would be copied there at every call."""
+    held constant's on the device (:class:`~.mode.HeldConstants`)."""
 
     def __init__(self, variables):
         self.variables = list(variables)
-        self._placed = None
+        self._held = HeldConstants(self.variables)
 
     def __call__(self):
-        if self._placed is None:
-            jax = require_jax()
-            self._placed = {id(v): jax.device_put(v.container.storage[0]) for v in self.variables
-                            if is_held_constant(v)}
-        return tuple(self._placed.get(id(v), v.container.storage[0]) for v in self.variables)
+        return tuple(self._held.placed(_held(self.variables)))
 
 
 class JaxSteps:

@@ -13,7 +13,8 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   library's;
 * a held constant (a read-only shared scalar int8store's views round
   with, tagged ``held_constant``) is placed on the device at the first call,
-  not copied there with every call as a numpy value would be;
+  not copied there with every call as a numpy value would be
+  (:class:`HeldConstants`, which int8store's own loops use too);
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
   past the end without a word. Over several devices a minibatch (stride ==
@@ -31,7 +32,7 @@ import threading
 from ...errors import ArgumentError, MissingDependencyError
 from ..setup.activation import activate
 
-__all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant"]
+__all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant", "HeldConstants"]
 
 _JAX_MODE = None
 _lock = threading.Lock()
@@ -54,6 +55,33 @@ def is_held_constant(variable):
     int8store's views round with (tagged by ``int8store.dataset.symbolic``),
     which JAX calls place on the device once."""
     return getattr(variable.tag, "held_constant", False)
+
+
+class HeldConstants:
+    """The held constants among a function's input ``variables``: their
+    values, passed by position, are put on the device at the first call and
+    the device's copies passed from then on (jitted with a numpy value, a
+    constant would be copied there at every call). One road for the
+    library's JAX functions and int8store's own loops."""
+
+    def __init__(self, variables):
+        self.positions = [i for i, v in enumerate(variables) if is_held_constant(v)]
+        self._placed = None
+
+    def __bool__(self):
+        return bool(self.positions)
+
+    def placed(self, values):
+        """``values`` (one per variable) with the held constants' on the device."""
+        if not self.positions:
+            return values
+        if self._placed is None:
+            jax = require_jax()
+            self._placed = {i: jax.device_put(values[i]) for i in self.positions}
+        values = list(values)
+        for i in self.positions:
+            values[i] = self._placed[i]
+        return values
 
 
 def jax_mode():
@@ -107,21 +135,14 @@ def _make_jax_mode():
             jitted = super().jit_compile(fn)
             self.jitted = jitted  # for jitted.lower(...): XLA's memory analysis
             checks = [c for c in self._index_checks if c is not None]
-            held = [i for i, v in enumerate(self.fgraph.inputs) if is_held_constant(v)]
+            held = HeldConstants(self.fgraph.inputs)
             if not checks and not held:
                 return jitted
-            placed = {}  # (a held constant, on the device from the first call on)
 
             def checked(*args):
                 for check in checks:
                     check(args)
-                if held:
-                    if not placed:
-                        placed.update((i, require_jax().device_put(args[i])) for i in held)
-                    args = list(args)
-                    for i in held:
-                        args[i] = placed[i]
-                return jitted(*args)
+                return jitted(*held.placed(args))
 
             return checked
 
