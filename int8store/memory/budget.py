@@ -146,7 +146,40 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         lines.append(f"* all of the smallest split ({smallest:,} {smallest_name} examples"
                      + (f", {cap:,} a device" if devices > 1 else "")
                      + "): the tutorials take no larger batch, and a larger one may fit")
+    if devices == 1 and split_bytes(total, image_shape)["int8"] + step.total > usable:
+        lines.append(_streamed(usable, step.total, estimate, len(counts), image_shape,
+                               batch_size))
     return "\n".join(lines)
+
+
+def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
+    """The line for a set that does not fit whole: the ``--max-device-bytes``
+    that streams it beside the step, at ``batch_size`` or else at the
+    largest batch that leaves room for a shard of one batch. A stream holds
+    one shard of each split on the device, and while it swaps one in, the
+    shard it replaces too: ``n_splits + 1`` shards."""
+    from ..order.shard_size import LABEL_BYTES, shard_size_for
+
+    shards = n_splits + 1
+    row_bytes = math.prod(image_shape)
+    shard_bytes = max(0, usable - step_bytes) // shards
+    examples = shard_size_for(shard_bytes, row_bytes, batch_size)
+    smaller = ""
+    if examples < 1:
+        planned, batch_size = batch_size, max_batch_size(
+            lambda b: estimate(b) + shards * b * (row_bytes + LABEL_BYTES), usable, margin=0,
+            limit=batch_size)
+        if batch_size < 1:
+            return ("streamed: not even one example of each split fits beside the step: "
+                    "a larger device")
+        shard_bytes = max(0, usable - estimate(batch_size)) // shards
+        examples = shard_size_for(shard_bytes, row_bytes, batch_size)
+        smaller = (f" with --batch-size {batch_size:,} (beside the step at {planned:,}, no "
+                   "shard of a whole batch fits)")
+    return (f"streamed: the int8 data does not fit whole; --max-device-bytes "
+            f"{describe_bytes(shard_bytes)} ({shard_bytes}){smaller} streams each split in "
+            f"shards of {examples:,} examples beside the step (a shard of each of the "
+            f"{n_splits} splits on the device, and one more while a shard is swapped in)")
 
 
 def _xla_compiles(dtype):

@@ -65,7 +65,7 @@ from .buffers import BufferPool, shared_memory_available
 from .layout import ShardLayout
 from .passes import Pass, Shard
 from .readers import LentReader, ProcessReader, SerialReader, ThreadReader
-from .sizing import LABEL_BYTES, fitting_shard_size, shard_size_for
+from ..order.shard_size import LABEL_BYTES, fitting_shard_size, shard_size_for
 from .sources import ArrayShards, StoreShards
 
 __all__ = ["StreamingSplit", "Shard", "StreamError", "shard_size_for", "fitting_shard_size",
