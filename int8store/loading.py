@@ -239,14 +239,16 @@ def _whole(held, encoding, image_shape, normalize, storage, dtype, mode, devices
     # Only now the graphs (and the library's set-up): after the peak of reading.
     from .dataset.shared import SharedDataset
 
-    train = held["train"][0]
     mean, per_channel = normalization_statistics(
-        normalize, encoding, lambda: code_counts(train),
-        lambda: channel_code_counts(train, channels_of(image_shape)))
+        normalize, encoding, lambda: code_counts(held["train"][0]),
+        lambda: channel_code_counts(held["train"][0], channels_of(image_shape)))
     splits = {name: SharedDataset(codes, labels, encoding, normalize=normalize, storage=storage,
                                   dataset_mean=mean, image_shape=image_shape, name=name,
                                   dtype=dtype, channel_statistics=per_channel)
               for name, (codes, labels) in held.items()}
+    # (the splits hold the codes now: each host array goes as soon as it is on
+    # the device, not once every split is there)
+    held.clear()
     if mode != "c":
         from .backend.jax.device import place
 

@@ -250,3 +250,34 @@ def test_devices_and_streaming_together_are_refused_naming_both_options(tmp_path
     with pytest.raises(ArgumentError, match=r"devices=2 \(--devices\) and streaming, asked by "
                                             r"max_device_bytes \(--max-device-bytes\), together"):
         load_splits(store, mode="jax", devices=2, max_device_bytes=4096)
+
+
+def test_float_splits_released_as_encoded_get_their_floats_back_for_the_next_candidate():
+    # The smallest splits (all zeros: k/256 and k/255 alike) are encoded under
+    # 256 and released before train (k/255, not k/256) refuses 256: they are
+    # decoded back, and all three encoded under 255, as before.
+    from int8store.sources import SourceData, Split
+
+    rng = np.random.default_rng(0)
+    train = (rng.integers(0, 256, size=(40, 6)).astype(np.float32) / np.float32(255))
+    zeros = np.zeros((5, 6), np.float32)
+    labels = lambda n: np.arange(n) % 3  # noqa: E731
+    arrays = {"train": train, "valid": zeros.copy(), "test": zeros.copy()}
+    source = SourceData({name: Split.from_arrays(name, images, labels(len(images)), "mem")
+                         for name, images in arrays.items()}, origin="mem", keeps_order=True)
+    plan = plan_splits(source)
+    assert plan.encoding.divisor == 255
+    for name, images in arrays.items():
+        codes = plan.codes(name)
+        assert (plan.encoding.decode(codes, np.float32) == images).all()
+
+
+def test_uint8_images_read_from_a_file_are_encoded_in_place():
+    from int8store.codes.encoding import Encoding, encode
+
+    pixels = np.arange(256, dtype=np.uint8)
+    kept = pixels.copy()
+    assert (encode(kept, Encoding(128, 256)) == (pixels.astype(np.int16) - 128)).all()
+    assert (kept == pixels).all()  # not the caller's array, unless it gives it up
+    codes = encode(kept, Encoding(128, 256), overwrite=True)
+    assert np.shares_memory(codes, kept) and (codes == pixels.astype(np.int16) - 128).all()

@@ -330,18 +330,19 @@ def float_candidates(divisor, dtypes):
     return [Encoding(128, d, precision=precision) for d in ((divisor,) if divisor else _FLOAT_DIVISORS)]
 
 
-def encode(values, encoding, name="data"):
+def encode(values, encoding, name="data", overwrite=False):
     """int8 codes of ``values`` under ``encoding``; raises if any value does not fit.
 
     For a lossy encoding the nearest codebook entry is used. Works a block of
-    values at a time: no temporary larger than a block.
-    """
+    values at a time: no temporary larger than a block. ``overwrite``: the
+    caller gives up ``values`` (uint8 pixels are then flipped in place)."""
     values = _as_numeric(values, name)
     if encoding.is_codebook:
         return _encode_by_codebook(values, encoding, name)
     if values.dtype == np.uint8 and encoding.offset == 128:
         # u - 128 in two's complement is u with its top bit flipped: exact, no range to check.
-        return (values ^ np.uint8(0x80)).view(np.int8)
+        out = values if overwrite and values.flags.writeable else None
+        return np.bitwise_xor(values, np.uint8(0x80), out=out).view(np.int8)
     if values.dtype == np.int8 and encoding.offset == 0:
         return values
     codes = new_codes(values.shape)

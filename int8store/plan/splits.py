@@ -112,9 +112,11 @@ class Plan:
             if name in self.done:
                 codes = self.done.pop(name)
             else:
+                made = not source.in_memory  # (images() makes the array: ours to overwrite)
                 images = source.images()
                 codes = images if self.encoded else encode(
-                    images, self.encoding, name=f"{self.name_of(name)} images")
+                    images, self.encoding, name=f"{self.name_of(name)} images", overwrite=made)
+                del images  # (not held while the splits' rows are taken below)
             source.release()
             self._held[name] = [codes.reshape(len(codes), -1),
                                 sum(p.source == name for p in self.drawn.values())]
@@ -179,6 +181,26 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     return plan
 
 
+def _encode_releasing(plan, encoding):
+    """``{name: codes}`` of every source split (all in memory) under
+    ``encoding``, the smallest split first, each split's floats released as
+    soon as it is encoded: the floats and the codes of every split are never
+    all held at once (MNIST's 220 MB of floats and 55 MB of codes). Where a
+    split does not fit, the splits already encoded get their floats back,
+    decoded from their codes (exact: each code was checked to give its value
+    back), and the :class:`EncodingError` is raised for the next candidate."""
+    done = {}
+    try:
+        for name, split in sorted(plan.sources.items(), key=lambda item: item[1].count):
+            done[name] = encode(split.images(), encoding, name=f"{plan.name_of(name)} images")
+            split.release()
+    except EncodingError:
+        for name, codes in done.items():
+            plan.sources[name].hold(encoding.decode(codes, plan.sources[name].dtype))
+        raise
+    return {name: done[name] for name in plan.sources}
+
+
 def _as_slice(rows):
     """``rows`` as a slice where they are a run of consecutive examples (the
     classic cut, the last ones: views, not copies), else as they are."""
@@ -212,9 +234,7 @@ def _choose_encoding(plan, divisor, lossy, chunk_bytes):
     if all(s.in_memory and np.issubdtype(s.dtype, np.floating) for s in splits):
         for encoding in float_candidates(divisor, [s.dtype for s in splits]):
             try:
-                plan.done = {name: encode(split.images(), encoding,
-                                          name=f"{plan.name_of(name)} images")
-                             for name, split in plan.sources.items()}
+                plan.done = _encode_releasing(plan, encoding)
                 return encoding
             except EncodingError:
                 plan.done = {}

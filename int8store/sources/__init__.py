@@ -126,6 +126,12 @@ class Split:
         self._array = None
         self._read_chunks = self._read_rows = None
 
+    def hold(self, images):
+        """Hold ``images`` as the split's own array again, after
+        :meth:`release` (the planning step gives back, decoded, the floats of
+        splits encoded under a candidate that a later split refused)."""
+        self._array = images
+
     def chunks(self, rows) -> Iterator[np.ndarray]:
         """The images, ``rows`` at a time; checks that there are ``count`` of them."""
         if self._array is not None:
@@ -148,15 +154,23 @@ class Split:
             )
 
     def images(self):
-        """All images in one array (the split's own array when it has one: no copy)."""
+        """All images in one array (the split's own array when it has one: no
+        copy; else a new array, read into :data:`IMAGES_CHUNK_BYTES` at a
+        time, so that no chunk as large as the split is held beside it)."""
         if self._array is not None:
             return self._array
         out = np.empty((self.count,) + self.image_shape, dtype=self.dtype)
         start = 0
-        for chunk in self.chunks(max(1, (64 << 20) // max(1, self.image_nbytes))):
+        for chunk in self.chunks(max(1, IMAGES_CHUNK_BYTES // max(1, self.image_nbytes))):
             out[start:start + len(chunk)] = chunk
             start += len(chunk)
         return out
+
+
+#: Image bytes :meth:`Split.images` reads at a time: each chunk is a
+#: temporary beside the whole array (at 64 MiB, MNIST's 47 MB of training
+#: images came as one chunk, then copied: twice their bytes at once).
+IMAGES_CHUNK_BYTES = 4 << 20
 
 
 @dataclass
