@@ -264,6 +264,26 @@ def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
         refused(tmp_path, capsys, [path], f"{path}:cat/extra.png", "link to cat/00000.png")
 
 
+@pytest.mark.parametrize("cut, gzipped", [(0, False), (300, False), (300, True)])
+def test_a_tar_cut_at_or_inside_a_header_is_refused(tmp_path, capsys, cut, gzipped):
+    # tarfile ends an archive quietly at a header cut short or missing after
+    # the first: 12 images would have loaded as 5, without a word.
+    root = image_folder(tmp_path, count=12)
+    whole = tmp_path / "whole.tar"
+    with tarfile.open(whole, "w") as archive:
+        for path in sorted(root.rglob("*")):
+            archive.add(path, path.relative_to(root).as_posix(), recursive=False)
+    with tarfile.open(whole) as archive:
+        sixth = [m for m in archive.getmembers() if m.isfile()][5]
+    data = whole.read_bytes()[:sixth.offset + cut]
+    path = tmp_path / ("cut.tar.gz" if gzipped else "cut.tar")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    refused(tmp_path, capsys, [path], f"{path}: the tar archive is cut short: it ends after ")
+    out = tmp_path / "out" / "whole.h5"
+    assert main(["convert", str(whole), "-o", str(out)]) == 0  # (the whole one converts)
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("name", ["images.tar.gz", "cifar-10-python.tar.gz"])
 def test_a_gzip_header_announcing_an_extra_field_it_lacks_is_refused(tmp_path, capsys, name):
     # The gzip header's flags say "an extra field" (FEXTRA) where the compressed

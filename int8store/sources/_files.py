@@ -64,8 +64,37 @@ def open_tar_stream(path):
     before 3.11.5, Debian 12's 3.11.2 among them; #107398: a sound one
     unreadable before 3.12.8 and 3.13.1)."""
     opener = igzip.open if is_gzipped(path) else open
-    with opener(path, "rb") as stream, tarfile.open(fileobj=stream, mode="r|*") as archive:
+    with opener(path, "rb") as stream, tarfile.open(fileobj=stream, mode="r|*",
+                                                    tarinfo=_EndNoted) as archive:
         yield archive
+
+
+class _EndNoted(tarfile.TarInfo):
+    """A tar header that notes on the archive why its reading ended: tarfile
+    ends an archive quietly at a header cut short, missing or damaged after
+    the first, as at the zero block that ends a whole one, so a tar cut at
+    or inside a header would give fewer images without a word."""
+
+    @classmethod
+    def fromtarfile(cls, archive):
+        try:
+            return super().fromtarfile(archive)
+        except tarfile.HeaderError as error:
+            archive.int8store_end = (type(error), str(error))  # (not its frames)
+            raise
+
+
+def check_tar_ended(archive, path, count):
+    """Refuse a tar stream whose reading stopped before its end-of-archive
+    zero block (:class:`_EndNoted`), after ``count`` members."""
+    kind, message = getattr(archive, "int8store_end", (tarfile.EOFHeaderError, ""))
+    if kind is tarfile.EOFHeaderError:
+        return
+    why = "it ends" if kind in (tarfile.EmptyHeaderError, tarfile.TruncatedHeaderError) \
+        else "it is damaged"
+    raise SourceFormatError(
+        f"{path}: the tar archive is cut short: {why} after {count} members, where a header "
+        f"or the end-of-archive block should be ({message}); copy it again")
 
 
 def checked_tar_members(archive, path, layout):
@@ -75,14 +104,16 @@ def checked_tar_members(archive, path, layout):
     so far are within what the archive can hold: before the stream is read
     past it (or its bytes unpacked)."""
     stored, compressed = os.path.getsize(path), is_compressed_tar(path)
-    total = 0
+    total = count = 0
     for member in archive:
         where = located(path, member.name)
         check_tar_member(member, where, layout)
         if member.isfile():
             total += member.size
             check_in_file(total, stored, "its members", path, compressed=compressed)
+        count += 1
         yield member, where
+    check_tar_ended(archive, path, count)
 
 
 def check_tar_member(member, where, layout):
