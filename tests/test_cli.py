@@ -268,6 +268,39 @@ def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "convolutional_mlp"])
+@pytest.mark.parametrize("option, given", [("--save-model", "mine.npz"),
+                                           ("--checkpoint", "mine"), ("--save-model", "./mine")])
+def test_no_tutorial_writes_over_its_own_dataset(tutorial, option, given, capsys, monkeypatch,
+                                                 tmp_path):
+    """A model or checkpoint named as the dataset's file would replace the
+    training data with parameters."""
+    from sklearn.datasets import load_digits
+
+    monkeypatch.chdir(tmp_path)
+    digits = load_digits()
+    np.savez("mine.npz", x_train=(digits.images * 16).astype(np.uint8), y_train=digits.target)
+    before = (tmp_path / "mine.npz").read_bytes()
+    status = __import__(tutorial).main(["--dataset", "mine.npz", "--epochs", "1", option, given])
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith(f"error: {option} {given}") and err.count("\n") == 1
+    assert "the dataset's own file (--dataset mine.npz), which the run would overwrite" in err
+    assert (tmp_path / "mine.npz").read_bytes() == before
+
+
+def test_convert_never_writes_over_its_source_even_forced(tmp_path, capsys):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    source = tmp_path / "small.npz"
+    np.savez(source, x_train=(digits.images * 16).astype(np.uint8), y_train=digits.target)
+    before = source.read_bytes()
+    assert main(["convert", str(source), "-o", str(source), "--force"]) == 2
+    assert capsys.readouterr().err == (f"error: {source}: is the source it would convert; the "
+                                       "store would replace it (--force too): name another file\n")
+    assert source.read_bytes() == before
+
+
 @pytest.mark.graph_free
 def test_the_first_command_sets_up_jax_so_that_jax_mode_works_after_it():
     """demo.sh's environment has JAX's CPU wheels (pyproject's [jax] extra),

@@ -158,13 +158,13 @@ def check_options(args):
     if not math.isfinite(args.learning_rate):  # (it would train to NaN, and save NaNs)
         raise ArgumentError(f"--learning-rate {args.learning_rate}: expected a finite number")
     _check_processes(args.coordinator, args.num_processes, args.process_id)
-    _check_files(args.checkpoint, args.save_model, args.resume)
+    _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None))
 
 
-def _check_files(checkpoint, save_model, resume):
-    """The run's checkpoint and the best model: two files, never one; they
-    and the checkpoint resumed: files, not folders; and the one resumed
-    there, before the data is read."""
+def _check_files(checkpoint, save_model, resume, dataset=None):
+    """The run's checkpoint and the best model: two files, never one, and
+    neither the dataset's own file; they and the checkpoint resumed: files,
+    not folders; and the one resumed there, before the data is read."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
             ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
@@ -177,6 +177,12 @@ def _check_files(checkpoint, save_model, resume):
         raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
                             "expected the .npz file a run's --checkpoint wrote, or no --resume "
                             "to start afresh")
+    for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
+        if path and dataset and os.path.isfile(str(dataset)) \
+                and os.path.realpath(npz_path(path)) == os.path.realpath(str(dataset)):
+            raise ArgumentError(f"{option} {_named(path, npz_path(path))}: the dataset's own "
+                                f"file (--dataset {dataset}), which the run would overwrite; "
+                                "give another path")
     if checkpoint and save_model and _same_file(checkpoint, save_model):
         raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
                             f"file, {npz_path(save_model)}, which each would overwrite with its "
