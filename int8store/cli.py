@@ -160,7 +160,8 @@ def _parser():
                         help="the batch size to estimate (default: the tutorial's)")
     budget.add_argument("--device-memory", metavar="SIZE",
                         help="the memory to plan for, e.g. 1GiB (default: asked of the "
-                             "device through JAX or nvidia-smi)")
+                             "device through JAX or nvidia-smi; with --mode c, this machine's "
+                             "memory)")
     budget.add_argument("--devices", type=int, default=1, metavar="N",
                         help="plan for N devices, each holding a block of every split and a "
                              "part of each minibatch (default: %(default)s)")

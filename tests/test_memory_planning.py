@@ -223,6 +223,16 @@ def test_budget_says_how_to_stream_a_set_that_does_not_fit_whole(capsys, shards_
     assert "streamed:" not in capsys.readouterr().out  # (held whole, it fits)
 
 
+def test_budget_for_the_c_backend_plans_for_this_machines_memory(capsys):
+    import os
+
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--mode", "c"]) == 0
+    out = capsys.readouterr().out
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert f"device:   {describe_bytes(physical)} (this machine's memory, where the C backend " \
+           "runs)" in out
+
+
 def test_the_c_backends_order_holds_more_than_the_graphs_own():
     """The C backend's virtual machine computes each output in turn, depth
     first (LeNet5's first layer's gradients wait for the second's): it held

@@ -10,7 +10,7 @@ from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
 from ..order.batch_size import fitted_batch_size
 from .estimates import (accelerator, examples_that_fit, max_batch_size, model_memory,
-                        device_memory, split_bytes, step_estimator, xla_step_memory)
+                        device_memory, host_memory, split_bytes, step_estimator, xla_step_memory)
 from .models import MODELS
 
 __all__ = ["dataset_summary", "budget_report"]
@@ -63,7 +63,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     batch_size = taken.size
     part = batch_size // devices
     if device_bytes is None:
-        budget, where = device_memory()
+        budget, where = device_memory() if mode == "jax" else host_memory()
         if budget is None:
             raise ArgumentError(f"{where}")
     else:

@@ -23,6 +23,7 @@ per example (the "neurons" of the usual rule of thumb), and for a batch size
 
 import math
 import numbers
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from ..runtime.limits import parse_size
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
-           "split_bytes", "xla_step_memory", "accelerator"]
+           "host_memory", "split_bytes", "xla_step_memory", "accelerator"]
 
 #: Bytes of a float32 value: the rule of thumb's 4.
 FLOAT32_BYTES = 4
@@ -325,6 +326,16 @@ def examples_that_fit(budget, image_shape, reserved=0):
     free = max(0, budget - reserved)
     one = split_bytes(1, image_shape)
     return {kind: free // size for kind, size in one.items()}
+
+
+def host_memory():
+    """``(bytes, where)`` of this machine's physical memory, where the C
+    backend's step runs; ``(None, why)`` where the system does not say."""
+    try:
+        return (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                "this machine's memory, where the C backend runs")
+    except (ValueError, OSError, AttributeError):
+        return None, "the system does not say its memory: give --device-memory"
 
 
 def device_memory():
