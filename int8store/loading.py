@@ -263,9 +263,9 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
               prefetch, workers, report, cache_dir, valid_size, valid_seed, lossy, keep_order,
               test_size):
     """Each split a :class:`~int8store.StreamingSplit` (see :func:`load_streams`)."""
-    from .runtime.limits import max_memory as ceiling, parse_size
+    from .runtime.limits import describe_bytes, max_memory as ceiling, parse_size
     from .streaming.sources import ArrayShards, StoreShards
-    from .streaming.split import StreamingSplit, fitting_shard_size
+    from .streaming.split import StreamingSplit, fitting_shard_size, shard_size_for
 
     if int(batch_size) != batch_size or batch_size < 1:
         raise ArgumentError(f"batch_size={batch_size!r}: expected a positive integer")
@@ -284,7 +284,14 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
                                                   _quiet(seed))
         sources = {name: ArrayShards(codes, labels, name=name)
                    for name, (codes, labels) in held.items()}
-    size = fitting_shard_size(budget, int(np.prod(image_shape, dtype=np.int64)), batch_size)
+    row_bytes = int(np.prod(image_shape, dtype=np.int64))
+    if max_device_bytes is None and shard_size_for(budget, row_bytes) < 1:
+        raise ArgumentError(
+            f"{dataset}: streamed without max_device_bytes (--max-device-bytes), in shards of "
+            f"an eighth of the memory ceiling ({describe_bytes(limit)}, --max-memory), and "
+            f"{describe_bytes(budget)} holds no example of {row_bytes + 4:,} bytes: raise the "
+            "ceiling, or give the shards' size")
+    size = fitting_shard_size(budget, row_bytes, batch_size)
     train = sources["train"]
     mean, per_channel = normalization_statistics(normalize, encoding, train.code_counts,
                                                  train.channel_code_counts)

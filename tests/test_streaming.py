@@ -328,6 +328,14 @@ def test_load_streams_refuses_a_shard_larger_than_the_memory_ceiling():
         load_streams(FORMAT2, max_device_bytes=1 << 20, max_memory=10_000)
 
 
+def test_a_ceiling_too_small_for_one_example_names_the_ceiling_not_max_device_bytes():
+    # (an eighth of the ceiling, 62 bytes, against rows of 28x28 + 4)
+    with pytest.raises(ArgumentError, match=r"streamed without max_device_bytes "
+                                            r"\(--max-device-bytes\), in shards of an eighth of "
+                                            r"the memory ceiling \(500 bytes, --max-memory\)"):
+        load_streams(FORMAT2, max_memory=500)
+
+
 def test_a_shard_budget_below_one_byte_is_refused_zero_too():
     # 0 read as "not given": the splits were streamed in an eighth of memory
     for size in (0, -1):
