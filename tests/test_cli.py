@@ -288,6 +288,17 @@ def test_no_tutorial_writes_over_its_own_dataset(tutorial, option, given, capsys
     assert (tmp_path / "mine.npz").read_bytes() == before
 
 
+def test_resuming_from_a_file_that_is_not_a_checkpoint_says_so(capsys, monkeypatch, tmp_path):
+    import logistic_sgd
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small.h5").write_bytes(b"not a checkpoint")
+    status = logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--resume", "small.h5"])
+    assert (status, capsys.readouterr().err) == (
+        2, "error: --resume small.h5: not a checkpoint: a run's --checkpoint writes .npz files "
+           "(this one would be small.h5.npz)\n")
+
+
 def test_convert_never_writes_over_its_source_even_forced(tmp_path, capsys):
     from sklearn.datasets import load_digits
 
