@@ -233,6 +233,13 @@ def test_budget_for_the_c_backend_plans_for_this_machines_memory(capsys):
            "runs)" in out
 
 
+def test_budget_names_the_dataset_whose_images_lenet5_cannot_take(capsys, tmp_path):
+    flat = tmp_path / "flat.npz"
+    np.savez(flat, x_train=np.zeros((100, 64), np.uint8), y_train=np.arange(100) % 10)
+    assert main(["budget", "--dataset", str(flat), "--device-memory", "1GiB"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {flat}: images of 64 values, not rows")
+
+
 def test_the_c_backends_order_holds_more_than_the_graphs_own():
     """The C backend's virtual machine computes each output in turn, depth
     first (LeNet5's first layer's gradients wait for the second's): it held

@@ -11,7 +11,7 @@ from ..runtime.limits import describe_bytes, parse_size
 from ..order.batch_size import fitted_batch_size
 from .estimates import (accelerator, examples_that_fit, max_batch_size, model_memory,
                         device_memory, host_memory, split_bytes, step_estimator, xla_step_memory)
-from .models import MODELS
+from .models import MODELS, lenet5_geometry
 
 __all__ = ["dataset_summary", "budget_report"]
 
@@ -44,6 +44,8 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     if model not in MODELS:
         raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
     counts, image_shape, n_classes = dataset_summary(dataset)
+    if model == "lenet5":
+        lenet5_geometry(image_shape, source=dataset)  # (images it cannot take, refused by name)
     devices = int(devices)
     if devices < 1:
         raise ArgumentError(f"devices={devices}: expected 1 or more")
