@@ -240,6 +240,14 @@ def test_budget_names_the_dataset_whose_images_lenet5_cannot_take(capsys, tmp_pa
     assert capsys.readouterr().err.startswith(f"error: {flat}: images of 64 values, not rows")
 
 
+def test_budget_says_when_it_cuts_the_tutorials_own_batch(capsys):
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GiB", "--devices", "7"]) == 0
+    assert ("batch:    600 (the tutorial's batch size) is more than the 300 valid examples: the "
+            "tutorials take batches of 294, a multiple of the 7 devices, planned here") \
+        in capsys.readouterr().out
+
+
 def test_the_c_backends_order_holds_more_than_the_graphs_own():
     """The C backend's virtual machine computes each output in turn, depth
     first (LeNet5's first layer's gradients wait for the second's): it held

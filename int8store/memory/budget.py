@@ -94,13 +94,15 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"step:     {dtype} {_MODES[mode]}" + (_DEFAULTS if (dtype, mode) == ("float32", "jax")
                                               else ""),
     ]
-    if asked is not None and asked > batch_size:
+    requested = asked if asked is not None else MODELS[model]
+    if requested > batch_size:
         if taken.largest is None:
             why, over = f"not a multiple of the {devices} devices", ""
         else:
             why = f"more than the {smallest:,} {smallest_name} examples"
             over = "" if taken.devices is None else f", a multiple of the {devices} devices"
-        lines.append(f"batch:    {asked:,} is {why}: the tutorials take batches of "
+        whose = "" if asked is not None else " (the tutorial's batch size)"
+        lines.append(f"batch:    {requested:,}{whose} is {why}: the tutorials take batches of "
                      f"{batch_size:,}{over}, planned here")
     if devices > 1:
         lines.append(
