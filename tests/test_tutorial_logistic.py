@@ -113,7 +113,7 @@ def test_an_interrupted_tutorial_says_so_and_keeps_its_checkpoint(tmp_path, sign
     out, err = run.communicate(timeout=300)
     out = "".join(lines) + out
     assert run.returncode == 128 + signum, err
-    assert f"{signal.Signals(signum).name} received: stopping after this minibatch" in err
+    assert f"{signal.Signals(signum).name} received: stopping after the updates under way" in err
     assert "Interrupted at epoch " in out and "Optimization complete" not in out
     assert "interrupted: the figures below are the best model so far" in out
     assert "best validation error" in out  # the summary is still printed

@@ -139,7 +139,7 @@ def _stop_handler(signum, frame):
         raise Interrupted(signum)  # the second: at once
     _stops.append(signum)
     try:
-        print(f"\n{signal.Signals(signum).name} received: stopping after this minibatch, "
+        print(f"\n{signal.Signals(signum).name} received: stopping after the updates under way, "
               "with the best model so far (again to stop at once)", file=sys.stderr, flush=True)
     except RuntimeError:  # stderr was being written when the signal came
         pass
