@@ -7,14 +7,12 @@ planning step's rule, :mod:`int8store.plan.arrangement`), read by index or
 through a temporary spill file beside the output (:mod:`int8store.plan.rows`).
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from .errors import ArgumentError
-from .store.atomic import check_can_write
+from .store.atomic import check_can_write, check_not_a_source
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
 from .plan.arrangement import describe_order
@@ -86,11 +84,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
-    for source in sources if isinstance(sources, (list, tuple)) else [sources]:
-        if Path(str(source)).is_file() and Path(output).is_file() \
-                and os.path.samefile(str(source), output):
-            raise ArgumentError(f"{output}: is the source it would convert; the store would "
-                                "replace it (--force too): name another file")
+    check_not_a_source(output, sources, "convert", "the store")
     check_can_write(output, force)  # before the reading, which may take long
     plan = plan_splits(read_source(sources, resize=resize, keys=keys), valid_size=valid_size,
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes,

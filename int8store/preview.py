@@ -26,7 +26,6 @@ files) and in grey when they have one; other channel counts are refused.
 
 import math
 import numbers
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +118,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     ``lossy``: data int8 cannot hold exactly shown quantized, as ``convert
     --lossy`` would store it (a store shows as stored)."""
     from .runtime.limits import memory_ceiling
-    from .store.atomic import atomic_output
+    from .store.atomic import atomic_output, check_not_a_source
 
     if not (isinstance(count, numbers.Integral) and count >= 1):
         raise ArgumentError(f"count={count!r}: expected a positive number of images per class")
@@ -131,11 +130,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     if epoch != 0 and augmented is None:
         raise ArgumentError(f"epoch={epoch!r} (--epoch) chooses the epoch of an augmented "
                             "preview: give --augment and --augmented SEED too")
-    for source in dataset if isinstance(dataset, (list, tuple)) else [dataset]:
-        if Path(str(source)).is_file() and Path(output).is_file() \
-                and os.path.samefile(str(source), output):
-            raise ArgumentError(f"{output}: is the source it would show; the grid would replace "
-                                "it (--force too): name another file")
+    check_not_a_source(output, dataset, "show", "the grid")
     if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
                             "stored); name it .png")

@@ -60,8 +60,8 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     if smallest < devices:
         raise ArgumentError(f"the {smallest} {smallest_name} examples are too few for a batch "
                             f"over {devices} devices")
-    asked = batch_size
-    taken = fitted_batch_size(batch_size or MODELS[model], smallest, devices)
+    asked, requested = batch_size, batch_size or MODELS[model]
+    taken = fitted_batch_size(requested, smallest, devices)
     batch_size = taken.size
     part = batch_size // devices
     if device_bytes is None:
@@ -94,7 +94,6 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"step:     {dtype} {_MODES[mode]}" + (_DEFAULTS if (dtype, mode) == ("float32", "jax")
                                               else ""),
     ]
-    requested = asked if asked is not None else MODELS[model]
     if requested > batch_size:
         if taken.largest is None:
             why, over = f"not a multiple of the {devices} devices", ""

@@ -23,7 +23,6 @@ per example (the "neurons" of the usual rule of thumb), and for a batch size
 
 import math
 import numbers
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import numpy as np
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
 from ..runtime.allocator import give_back_freed_memory
-from ..runtime.limits import parse_size
+from ..runtime.limits import parse_size, physical_memory
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
@@ -331,11 +330,10 @@ def examples_that_fit(budget, image_shape, reserved=0):
 def host_memory():
     """``(bytes, where)`` of this machine's physical memory, where the C
     backend's step runs; ``(None, why)`` where the system does not say."""
-    try:
-        return (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
-                "this machine's memory, where the C backend runs")
-    except (ValueError, OSError, AttributeError):
+    physical = physical_memory()
+    if physical is None:
         return None, "the system does not say its memory: give --device-memory"
+    return physical, "this machine's memory, where the C backend runs"
 
 
 def device_memory():

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 
 from ..errors import ArgumentError, SizeLimitError
 
-__all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size",
+__all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size", "physical_memory",
            "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
@@ -46,12 +46,18 @@ _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e\+?([0-9]+))?\s*([a-z]
 _MOST_DIGITS = 40
 
 
+def physical_memory():
+    """This machine's physical memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def default_max_memory():
     """Half the physical memory (8 GiB where the system does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
+    physical = physical_memory()
+    return physical // 2 if physical is not None else 8 << 30
 
 
 def max_memory():

@@ -22,11 +22,11 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import OutputError, OutputExistsError
+from ..errors import ArgumentError, OutputError, OutputExistsError
 from ..runtime.interrupts import interrupts_deferred, raise_if_interrupted
 
-__all__ = ["atomic_output", "new_file_mode", "check_can_write", "remove_stale_temporaries", "was_published",
-           "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "new_file_mode", "check_can_write", "check_not_a_source",
+           "remove_stale_temporaries", "was_published", "TEMPORARY_SUFFIX"]
 
 TEMPORARY_SUFFIX = ".int8store-tmp"
 _published = set()  # targets published by this process (an interrupt may come just after)
@@ -35,6 +35,17 @@ _published = set()  # targets published by this process (an interrupt may come j
 def was_published(path):
     """Whether this process published ``path`` (complete) with :func:`atomic_output`."""
     return os.path.abspath(path) in _published
+
+
+def check_not_a_source(path, sources, verb, made):
+    """Refuse to write ``path`` where it is the file of one of ``sources``
+    (one, or a list), ``--force`` or not: ``made`` (the grid, the store)
+    would replace the data it is made from (``verb``: what is done to it)."""
+    for source in sources if isinstance(sources, (list, tuple)) else [sources]:
+        if Path(str(source)).is_file() and Path(path).is_file() \
+                and os.path.samefile(str(source), path):
+            raise ArgumentError(f"{path}: is the source it would {verb}; {made} would replace "
+                                "it (--force too): name another file")
 
 
 def check_can_write(path, force=False):
