@@ -595,3 +595,23 @@ def test_a_batch_smaller_than_the_device_count_is_refused_in_a_line(tmp_path, de
         "error: --batch-size 3 over 4 devices: expected at least 4, a row on each device (a "
         "batch size is cut down to a multiple of 4); raise --batch-size or lower --devices")
     assert "using 0" not in done.stdout and not (tmp_path / "best_model.npz").exists()
+
+
+@needs_jax
+def test_asking_for_more_devices_than_jax_sees_says_what_it_sees(monkeypatch):
+    import re
+    from types import SimpleNamespace
+
+    import jax
+
+    from int8store import ArgumentError
+    from int8store.backend.jax.sharding import data_mesh
+
+    monkeypatch.setattr(jax, "devices", lambda: [SimpleNamespace(platform="gpu")] * 2)
+    with pytest.raises(ArgumentError, match="^devices=3: JAX sees 2 gpu devices; ask for 1 to 2$"):
+        data_mesh(3)
+    monkeypatch.setattr(jax, "devices", lambda: [SimpleNamespace(platform="cpu")])
+    with pytest.raises(ArgumentError, match="^" + re.escape(
+            "devices=2: JAX sees 1 cpu device; XLA_FLAGS=--xla_force_host_platform_device_count=N, "
+            "set before the run, splits the CPU into N") + "$"):
+        data_mesh(2)

@@ -57,12 +57,21 @@ def data_mesh(devices):
         chosen = available
     elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
         if not 1 <= devices <= len(available):
-            raise ArgumentError(f"devices={devices}: JAX sees {len(available)} "
-                                f"({available[0].platform}); ask for 1 to {len(available)}")
+            raise ArgumentError(f"devices={devices}: {_seen(available)}")
         chosen = available[:devices]
     else:
         chosen = list(devices)
     return Mesh(np.array(chosen), (AXIS,))
+
+
+def _seen(available):
+    """What JAX sees, and what may be asked of it."""
+    platform = available[0].platform
+    if len(available) > 1:
+        return f"JAX sees {len(available)} {platform} devices; ask for 1 to {len(available)}"
+    hint = ("; XLA_FLAGS=--xla_force_host_platform_device_count=N, set before the run, splits "
+            "the CPU into N" if platform == "cpu" else "")
+    return f"JAX sees 1 {platform} device{hint}"
 
 
 def sharded_layout(variable):
