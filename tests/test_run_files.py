@@ -88,6 +88,36 @@ def name_run_on(path, out):
     return out
 
 
+def _central_entries(data):
+    """``(offset, name)`` of each entry of a zip's central directory."""
+    entries, at = [], data.find(b"PK\x01\x02")
+    while at >= 0:
+        length = int.from_bytes(data[at + 28:at + 30], "little")
+        entries.append((at, bytes(data[at + 46:at + 46 + length]).decode()))
+        at = data.find(b"PK\x01\x02", at + 46 + length)
+    return entries
+
+
+def suffix_damaged(path, out, key):
+    """The directory's name of member ``key`` no longer ends in ``.npy``."""
+    data = bytearray(path.read_bytes())
+    at = next(offset for offset, name in _central_entries(data) if name == f"{key}.npy")
+    data[at + 46 + len(key) + 2] ^= 0x55  # (".npy": the "p", now "%")
+    out.write_bytes(bytes(data))
+    return out
+
+
+def entries_swallowed(path, out):
+    """The first directory entry's comment length runs over every entry after
+    it, which zipfile then does not list."""
+    data = bytearray(path.read_bytes())
+    (first, _), (second, _) = _central_entries(data)[:2]
+    end = data.rfind(b"PK\x05\x06")
+    data[first + 32:first + 34] = (end - second).to_bytes(2, "little")
+    out.write_bytes(bytes(data))
+    return out
+
+
 #: Each kind of damage: how it is made from a whole file (source, out, the key
 #: of its first parameter), and what the error line says.
 DAMAGE = {
@@ -105,6 +135,11 @@ DAMAGE = {
     "missing": (lambda src, out, key: out, "no such"),
     "a header's name run on": (lambda src, out, key: name_run_on(src, out),
                                "not a readable .npy member (File name in directory "),
+    "a member's name damaged": (suffix_damaged, "members that are not arrays: {key}.n%y): "
+                                "damaged, or not this model's"),
+    "entries swallowed": (lambda src, out, key: entries_swallowed(src, out),
+                          "its zip directory announces {members} members and lists 1: it is "
+                          "damaged"),
 }
 
 
@@ -142,7 +177,8 @@ def test_a_damaged_checkpoint_is_one_line_to_resume(tmp_path, capsys, whole, dam
         make(run, path, "param_0")
     status = logistic_sgd.main(RESUME + ["--resume", str(path)])
     err = one_line(status, capsys.readouterr().err, path)
-    assert expected.format(held="checkpoint", floatX=theano.config.floatX) in err
+    assert expected.format(held="checkpoint", floatX=theano.config.floatX, key="param_0",
+                           members=len(members_of(run))) in err
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
@@ -153,7 +189,8 @@ def test_a_damaged_saved_model_is_one_line_to_predict(tmp_path, capsys, whole, d
     make(model, path, "W")
     status = logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", str(path)])
     err = one_line(status, capsys.readouterr().err, path)
-    assert expected.format(held="saved", floatX=theano.config.floatX) in err
+    assert expected.format(held="saved", floatX=theano.config.floatX, key="W",
+                           members=len(members_of(model))) in err
 
 
 @pytest.mark.parametrize("command", ["resume", "predict"])

@@ -69,9 +69,16 @@ class NpzArchive:
         try:
             size = os.path.getsize(path)
             with zipfile.ZipFile(path) as archive:
-                members = {}
+                listed = len(archive.infolist())
+                announced = _announced_members(archive.fp, size)
+                if announced is not None and announced != listed:
+                    raise SourceFormatError(
+                        f"{self.path}: its zip directory announces {announced:,} members and "
+                        f"lists {listed:,}: it is damaged")
+                members, others = {}, []
                 for info in archive.infolist():
                     if not info.filename.endswith(".npy"):
+                        others.append(info.filename)  # (np.load's raw bytes; or a damaged name)
                         continue
                     member = NpzMember(archive, info, self.path, size)
                     if member.key in members:
@@ -87,6 +94,8 @@ class NpzArchive:
                                     f"({quoted(error)}): cut short, damaged, or not an .npz"
                                     ) from error
         self.members = members
+        #: The names of members that are not arrays (no ``.npy`` suffix).
+        self.others = others
 
     def __contains__(self, key):
         return key in self.members
@@ -178,6 +187,20 @@ class NpzMember:
                 raise
             raise SourceFormatError(f"{self.where}: damaged in the archive "
                                     f"({quoted(error)})") from error
+
+
+def _announced_members(file, size):
+    """The member count that the zip's end-of-directory record announces (a
+    damaged member comment or name length can swallow the entries after it,
+    which zipfile then does not list), or None: a ZIP64 count, no record."""
+    tail = min(size, 22 + 0xFFFF)  # (the record and its longest comment)
+    file.seek(size - tail)
+    data = file.read(tail)
+    at = data.rfind(b"PK\x05\x06")
+    if at < 0 or at + 22 > len(data):
+        return None
+    count = int.from_bytes(data[at + 10:at + 12], "little")
+    return None if count == 0xFFFF else count
 
 
 def _read_exactly(f, nbytes, where):

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, shortened
 from ..runtime.npz import NpzArchive, describe_array
 from ..store.checkpoint import npz_path
 
@@ -43,9 +43,12 @@ def read_parameters(archive, params, keys, held_by, cast=False, labels=None):
     members = []
     for param, key, label in zip(params, keys, labels):
         if key not in archive:
-            raise ArgumentError(f"{archive.path}: holds no {key}, the model's {label} (its "
-                                f"arrays: {', '.join(archive.keys()) or 'none'}): not this "
-                                "model's")
+            others = ", ".join(shortened(name) for name in archive.others)
+            raise ArgumentError(
+                f"{archive.path}: holds no {key}, the model's {label} (its arrays: "
+                f"{', '.join(archive.keys()) or 'none'}"
+                + (f"; members that are not arrays: {others}): damaged, or not this model's"
+                   if others else "): not this model's"))
         member = archive[key]
         shape = tuple(np.shape(param.get_value(borrow=True)))
         dtype = np.dtype(param.dtype)
