@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import pickle
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,6 +205,19 @@ def test_a_bare_name_is_looked_for_beside_a_linked_tutorial_not_its_target(tmp_p
     source = read_source("scans.pkl.gz", caller=tmp_path / "workspace" / "code" / "dA.py")
     assert source.origin == str(tmp_path / "workspace" / "data" / "scans.pkl.gz")
     np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
+
+
+def test_a_tutorial_run_from_below_its_folder_finds_data_beside_it(tmp_path, monkeypatch):
+    """python ../tutorial.py from code/sub: Python names the file
+    code/sub/../tutorial.py, and the classic's dirname/../data is data/."""
+    (tmp_path / "code" / "sub").mkdir(parents=True)
+    beside = classic_pickle(tmp_path / "data" / "mnist.pkl.gz", offset=1)
+    monkeypatch.delitem(sys.modules, "logistic_sgd", raising=False)
+    monkeypatch.chdir(tmp_path / "code" / "sub")
+    for caller in (tmp_path / "code" / "sub" / ".." / "tutorial.py", Path("../tutorial.py")):
+        source = read_source("mnist.pkl.gz", caller=caller)
+        assert source.origin == str(tmp_path / "data" / "mnist.pkl.gz")
+        np.testing.assert_array_equal(source.splits["test"].labels, beside[2][1])
 
 
 def test_a_missing_file_names_every_place_looked(tmp_path, monkeypatch):

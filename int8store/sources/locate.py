@@ -40,10 +40,12 @@ def classic_candidates(dataset, caller=None):
         return candidates
     classic = getattr(sys.modules.get("logistic_sgd"), "__file__", None)
     for beside in filter(None, (caller, classic)):
-        # (the file's folder as named, not its link's target: a tutorial
-        # linked into a workspace reads the workspace's data, as the classic)
-        candidate = Path(os.path.normpath(Path(beside).absolute().parent.parent / "data"
-                                          / path.name))
+        # The classic's os.path.join(dirname(__file__), "..", "data", NAME):
+        # the file's folder as named, not its link's target (a tutorial linked
+        # into a workspace reads the workspace's data), and a folder that ends
+        # in ".." (python ../tutorial.py) gone up from, not stripped.
+        candidate = Path(os.path.abspath(os.path.join(os.path.dirname(beside), os.pardir,
+                                                      "data", path.name)))
         if candidate not in candidates:
             candidates.append(candidate)
     return candidates
