@@ -312,6 +312,29 @@ def test_convert_never_writes_over_its_source_even_forced(tmp_path, capsys):
     assert source.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["convert", "preview"])
+def test_nothing_is_written_inside_the_folder_it_is_made_from(tmp_path, capsys, command):
+    """A store or grid inside a tree of class folders would become part of
+    it: the next convert would find a file that is not an image."""
+    from archives import write_image_folder
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "tree"
+    write_image_folder(folder, rng.integers(0, 256, (12, 6, 5), dtype=np.uint8),
+                       np.arange(12) % 3)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    (tmp_path / "link").symlink_to(folder)
+    for output in (folder / "x.out", folder / "0" / "x.out", tmp_path / "link" / "x.out"):
+        assert main([command, str(folder), "-o", str(output.with_suffix(
+            ".h5" if command == "convert" else ".png")), "--force"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {output.with_suffix('')}") and \
+            f"is inside {folder}, the folder it would" in err and "write it outside" in err, err
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert main([command, str(folder), "-o", str(tmp_path / ("t.h5" if command == "convert"
+                                                             else "t.png"))]) == 0
+
+
 @pytest.mark.graph_free
 def test_the_first_command_sets_up_jax_so_that_jax_mode_works_after_it():
     """demo.sh's environment has JAX's CPU wheels (pyproject's [jax] extra),
