@@ -112,3 +112,27 @@ def test_plan_splits_refuses_a_path_in_its_own_words():
 
     with pytest.raises(ArgumentError, match=r"source='digits16': expected what a reader gives"):
         plan_splits("digits16")  # (an AttributeError: 'str' object has no attribute 'splits')
+
+
+def test_the_public_names_examples_run_as_a_user_would_paste_them(tmp_path, monkeypatch):
+    """Each example in the docstring of a name in ``int8store.__all__`` runs
+    with only ``from int8store import *`` done first, as a user would paste
+    it (the doctests of the modules run with the module's own names)."""
+    import doctest
+
+    import int8store
+
+    monkeypatch.chdir(tmp_path)  # (examples that write files write here)
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(
+        optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    ran = []
+    for name in int8store.__all__:
+        public = getattr(int8store, name)
+        for test in finder.find(public, name, globs={}):
+            if not test.examples:
+                continue
+            exec("from int8store import *", test.globs)
+            result = runner.run(test, out=lambda text: None)
+            assert result.failed == 0, f"{name}'s example failed as pasted"
+            ran.append(name)
+    assert {"load_data", "StreamingSplit", "quantize"} <= set(ran)

@@ -121,7 +121,8 @@ class StreamingSplit(Split):
     Examples
     --------
     >>> import numpy as np
-    >>> from int8store import quantize
+    >>> from int8store import StreamingSplit, quantize
+    >>> from int8store.streaming import ArrayShards
     >>> codes, enc = quantize(np.arange(20 * 4, dtype=np.uint8).reshape(20, 4))
     >>> stream = StreamingSplit(ArrayShards(codes, np.arange(20)), 8, enc, (4,), seed=1)
     >>> seen = []
