@@ -4,9 +4,11 @@ estimated from its graph against XLA's figure and a measured C-backend peak.
     python bench/memory.py --dataset digits            # bytes of each split, int8 against float32
     python bench/memory.py --models                    # the step estimate checked against reality
     python bench/memory.py --models --batch-sizes 100 500 2000
+    python bench/memory.py --models --image-shapes 28x28 32x32x3
 
-For the models (the tutorials' logistic regression, MLP and LeNet5 on 28x28
-images, 10 classes), each row sets side by side, for one batch size:
+For the models (the tutorials' logistic regression, MLP and LeNet5, 10
+classes, on MNIST's 28x28 grey images and on 32x32 colour ones by default),
+each row sets side by side, for one batch size and image shape:
 
 * the rule of thumb, ``(neurons x batch + parameters) x 2 x 4`` bytes;
 * int8store's finer estimate (``int8store.memory.estimates.model_memory``): arguments
@@ -24,6 +26,7 @@ images, 10 classes), each row sets side by side, for one batch size:
 """
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
@@ -58,7 +61,7 @@ def _arguments(graph, seed=0):
     return values
 
 
-def measure_c(model, batch_size):
+def measure_c(model, batch_size, image_shape):
     """Arguments + scratch kept between calls + traced peak of one C-backend
     step (run in a fresh process), in int8store's "c" mode, which the
     tutorials use (the library's default mode may be another: PyTensor's
@@ -71,7 +74,7 @@ def measure_c(model, batch_size):
     api = activate()
     from int8store.memory.reference_models import build_step
 
-    graph = build_step(model, batch_size, (28, 28), 10)
+    graph = build_step(model, batch_size, image_shape, 10)
     step = api.function(graph.inputs, graph.outputs, mode=function_mode("c"))
     arguments = _arguments(graph)
     step(*arguments)  # compiled and warmed: the scratch it keeps is counted below
@@ -92,7 +95,7 @@ def _scratch_kept():
     return sum(buffer.nbytes for buffer in vars(im2col._scratch_buffers).values())
 
 
-def model_table(batch_sizes):
+def model_table(batch_sizes, image_shapes):
     from int8store.memory.estimates import model_memory, xla_step_memory
 
     def mb(n):
@@ -101,20 +104,26 @@ def model_table(batch_sizes):
     from int8store.backend import activate
 
     print(f"{activate().describe()}; the C-backend peak traced by tracemalloc")
-    print("| model | batch | rule of thumb MiB | estimate, JAX MiB | XLA MiB | estimate / XLA "
-          "| estimate, C MiB | C measured MiB | estimate / C |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for model in ("logistic", "mlp", "lenet5"):
-        for batch_size in batch_sizes:
-            measured = json.loads(subprocess.run(
-                [sys.executable, __file__, "--measure-c", model, str(batch_size)],
-                capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
-            memory = model_memory(model, batch_size, (28, 28), 10, mode="jax")
-            in_c = model_memory(model, batch_size, (28, 28), 10, mode="c")
-            xla = xla_step_memory(model, batch_size, (28, 28), 10).total
-            print(f"| {model} | {batch_size} | {mb(memory.rule_of_thumb)} | {mb(memory.estimate)} "
-                  f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(in_c.estimate)} "
-                  f"| {mb(measured)} | {in_c.estimate / measured:.2f} |")
+    print("| model | images | batch | rule of thumb MiB | estimate, JAX MiB | XLA MiB "
+          "| estimate / XLA | estimate, C MiB | C measured MiB | estimate / C |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for model, shape, batch_size in itertools.product(("logistic", "mlp", "lenet5"),
+                                                      image_shapes, batch_sizes):
+        name = "x".join(map(str, shape))
+        measured = json.loads(subprocess.run(
+            [sys.executable, __file__, "--measure-c", model, str(batch_size), name],
+            capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+        memory = model_memory(model, batch_size, shape, 10, mode="jax")
+        in_c = model_memory(model, batch_size, shape, 10, mode="c")
+        xla = xla_step_memory(model, batch_size, shape, 10).total
+        print(f"| {model} | {name} | {batch_size} | {mb(memory.rule_of_thumb)} "
+              f"| {mb(memory.estimate)} "
+              f"| {mb(xla)} | {memory.estimate / xla:.2f} | {mb(in_c.estimate)} "
+              f"| {mb(measured)} | {in_c.estimate / measured:.2f} |")
+
+
+def _image_shape(text):
+    return tuple(int(size) for size in text.split("x"))
 
 
 def main(argv=None):
@@ -123,12 +132,16 @@ def main(argv=None):
     parser.add_argument("--models", action="store_true",
                         help="the step estimate against XLA and the C backend, not the data")
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[100, 500, 2000])
-    parser.add_argument("--measure-c", nargs=2, metavar=("MODEL", "BATCH"), help=argparse.SUPPRESS)
+    parser.add_argument("--image-shapes", type=_image_shape, nargs="+",
+                        default=[(28, 28), (32, 32, 3)], help="HxW or HxWxC (default: %(default)s)")
+    parser.add_argument("--measure-c", nargs=3, metavar=("MODEL", "BATCH", "SHAPE"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure_c:
-        print(json.dumps(measure_c(args.measure_c[0], int(args.measure_c[1]))))
+        model, batch_size, shape = args.measure_c
+        print(json.dumps(measure_c(model, int(batch_size), _image_shape(shape))))
     elif args.models:
-        model_table(args.batch_sizes)
+        model_table(args.batch_sizes, args.image_shapes)
     else:
         data_table(args.dataset)
 

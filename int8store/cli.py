@@ -172,10 +172,10 @@ def _parser():
                         help="how the step runs: 'jax' (XLA, on an accelerator) or 'c' (the "
                              "C backend on the CPU, whose order of evaluation holds more) "
                              "(default: %(default)s)")
-    budget.add_argument("--dtype", choices=("float32", "float64"), default="float32",
-                        help="the model's float type: float32, as the tutorials train on an "
-                             "accelerator, or float64, floatX's default on the CPU (default: "
-                             "%(default)s)")
+    budget.add_argument("--dtype", choices=("float32", "float64"),
+                        help="the model's float type (default: the tutorials': float32 in JAX "
+                             "mode, as on an accelerator; floatX with --mode c, float64 unless "
+                             "the library's flags say otherwise)")
     preview = commands.add_parser(
         "preview", help="a PNG grid of sample images, one row per class",
         description="Write a PNG grid of the first images of each class of a split, decoded "

@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.pytensor
 pytest.importorskip("pytensor")
@@ -152,6 +154,40 @@ def test_both_im2col_layouts(monkeypatch, layout, shapes, chunk_bytes):
         dw, dx = rng(6).standard_normal(kern.shape), rng(7).standard_normal(img.shape)
         np.testing.assert_allclose(np.sum(grad_w * dw), np.sum(top * reference_conv(img, dw, border_mode, subsample)))
         np.testing.assert_allclose(np.sum(grad_x * dx), np.sum(top * reference_conv(dx, kern, border_mode, subsample)))
+
+
+@pytest.mark.parametrize("layout", ["cnhw", "chwn"])
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 9), c=st.integers(1, 3), o=st.integers(1, 4), rows=st.integers(3, 9),
+       cols=st.integers(3, 9), kh=st.integers(1, 3), kw=st.integers(1, 3),
+       border_mode=st.sampled_from(["valid", "full", "half", (1, 2)]),
+       subsample=st.sampled_from([(1, 1), (2, 1), (1, 3)]), chunk_bytes=st.sampled_from([None, 1, 600]),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_the_scratch_the_planner_counts_is_what_the_calls_keep(layout, n, c, o, rows, cols, kh, kw,
+                                                                border_mode, subsample, chunk_bytes,
+                                                                dtype):
+    """im2col.scratch_bytes, which int8store budget --mode c adds to a step,
+    names every buffer each kind of call leaves in the thread's scratch, and
+    its size."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(im2col, "_layout", lambda *args: layout)
+        if chunk_bytes is not None:
+            patch.setattr(im2col, "_CHUNK_BYTES", chunk_bytes)
+        img = rng(8).standard_normal((n, c, rows, cols)).astype(dtype)
+        kern = rng(9).standard_normal((o, c, kh, kw)).astype(dtype)
+        calls = {"forward": lambda: im2col.conv2d_forward(img, kern, border_mode, subsample),
+                 "weights": lambda: im2col.conv2d_grad_weights(img, top, (kh, kw), border_mode,
+                                                               subsample),
+                 "inputs": lambda: im2col.conv2d_grad_inputs(kern, top, (rows, cols), border_mode,
+                                                             subsample)}
+        top = calls["forward"]()
+        for kind, call in calls.items():
+            im2col._scratch_buffers.__dict__.clear()
+            call()
+            kept = {name: buffer.nbytes for name, buffer in vars(im2col._scratch_buffers).items()}
+            assert kept == im2col.scratch_bytes(kind, img.shape, kern.shape, border_mode, subsample,
+                                                dtype), kind
+        im2col._scratch_buffers.__dict__.clear()
 
 
 def test_long_products_of_small_results():

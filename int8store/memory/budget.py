@@ -6,18 +6,20 @@ import math
 
 import numpy as np
 
+from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
 from ..order.batch_size import fitted_batch_size
-from .estimates import (accelerator, examples_that_fit, max_batch_size, model_memory,
+from .estimates import (accelerator, examples_that_fit, jax_device, max_batch_size, model_memory,
                         device_memory, host_memory, split_bytes, step_estimator, xla_step_memory)
 from .models import MODELS, lenet5_geometry
 
 __all__ = ["dataset_summary", "budget_report"]
 
 _MODES = {"jax": "in JAX mode", "c": "on the C backend"}
-_DEFAULTS = (", as the tutorials train on an accelerator (--mode c --dtype float64: on the CPU, "
-             "floatX's default)")
+_DEFAULTS = {"jax": ", as the tutorials train on an accelerator (--mode c: on the CPU, in "
+                   "floatX; --dtype to plan another)",
+             "c": ", floatX, as the tutorials train on the C backend (--dtype to plan another)"}
 
 
 def dataset_summary(dataset):
@@ -33,10 +35,11 @@ def dataset_summary(dataset):
 
 
 def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1,
-                  dtype="float32", mode="jax"):
+                  dtype=None, mode="jax"):
     """The text ``int8store budget`` prints, the model's floats of ``dtype``
-    (float32: the tutorials' on an accelerator), its step as ``mode`` runs
-    it ("jax", or "c": the C backend on the CPU). With ``devices`` > 1, the answer
+    (by default the tutorials': float32 in JAX mode, as on an accelerator;
+    floatX on the C backend), its step as ``mode`` runs it ("jax", or "c":
+    the C backend on the CPU, one device). With ``devices`` > 1, the answer
     is per device: each split in blocks of ``ceil(examples / devices)`` rows,
     one per device (as ``int8store.place(..., devices=N)`` lays them), the
     parameters on each, and ``batch_size`` the global minibatch, a
@@ -46,9 +49,16 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     counts, image_shape, n_classes = dataset_summary(dataset)
     if model == "lenet5":
         lenet5_geometry(image_shape, source=dataset)  # (images it cannot take, refused by name)
-    devices = int(devices)
+    devices, mode = int(devices), check_mode(mode)
     if devices < 1:
         raise ArgumentError(f"devices={devices}: expected 1 or more")
+    if devices > 1 and mode == "c":  # (as the tutorials refuse it)
+        raise ArgumentError(f"--devices {devices} needs --mode jax: the C backend runs on one "
+                            "CPU")
+    chosen = dtype
+    if dtype is None:
+        from ..backend import activate
+        dtype = "float32" if mode == "jax" else activate().lib.config.floatX
     if not 0 <= margin < 1:
         raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1) (--margin)")
     if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
@@ -75,7 +85,11 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     step = memory.step
     estimate = step_estimator(model, image_shape, n_classes, dtype, mode)
     device = accelerator() if mode == "jax" else None
-    xla_device = device if device is not None and _xla_compiles(dtype) else None
+    # XLA's own figure wherever JAX mode would compile the step: on a GPU it
+    # counts the workspaces a graph cannot show; on the CPU, the layout copies
+    # of LeNet5's convolutions (the estimate is 0.88-0.93 of it there).
+    compiled_for = jax_device() if mode == "jax" else None
+    xla_device = compiled_for if compiled_for is not None and _xla_compiles(dtype) else None
     if xla_device is not None:  # the device's own figure: the table's
         step = xla_step_memory(model, part, image_shape, n_classes, dtype)
         scale = step.total / memory.step.total
@@ -91,8 +105,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"model:    {model}, {memory.parameters:,} parameters "
         f"({describe_bytes(memory.parameter_bytes)}), {memory.neurons:,} activations per "
         "example (the input included)",
-        f"step:     {dtype} {_MODES[mode]}" + (_DEFAULTS if (dtype, mode) == ("float32", "jax")
-                                              else ""),
+        f"step:     {dtype} {_MODES[mode]}" + ("" if chosen else _DEFAULTS[mode]),
     ]
     if requested > batch_size:
         if taken.largest is None:
@@ -116,18 +129,21 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"{describe_bytes(memory.step.total)} (arguments "
         f"{describe_bytes(memory.step.arguments)}, outputs "
         f"{describe_bytes(memory.step.outputs)}, temporaries "
-        f"{describe_bytes(memory.step.temporaries)})",
+        f"{describe_bytes(memory.step.temporaries)}"
+        + (f", scratch its convolutions keep between calls {describe_bytes(memory.step.scratch)}"
+           if memory.step.scratch else "") + ")",
     ]
     if xla_device is not None:
         lines.append(
             f"XLA's own figure for the step compiled for the {xla_device.device_kind}: "
-            f"{describe_bytes(step.total)} ({scale:.2f}x the estimate, its workspaces included), "
-            "used below, and the estimate scaled by it at other batch sizes")
-    elif mode == "jax":
+            f"{describe_bytes(step.total)} ({scale:.2f}x the estimate"
+            + (", its workspaces included" if device is not None else "")
+            + "), used below, and the estimate scaled by it at other batch sizes")
+    if mode == "jax" and (device is None or xla_device is None):
         where = ("with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it asks XLA for float64"
-                 if device is not None else "where the GPU is, and it asks XLA")
+                 if device is not None else "where the GPU is, and it asks XLA for it")
         lines.append("on a GPU the step also holds workspaces a graph cannot show (LeNet5's step "
-                     f"took 1.9-2.0x this estimate on an H200): run budget {where}")
+                     f"took 1.9-2.0x the finer estimate on an H200): run budget {where}")
     lines.append("")
     rows = [("storage", f"data{each} (all splits)", f"model at batch {part}", "fits",
              f"largest batch{each} beside the data", f"examples that fit{each} beside the model")]
@@ -187,8 +203,7 @@ def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
 
 def _xla_compiles(dtype):
     """Whether XLA compiles the step in ``dtype``: float64 only where JAX's
-    64-bit mode is on (else XLA would compile float32). (On the CPU XLA is
-    not asked: there the estimate is 0.91-1.02 of its figure.)"""
+    64-bit mode is on (else XLA would compile float32)."""
     import jax
 
     return dtype == "float32" or jax.config.jax_enable_x64

@@ -36,7 +36,7 @@ from ..runtime.limits import parse_size, physical_memory
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
-           "host_memory", "split_bytes", "xla_step_memory", "accelerator"]
+           "host_memory", "split_bytes", "xla_step_memory", "accelerator", "jax_device"]
 
 #: Bytes of a float32 value: the rule of thumb's 4.
 FLOAT32_BYTES = 4
@@ -190,7 +190,7 @@ def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32", 
                                       rule_of_thumb_bytes(neurons, count, int(batch_size),
                                                           np.dtype(dtype).itemsize),
                                       step_memory(compiled, "cvm" if mode == "c" else
-                                                  "topological"))
+                                                  "topological", scratch=mode == "c"))
     return _ESTIMATES[key]
 
 
@@ -219,15 +219,21 @@ def xla_step_memory(model, batch_size, image_shape, n_classes=10, dtype="float32
                       analysis.temp_size_in_bytes)
 
 
+def jax_device():
+    """JAX's default device (an accelerator, or the CPU), or None where JAX
+    is not installed or fails to start."""
+    try:
+        import jax
+        return jax.devices()[0]
+    except Exception:  # noqa: BLE001 - no JAX, a plugin failing: no device to ask
+        return None
+
+
 def accelerator():
     """JAX's default device when it is an accelerator (a GPU, a TPU), else
     None (JAX on the CPU, or no JAX)."""
-    try:
-        import jax
-        device = jax.devices()[0]
-    except Exception:  # noqa: BLE001 - no JAX, a plugin failing: no accelerator to ask
-        return None
-    return device if device.platform != "cpu" else None
+    device = jax_device()
+    return device if device is not None and device.platform != "cpu" else None
 
 
 def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
@@ -270,7 +276,9 @@ def step_estimator(model, image_shape, n_classes=10, dtype="float32", mode="jax"
     """``estimate(batch_size)``: bytes of :func:`model_memory`'s finer
     estimate, with a ``guess(bytes)`` of the largest batch that fits, from
     two sizes: every buffer's size is linear in the batch size, so each step's
-    temporaries are too, and their peak is the largest of those lines."""
+    temporaries are too, and their peak is the largest of those lines (the
+    scratch the C backend's convolutions keep, bounded by their chunks, is
+    taken as it is at the larger size)."""
     def estimate(batch_size):
         return model_memory(model, batch_size, image_shape, n_classes, dtype, mode).estimate
 
@@ -279,8 +287,8 @@ def step_estimator(model, image_shape, n_classes=10, dtype="float32", mode="jax"
                         for b in (16, 32))
         if small.ops != large.ops:
             return None
-        fixed_small = small.arguments + small.outputs
-        fixed_slope = (large.arguments + large.outputs - fixed_small) / 16
+        fixed_small = small.arguments + small.outputs + large.scratch
+        fixed_slope = (large.arguments + large.outputs + large.scratch - fixed_small) / 16
         best = None
         for low, high in zip(small.profile, large.profile):
             slope = fixed_slope + (high - low) / 16
@@ -355,4 +363,5 @@ def device_memory():
             return int(out.split()[0]) * (1 << 20), "nvidia-smi (first GPU)"
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             pass
-    return None, "no accelerator found (JAX on the CPU, no nvidia-smi): give --device-memory"
+    return None, ("no accelerator found (JAX on the CPU, no nvidia-smi): give --device-memory, "
+                  "or --mode c to plan for this machine's CPU")

@@ -26,28 +26,43 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["StepMemory", "step_memory", "static_sizes", "vm_order"]
+__all__ = ["StepMemory", "step_memory", "static_shapes", "static_sizes", "vm_order"]
 
 
 @dataclass(frozen=True)
 class StepMemory:
-    """Bytes a step holds: ``arguments + outputs + temporaries``."""
+    """Bytes a step holds: ``arguments + outputs + temporaries + scratch``
+    (``scratch``: buffers that ops keep from call to call, as int8store's own
+    convolutions on PyTensor's C backend do; none in XLA's figure)."""
 
     arguments: int
     outputs: int
     temporaries: int
+    scratch: int = 0
     #: Temporaries alive at each step of the execution order, and the steps' op types.
     profile: tuple = field(default=(), repr=False, compare=False)
     ops: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def total(self):
-        return self.arguments + self.outputs + self.temporaries
+        return self.arguments + self.outputs + self.temporaries + self.scratch
 
 
 def static_sizes(fgraph, variables):
     """``{variable: bytes}`` for tensor ``variables`` of ``fgraph`` (shapes from
     static types, else from the graph's shape inference)."""
+    return {variable: _nbytes(variable, shape)
+            for variable, shape in static_shapes(fgraph, variables).items()}
+
+
+def _nbytes(variable, shape):
+    return 0 if shape is None else math.prod(shape) * np.dtype(variable.type.dtype).itemsize
+
+
+def static_shapes(fgraph, variables):
+    """``{variable: shape}`` for ``variables`` of ``fgraph``: static types, else
+    the graph's shape inference, evaluated from constants; ``None`` for what
+    is not a tensor (slices, random states, None)."""
     from ..backend import activate
 
     api = activate()
@@ -61,19 +76,18 @@ def static_sizes(fgraph, variables):
         shape_of = feature.shape_tuple  # PyTensor 3.3+, where shape_of is a deprecated proxy
     else:  # Aesara, earlier PyTensors (there, shape_tuple gives Shape_i nodes, not the inferred shapes)
         shape_of = feature.shape_of.__getitem__
-    sizes, pending = {}, []
+    shapes, pending = {}, []
     for variable in variables:
         if not hasattr(variable.type, "ndim"):
-            sizes[variable] = 0  # slices, random states, None: no tensor buffer
+            shapes[variable] = None
             continue
-        itemsize = np.dtype(variable.type.dtype).itemsize
         static = getattr(variable.type, "shape", None)
         if static is not None and None not in static:
-            sizes[variable] = math.prod(static) * itemsize
+            shapes[variable] = tuple(static)
         else:
-            pending.append((variable, itemsize, shape_of(variable)))
+            pending.append((variable, shape_of(variable)))
     if pending:
-        flat = [dim for _, _, shape in pending for dim in shape]
+        flat = [dim for _, shape in pending for dim in shape]
         inputs = [v for v in graph_basic.graph_inputs(flat)
                   if v.owner is None and not isinstance(v, graph_basic.Constant)]
         if inputs:
@@ -82,11 +96,10 @@ def static_sizes(fgraph, variables):
         values = api.function([], flat, mode="FAST_COMPILE", on_unused_input="ignore")() \
             if flat else []
         position = 0
-        for variable, itemsize, shape in pending:
-            dims = [int(d) for d in values[position:position + len(shape)]]
+        for variable, shape in pending:
+            shapes[variable] = tuple(int(d) for d in values[position:position + len(shape)])
             position += len(shape)
-            sizes[variable] = math.prod(dims) * itemsize
-    return sizes
+    return shapes
 
 
 def vm_order(fgraph):
@@ -124,17 +137,20 @@ def vm_order(fgraph):
 SCHEDULES = ("cvm", "topological")
 
 
-def step_memory(function, schedule="cvm"):
+def step_memory(function, schedule="cvm", scratch=False):
     """The :class:`StepMemory` of a compiled function (C or JAX mode),
     from its rewritten graph, walked in the ``schedule`` order (see the
-    module docstring); every input needs a static shape."""
+    module docstring); every input needs a static shape. With ``scratch``,
+    the buffers its ops keep between calls (those that say, by a
+    ``scratch_bytes`` method), each the largest any node takes of it."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule={schedule!r}: expected one of {', '.join(SCHEDULES)}")
     # A copy: shape inference attaches a feature that the function's own graph
     # should not carry.
     fgraph, _ = function.maker.fgraph.clone_get_equiv()
     order = vm_order(fgraph) if schedule == "cvm" else fgraph.toposort()
-    sizes = static_sizes(fgraph, fgraph.variables)
+    shapes = static_shapes(fgraph, fgraph.variables)
+    sizes = {variable: _nbytes(variable, shape) for variable, shape in shapes.items()}
     buffer_of = {variable: variable for variable in fgraph.inputs}
     for node in order:
         shared = {}
@@ -162,5 +178,20 @@ def step_memory(function, schedule="cvm"):
                 live -= sizes.get(variable, 0)
     arguments = sum(sizes.get(v, 0) for v in fgraph.inputs)
     outputs = sum(sizes.get(v, 0) for v in kept if v not in inputs)
-    return StepMemory(arguments, outputs, max(profile, default=0), tuple(profile),
+    return StepMemory(arguments, outputs, max(profile, default=0),
+                      _kept_scratch(order, shapes) if scratch else 0, tuple(profile),
                       tuple(type(node.op).__name__ for node in order))
+
+
+def _kept_scratch(nodes, shapes):
+    """Bytes of the scratch buffers ``nodes`` keep between calls: a buffer
+    named alike is one buffer, as large as the largest node takes it."""
+    largest = {}
+    for node in nodes:
+        asked = getattr(node.op, "scratch_bytes", None)
+        if asked is None:
+            continue
+        taken = asked(node, [shapes[v] for v in node.inputs], [shapes[v] for v in node.outputs])
+        for name, nbytes in taken.items():
+            largest[name] = max(largest.get(name, 0), nbytes)
+    return sum(largest.values())

@@ -26,7 +26,8 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.type import TensorType, float_dtypes, integer_dtypes
 
 from . import numba
-from .im2col import conv2d_forward, conv2d_grad_inputs, conv2d_grad_weights, conv_out_len, padding
+from .im2col import (conv2d_forward, conv2d_grad_inputs, conv2d_grad_weights, conv_out_len, padding,
+                     scratch_bytes)
 from .windows import int_pair
 
 __all__ = ["conv2d", "Conv2d", "Conv2dGradInputs", "Conv2dGradWeights"]
@@ -170,9 +171,23 @@ class _Conv2dBase(Op):
         """Aesara's spelling of :meth:`pullback` (PyTensor 3 calls ``pullback``)."""
         return self.pullback(inputs, self.make_node(*inputs).outputs, output_grads)
 
+    #: Which call of the numerics ``perform`` makes, and where its images and
+    #: filters are: ("input" or "output", position).
+    _numerics = None
+
+    def scratch_bytes(self, node, input_shapes, output_shapes):
+        """``{buffer: bytes}`` of scratch that ``perform`` takes and this thread keeps
+        between calls, for these shapes (the memory planner's; see im2col)."""
+        kind, images, kernel = self._numerics
+        shapes = {"input": input_shapes, "output": output_shapes}
+        return scratch_bytes(kind, shapes[images[0]][images[1]], shapes[kernel[0]][kernel[1]],
+                             self.border_mode, self.subsample, node.outputs[0].dtype)
+
 
 class Conv2d(_Conv2dBase):
     """Theano's conv2d (``AbstractConv2d``): ``Conv2d(...)(img, kern)``, NCHW images and OIHW filters."""
+
+    _numerics = ("forward", ("input", 0), ("input", 1))
 
     def make_node(self, img, kern):
         img = self._tensor4(img, "conv2d's input")
@@ -208,6 +223,8 @@ class Conv2d(_Conv2dBase):
 class Conv2dGradWeights(_Conv2dBase):
     """``Conv2dGradWeights(...)(img, topgrad, kernel_spatial_shape)``: conv2d's gradient with
     respect to the filters (Aesara's ``AbstractConv2d_gradWeights``)."""
+
+    _numerics = ("weights", ("input", 0), ("output", 0))
 
     # The output's static shape comes from the value of the shape input.
     _output_type_depends_on_input_value = True
@@ -250,6 +267,8 @@ class Conv2dGradInputs(_Conv2dBase):
     """``Conv2dGradInputs(...)(kern, topgrad, image_spatial_shape)``: conv2d's gradient with
     respect to the images (Aesara's ``AbstractConv2d_gradInputs``); the shape input settles
     the images' size, which strides leave ambiguous."""
+
+    _numerics = ("inputs", ("output", 0), ("input", 0))
 
     _output_type_depends_on_input_value = True
 

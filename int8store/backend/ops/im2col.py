@@ -20,7 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .windows import strided
 
-__all__ = ["conv2d_forward", "conv2d_grad_weights", "conv2d_grad_inputs", "padding",
+__all__ = ["conv2d_forward", "conv2d_grad_weights", "conv2d_grad_inputs", "scratch_bytes", "padding",
            "conv_out_len"]
 
 
@@ -85,6 +85,39 @@ def _chunks(n, bytes_per_image):
     count = -(-n // per_chunk)
     bounds = [n * i // count for i in range(count + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def scratch_bytes(kind, images_shape, kernel_shape, border_mode="valid", subsample=(1, 1),
+                  dtype="float64"):
+    """``{buffer: bytes}`` of the scratch buffers one call of ``kind`` takes
+    and the thread keeps after it: ``"forward"`` (:func:`conv2d_forward`),
+    ``"weights"`` (:func:`conv2d_grad_weights`) or ``"inputs"``
+    (:func:`conv2d_grad_inputs`), for NCHW ``images_shape`` and OIHW
+    ``kernel_shape``. The memory planner counts them beside a step's own
+    buffers (a test holds this to what the calls leave)."""
+    dtype = np.dtype(dtype)
+    n, c, rows, cols = (int(s) for s in images_shape)
+    o, _, kh, kw = (int(s) for s in kernel_shape)
+    pad, out_rows, out_cols = _geometry(border_mode, subsample, rows, cols, kh, kw, "conv2d")
+    returns_at_once = {"forward": n * o * out_rows * out_cols == 0 or c * kh * kw == 0,
+                       "weights": n * o * c * kh * kw == 0,
+                       "inputs": n * c * rows * cols == 0 or o == 0}
+    if kind not in returns_at_once:
+        raise ValueError(f"kind={kind!r}: expected one of {', '.join(returns_at_once)}")
+    if returns_at_once[kind]:
+        return {}
+    layout = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad)
+    chunk = max(stop - start for start, stop in _chunks(
+        n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)))
+    positions = chunk * out_rows * out_cols
+    counts = {"im2col": c * kh * kw * positions}
+    if kind == "inputs" or any(pad) or layout != "cnhw":  # (else the images go as they are)
+        counts["images"] = c * chunk * (rows + 2 * pad[0]) * (cols + 2 * pad[1])
+    if kind == "forward":
+        counts["product"] = o * positions
+    if kind == "inputs" or (kind == "weights" and layout == "chwn"):
+        counts["positions"] = o * positions
+    return {name: count * dtype.itemsize for name, count in counts.items()}
 
 
 def _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype):
