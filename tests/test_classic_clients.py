@@ -48,9 +48,12 @@ def learnable_mnist(n=(400, 100, 100), seed=0):
 
 @pytest.fixture(scope="module")
 def classic_layout(tmp_path_factory):
+    return make_classic_layout(tmp_path_factory.mktemp("tutorials"))
+
+
+def make_classic_layout(root):
     """``code/CLIENT.py`` and ``data/mnist.pkl.gz`` beside it, and a working
-    folder elsewhere, as the classic tutorials were laid out."""
-    root = tmp_path_factory.mktemp("tutorials")
+    folder elsewhere, in ``root``, as the classic tutorials were laid out."""
     (root / "code").mkdir()
     (root / "data").mkdir()
     (root / "elsewhere").mkdir()

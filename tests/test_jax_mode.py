@@ -21,17 +21,40 @@ lib, at, shared = api.lib, api.at, api.shared
 
 
 def classic_step(datasets, batch_size, mode):
-    """A logistic-regression step written as the classic tutorial writes it."""
+    """A logistic-regression step written as the classic tutorial writes it:
+    its parameters shared variables of no static shape."""
     (train_x, train_y), _, _ = datasets
     index, x, y = at.lscalar(), at.matrix("x"), at.ivector("y")
-    W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), shape=(64, 10))
-    p = at.special.softmax(at.dot(x, W), axis=-1)
+    W = lib.shared(np.zeros((64, 10), dtype=lib.config.floatX), name="W")
+    b = lib.shared(np.zeros(10, dtype=lib.config.floatX), name="b")
+    p = at.special.softmax(at.dot(x, W) + b, axis=-1)
     cost = -at.mean(at.log(p)[at.arange(y.shape[0]), y])
-    train = lib.function([index], cost, updates=[(W, W - 0.1 * at.grad(cost, W))],
-                            givens={x: train_x[index * batch_size:(index + 1) * batch_size],
-                                    y: train_y[index * batch_size:(index + 1) * batch_size]},
-                            mode=function_mode(mode))
+    train = lib.function([index], cost,
+                         updates=[(W, W - 0.1 * at.grad(cost, W)), (b, b - 0.1 * at.grad(cost, b))],
+                         givens={x: train_x[index * batch_size:(index + 1) * batch_size],
+                                 y: train_y[index * batch_size:(index + 1) * batch_size]},
+                         mode=function_mode(mode))
     return train, W
+
+
+@pytest.mark.aesara  # (PyTensor's JAX mode compiles for the new shape)
+def test_a_parameter_given_another_shape_after_compiling_is_refused_by_name():
+    """JAX mode compiles the classic parameters for their values' shapes
+    (Aesara's conversions cannot trace them otherwise): a value of another
+    shape is refused before the call, which left everything as it was."""
+    from int8store import ArgumentError
+
+    datasets = place(load_data("digits"), "jax")
+    step, W = classic_step(datasets, 300, "jax")
+    step(0)
+    before = W.get_value()
+    W.set_value(np.zeros((64, 11), dtype=lib.config.floatX))
+    with pytest.raises(ArgumentError, match=r"^W: the function was compiled in JAX mode for its "
+                       r"value of shape \(64, 10\); it now holds one of shape \(64, 11\): "
+                       "compile the function again$"):
+        step(1)
+    W.set_value(before)
+    assert np.isfinite(float(step(1)))
 
 
 def test_images_stay_on_the_device_as_the_same_array_across_steps():
@@ -269,3 +292,24 @@ def test_a_compiled_function_leaves_no_source_file_in_the_temporary_folder(tmp_p
     assert not list(temporary.iterdir())
     if folder is not None:
         assert lib.config.generated_src_dir == ""  # the setting is left as it was
+
+
+@pytest.mark.slow
+@pytest.mark.aesara  # (where Aesara's JAX conversions needed static shapes before)
+def test_a_classic_client_runs_in_jax_mode_with_the_two_additions(tmp_path_factory):
+    """A client written as users have the classic logistic_sgd.py, its
+    parameters shared variables of no static shape, with the two additions
+    docs/backends.md names (place the data, give the mode): the figures of
+    the same client in C mode."""
+    from test_classic_clients import make_classic_layout, run_client
+
+    layout = make_classic_layout(tmp_path_factory.mktemp("tutorials"))
+    floatx = lib.config.floatX
+    in_c, in_jax = (run_client(layout, "classic_logistic.py", "int8store", floatx, "--epochs",
+                               "2", *extra) for extra in ([], ["--jax"]))
+    for key in ("batches", "valid_errors", "test_error", "predicted"):
+        assert in_jax[key] == in_c[key], key
+    close = {"float64": 1e-9, "float32": 1e-4}[floatx]
+    for key in ("last_costs", "W"):
+        np.testing.assert_allclose(in_jax[key], in_c[key], rtol=close, atol=close)
+

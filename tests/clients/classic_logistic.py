@@ -2,8 +2,9 @@
 (or PyTensor, its successor, with ``--library pytensor``),
 floatX everywhere, batch counts and predictions from x.get_value(), data in
 ../data/ beside this file. ``--loader classic`` uses its own loader (the
-classic lines); ``--loader int8store`` has it replaced by the one-line import.
-Prints its figures as JSON for the test to compare."""
+classic lines); ``--loader int8store`` has it replaced by the one-line import, and with
+``--jax`` also runs in int8store's JAX mode (the data placed, the mode
+given). Prints its figures as JSON for the test to compare."""
 
 import gzip
 import json
@@ -68,6 +69,11 @@ class LogisticRegression(object):
 
 def main(batch_size=50, learning_rate=0.13):
     datasets = load_data("mnist.pkl.gz")
+    mode = {}
+    if "--jax" in sys.argv:  # JAX mode, as docs/backends.md says: two additions
+        import int8store
+        datasets = int8store.place(datasets, "jax")
+        mode = {"mode": int8store.function_mode("jax")}
     train_set_x, train_set_y = datasets[0]
     valid_set_x, valid_set_y = datasets[1]
     test_set_x, test_set_y = datasets[2]
@@ -85,7 +91,7 @@ def main(batch_size=50, learning_rate=0.13):
         return aesara.function(
             [index], kwargs.pop("outputs", classifier.errors(y)),
             givens={x: set_x[index * batch_size: (index + 1) * batch_size],
-                    y: set_y[index * batch_size: (index + 1) * batch_size]}, **kwargs)
+                    y: set_y[index * batch_size: (index + 1) * batch_size]}, **mode, **kwargs)
 
     test_model = model(test_set_x, test_set_y)
     validate_model = model(valid_set_x, valid_set_y)

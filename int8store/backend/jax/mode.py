@@ -24,7 +24,13 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   cover padding, which :func:`~int8store.training.evaluate_in_chunks` leaves out;
 * on Aesara, a function's program can write the updates of the variables
   :func:`~.device.keep_on_device` names back as ``jax.Array``s
-  (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy.
+  (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy;
+* on Aesara, a shared variable of no static shape (a classic tutorial's
+  ``W = shared(numpy.zeros((n_in, n_out)))``) is read through the shape of
+  its value at compile time (:class:`SharedShapes`): Aesara's JAX
+  conversions compute its shape inside the traced program otherwise, where
+  JAX refuses it as an array's size (a gradient's ``Alloc``). A later value
+  of another shape is refused before the call, naming the variable.
 """
 
 import threading
@@ -32,7 +38,8 @@ import threading
 from ...errors import ArgumentError, MissingDependencyError
 from ..setup.activation import activate
 
-__all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant", "HeldConstants"]
+__all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant", "HeldConstants",
+           "SharedShapes"]
 
 _JAX_MODE = None
 _lock = threading.Lock()
@@ -84,6 +91,52 @@ class HeldConstants:
         return values
 
 
+class SharedShapes:
+    """The shapes a function's shared inputs were compiled for (by position;
+    see the module docstring), checked before each call (on Aesara, by its
+    program: :class:`~.updates.DeviceUpdates`)."""
+
+    def __init__(self, fgraph):
+        specified = getattr(fgraph, "int8store_shared_shapes", {})
+        self.expected = [(fgraph.inputs.index(v), shape, v.name or f"input {fgraph.inputs.index(v)}")
+                         for v, shape in specified.items() if v in fgraph.inputs]
+
+    def __bool__(self):
+        return bool(self.expected)
+
+    def check(self, values):
+        for position, shape, name in self.expected:
+            held = tuple(getattr(values[position], "shape", ()))
+            if held != shape:
+                raise ArgumentError(f"{name}: the function was compiled in JAX mode for its value "
+                                    f"of shape {shape}; it now holds one of shape {held}: compile "
+                                    "the function again")
+
+
+def specify_shared_shapes(fgraph):
+    """Read each shared input of ``fgraph`` that has no static shape through a
+    ``SpecifyShape`` of its value's shape (recorded on the graph for
+    :class:`SharedShapes`)."""
+    api = activate()
+    SharedVariable = api.module("compile.sharedvalue").SharedVariable
+    specify_shape = api.module("tensor.shape").specify_shape
+    specified = {}
+    for variable in list(fgraph.inputs):
+        static = getattr(variable.type, "shape", None)
+        if not isinstance(variable, SharedVariable) or static is None or None not in static:
+            continue
+        clients = [(node, i) for node, i in fgraph.clients[variable] if node != "output"]
+        shape = tuple(int(n) for n in getattr(variable.get_value(borrow=True), "shape", ()))
+        if not clients or len(shape) != len(static):
+            continue
+        read = specify_shape(variable, shape)
+        for node, i in clients:
+            fgraph.change_node_input(node, i, read, reason="int8store_shared_shapes")
+        specified[variable] = shape
+    fgraph.int8store_shared_shapes = specified
+    return specified
+
+
 def jax_mode():
     """int8store's JAX mode (made once), for ``function(..., mode=...)``."""
     global _JAX_MODE
@@ -127,8 +180,10 @@ def _make_jax_mode():
         def make_all(self, *args, **kwargs):
             program, inputs, outputs, *rest = super().make_all(*args, **kwargs)
             if api.NAME == "aesara":  # (PyTensor stores updates as they are: .updates)
+                shapes = SharedShapes(self.fgraph)
                 program = DeviceUpdates(program, inputs, outputs,
-                                        self.fgraph.update_mapping or {})
+                                        self.fgraph.update_mapping or {},
+                                        check_inputs=shapes.check if shapes else None)
             return (program, inputs, outputs, *rest)
 
         def jit_compile(self, fn):
@@ -183,6 +238,8 @@ def _make_jax_mode():
 
         def apply(self, fgraph):
             self.first.rewrite(fgraph)
+            if api.NAME == "aesara":  # (PyTensor's JAX rewrites keep shapes static)
+                specify_shared_shapes(fgraph)
             return self.rest.rewrite(fgraph)
 
         # What a mode asks of its optimizer's query (PyTensor's rewrites of

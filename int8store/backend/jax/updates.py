@@ -41,10 +41,14 @@ class DeviceUpdates:
     update_mapping : dict
         ``{output index: input index}`` of the updates (the function
         graph's ``update_mapping``).
+    check_inputs : callable, optional
+        Called with the inputs' values before each run, to refuse them
+        (outside the program, whose errors Aesara dresses with its graph).
     """
 
-    def __init__(self, program, inputs, outputs, update_mapping):
+    def __init__(self, program, inputs, outputs, update_mapping, check_inputs=None):
         self._program = program
+        self._inputs, self._check_inputs = inputs, check_inputs
         self._updates = [(inputs[i], outputs[o]) for o, i in sorted(update_mapping.items())]
         self._kept = frozenset()  # ids of the storage cells whose updates stay on the device
 
@@ -61,6 +65,8 @@ class DeviceUpdates:
         self._kept |= {id(c.storage) for c, _ in self._updates if id(c.storage) in storages}
 
     def __call__(self, *args, **kwargs):
+        if self._check_inputs is not None:
+            self._check_inputs([container.storage[0] for container in self._inputs])
         outputs = self._program(*args, **kwargs)
         if self._kept:
             import jax
