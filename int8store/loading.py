@@ -226,7 +226,7 @@ def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_
                        keep_order=keep_order, test_size=test_size)
     del source
     check_splits(plan.origin, {name: split.count for name, split in plan.splits.items()})
-    say_if_sorted_by_class(plan.labels("train"), plan.origin, report=report)
+    say_if_sorted_by_class(plan.labels("train"), plan.origin, report=report, store=plan.encoded)
     held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     encoding, image_shape = plan.encoding, plan.image_shape
     del plan

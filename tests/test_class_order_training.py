@@ -73,3 +73,4 @@ def test_a_class_folder_trains_as_well_as_a_shuffled_copy_of_it(stores, mode, ca
     assert kept > from_shuffled.max() + 5 * spread, (kept, from_shuffled)
     err = capsys.readouterr().err
     assert f"split 'train' of {stores['kept']} is sorted by class" in err
+    assert "convert the source again without keep_order" in err  # (a store keeps its order)
