@@ -65,9 +65,25 @@ SOURCE_KINDS = (
     "(scikit-learn's, offline), mnist and cifar10 (downloaded into the cache)")
 
 
+class _PrintVersion(argparse.Action):
+    """``--version``: the installed version, read only when asked (reading
+    the package's metadata takes longer than the rest of a command's start)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print int8store's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .runtime.version import package_version
+
+        print(f"int8store {package_version()}")
+        parser.exit()
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="int8store", description="Convert image archives into int8store files and inspect them.")
+    parser.add_argument("--version", action=_PrintVersion)
     commands = parser.add_subparsers(dest="command", required=True)
     convert = commands.add_parser(
         "convert", help="convert an archive into an int8store .h5 file",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from .errors import ArgumentError
 from .store.atomic import check_can_write, check_not_a_source
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
@@ -21,6 +22,12 @@ from .sources import read_source
 from .store.writer import StoreWriter
 
 __all__ = ["convert"]
+
+#: Names that say another format than the store's HDF5 (what convert reads, or
+#: writes elsewhere): a store so named would be taken for one.
+_OTHER_FORMAT_SUFFIXES = {".npz", ".npy", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".tgz",
+                          ".bz2", ".xz", ".idx", ".png", ".jpg", ".jpeg", ".gif", ".bmp",
+                          ".webp", ".tif", ".tiff", ".json", ".csv"}
 
 
 def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resize=None,
@@ -85,6 +92,10 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
     check_not_a_source(output, sources, "convert", "the store")
+    suffix = Path(output).suffix.lower()
+    if suffix in _OTHER_FORMAT_SUFFIXES:
+        raise ArgumentError(f"{output}: a store is an HDF5 file, and a name ending in {suffix} "
+                            "says another format: name it .h5")
     check_can_write(output, force)  # before the reading, which may take long
     plan = plan_splits(read_source(sources, resize=resize, keys=keys), valid_size=valid_size,
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes,

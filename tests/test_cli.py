@@ -206,6 +206,9 @@ NUMBER_REFUSALS = {  # (options after "--epochs 1"; "=": -inf is no option)
     **{f"a learning rate of {rate}": ([f"--learning-rate={rate}"],
                                       f"--learning-rate {rate}: expected a finite number")
        for rate in ("nan", "inf", "-inf")},
+    "an augmentation's seed without one": (["--augment-seed", "3"],
+                                           "--augment-seed 3 seeds an augmentation: give "
+                                           "--augment LIST too"),
 }
 
 
@@ -355,3 +358,22 @@ def test_the_tutorials_take_their_shard_size_in_units(capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-device-bytes", "1.2.3"])
     assert "--max-device-bytes: expected a positive size such as 16MiB" in capsys.readouterr().err
+
+
+def test_the_command_says_its_version(capsys):
+    from int8store import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"int8store {__version__}\n"
+
+
+@pytest.mark.parametrize("name", ["x.npz", "x.pkl.gz", "x.PNG"])
+def test_convert_refuses_a_store_named_as_another_format(tmp_path, capsys, name):
+    assert main(["convert", "digits", "-o", str(tmp_path / name)]) == 2
+    suffix = name.rsplit(".", 1)[-1].lower()
+    assert capsys.readouterr().err == (f"error: {tmp_path / name}: a store is an HDF5 file, and "
+                                       f"a name ending in .{suffix} says another format: name "
+                                       "it .h5\n")
+    assert list(tmp_path.iterdir()) == []
+

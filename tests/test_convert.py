@@ -306,8 +306,10 @@ def test_store_feeds_load_data(tmp_path):
 def test_a_store_of_any_name_is_read_as_a_store(tmp_path, name):
     # (held whole it was read by its extension: "not a readable .npz
     # archive", "unknown kind of file"; streamed it was read)
+    # (convert names it .h5; a user may rename it)
     data = fake_mnist(n_train=24, n_test=6, side=4)
-    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / name, valid_size=6)
+    convert(write_mnist_idx_folder(tmp_path / "idx", data), tmp_path / "store.h5", valid_size=6)
+    (tmp_path / "store.h5").rename(tmp_path / name)
     splits = load_splits(tmp_path / name)
     assert [splits[n].n_examples for n in ("train", "valid", "test")] == [18, 6, 6]
     codes = splits["test"].data.get_value(borrow=True)

@@ -60,8 +60,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     training.add_argument("--dataset", default="mnist.pkl.gz",
                           help="what int8store.load_data reads: 'mnist.pkl.gz' (here, ../data/, "
                                "the cache, or downloaded), 'digits' (offline), 'mnist', "
-                               "'cifar10', an .npz, an int8store .h5 store, a folder of IDX "
-                               "files or of class folders of images (default: %(default)s)")
+                               "'cifar10', an .npz, an int8store .h5 store or another HDF5 "
+                               "file, a folder of IDX files, class folders of images (as a "
+                               "folder, .zip or .tar) (default: %(default)s)")
     training.add_argument("--epochs", type=int, default=epochs,
                           help="maximal number of epochs (default: %(default)s)")
     training.add_argument("--learning-rate", type=float, default=learning_rate,
@@ -97,9 +98,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                            "fill=zero|edge|reflect, flip or flip=alternate (not for digits), "
                            "cutout=S (an SxS square set to black); e.g. translate=2,cutout=8 "
                            "(default: none)")
-    data.add_argument("--augment-seed", type=int, default=1, metavar="N",
-                      help="the augmentation's draws, from (N, epoch, minibatch, example) "
-                           "(default: %(default)s)")
+    data.add_argument("--augment-seed", type=int, metavar="N",
+                      help="with --augment: the augmentation's draws, from (N, epoch, "
+                           "minibatch, example) (default: 1)")
     data.add_argument("--devices", type=devices_option, metavar="N",
                       help="JAX mode over N devices ('all': every one JAX sees): each split's "
                            "rows spread over them, the same minibatches as on one "
@@ -157,6 +158,9 @@ def check_options(args):
         raise ArgumentError(f"--epochs {args.epochs}: expected 1 or more epochs")
     if not math.isfinite(args.learning_rate):  # (it would train to NaN, and save NaNs)
         raise ArgumentError(f"--learning-rate {args.learning_rate}: expected a finite number")
+    if args.augment_seed is not None and not args.augment:
+        raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
+                            "--augment LIST too")
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None))
 

@@ -83,7 +83,7 @@ class Run:
         self.classic_count, self.max_device_bytes = bool(classic_count), max_device_bytes
         self.max_memory, self.seed, self.devices = max_memory, seed, devices
         self.steps_per_call, self.normalize = steps_per_call, normalize
-        self.augment, self.augment_seed = augment, augment_seed
+        self.augment, self.augment_seed = augment, 1 if augment_seed is None else augment_seed
         self.checkpoint, self.resume_path, self.progress = checkpoint, resume, progress
         if devices not in (None, 1) and self.mode != "jax":
             raise ArgumentError("--devices needs --mode jax: the C backend runs on one CPU")
