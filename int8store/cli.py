@@ -80,6 +80,27 @@ class _PrintVersion(argparse.Action):
         parser.exit()
 
 
+def _add_planning_options(parser, seed_note):
+    """How a source's splits are planned (plan.splits): convert's options, and
+    preview's, so that a preview shows the split a conversion gives."""
+    parser.add_argument("--valid-size", type=_valid, metavar="N",
+                        help="for a source without a validation split: N training examples "
+                             "(an integer) or a fraction strictly between 0 and 1 (e.g. 0.1) "
+                             "become one, as load_data(valid_size=N) (default: a sixth)")
+    parser.add_argument("--test-size", type=_valid, metavar="N",
+                        help="for a source without a test split: cut one of N training "
+                             "examples (or a fraction), stratified by class, before the "
+                             "validation split, as load_data(test_size=N) (default: a sixth)")
+    parser.add_argument("--seed", "--valid-seed", dest="seed", type=int, metavar="S",
+                        help=f"the seed of the shuffle of a source sorted by class and of the "
+                             f"stratified cuts{seed_note}; from a source that keeps "
+                             "its order, also draws the validation split stratified instead of "
+                             "taking the last ones; as load_data(valid_seed=S) (default: 0)")
+    parser.add_argument("--keep-order", action="store_true",
+                        help="keep the source's order even where its labels run by class "
+                             "(default: such a source is shuffled)")
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="int8store", description="Convert image archives into int8store files and inspect them.")
@@ -98,22 +119,7 @@ def _parser():
     convert.add_argument("sources", nargs="+", metavar="SRC", help="the source (see above)")
     convert.add_argument("-o", "--output", required=True, metavar="OUT.h5",
                          help="the store to write; a missing folder is created")
-    convert.add_argument("--valid-size", type=_valid, metavar="N",
-                         help="for a source without a validation split: N training examples "
-                              "(an integer) or a fraction strictly between 0 and 1 (e.g. 0.1) "
-                              "become one, as load_data(valid_size=N) (default: a sixth)")
-    convert.add_argument("--test-size", type=_valid, metavar="N",
-                         help="for a source without a test split: cut one of N training "
-                              "examples (or a fraction), stratified by class, before the "
-                              "validation split, as load_data(test_size=N) (default: a sixth)")
-    convert.add_argument("--seed", "--valid-seed", dest="seed", type=int, metavar="S",
-                         help="the seed of the shuffle of a source sorted by class and of the "
-                              "stratified cuts, recorded in the store; from a source that keeps "
-                              "its order, also draws the validation split stratified instead of "
-                              "taking the last ones; as load_data(valid_seed=S) (default: 0)")
-    convert.add_argument("--keep-order", action="store_true",
-                         help="keep the source's order even where its labels run by class "
-                              "(default: such a source is shuffled)")
+    _add_planning_options(convert, ", recorded in the store")
     convert.add_argument("--lossy", action="store_true",
                          help="quantize data int8 cannot hold exactly to 256 levels and report "
                               "the largest error (default: refuse such data)")
@@ -214,6 +220,7 @@ def _parser():
                          help="as for convert (default: found by their names or shapes)")
     preview.add_argument("--max-memory", metavar="SIZE",
                          help="as for convert (default: half the physical memory)")
+    _add_planning_options(preview, ", as convert takes it (a store's splits are its own)")
     preview.add_argument("--lossy", action="store_true",
                          help="as for convert: data int8 cannot hold exactly shown quantized "
                               "(default: refused)")
@@ -279,7 +286,8 @@ def _run(args, argv):
                       force=args.force, keys=dict(args.keys) if args.keys else None,
                       resize=args.resize, max_memory=args.max_memory, augment=args.augment,
                       augmented=args.augmented, epoch=args.epoch, report=print,
-                      lossy=args.lossy).describe())
+                      lossy=args.lossy, valid_size=args.valid_size, valid_seed=args.seed,
+                      keep_order=args.keep_order, test_size=args.test_size).describe())
     elif args.command == "info":
         print(describe(args.file))
     elif args.command == "budget":

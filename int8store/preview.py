@@ -107,7 +107,7 @@ def display_bytes(codes, encoding):
 
 def preview(dataset, output, split="train", count=8, scale=None, force=False, keys=None,
             resize=None, max_memory=None, augment=None, augmented=None, epoch=0, report=None,
-            lossy=False):
+            lossy=False, valid_size=None, valid_seed=None, keep_order=False, test_size=None):
     """Write a PNG grid of ``count`` images of each class of ``split`` of
     ``dataset`` (anything ``load_data`` takes, a store included) to
     ``output``; returns a :class:`Preview`. ``scale``: the integer factor
@@ -116,7 +116,9 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     (its seed): the images augmented as minibatch 0 of ``epoch`` would be.
     ``report``: told, in a line, of an output folder that was created.
     ``lossy``: data int8 cannot hold exactly shown quantized, as ``convert
-    --lossy`` would store it (a store shows as stored)."""
+    --lossy`` would store it (a store shows as stored). ``valid_size``,
+    ``valid_seed``, ``keep_order``, ``test_size``: the splits planned as
+    ``convert`` and ``load_data`` plan them with these (a store's are its own)."""
     from .runtime.limits import memory_ceiling
     from .store.atomic import atomic_output, check_not_a_source
 
@@ -135,8 +137,10 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
                             "stored); name it .png")
     with memory_ceiling(max_memory):
-        codes, labels, encoding, shape, names, n_classes = _sampled(dataset, split, count, keys,
-                                                                    resize, lossy)
+        codes, labels, encoding, shape, names, n_classes = _sampled(
+            dataset, split, count, keys, resize, lossy,
+            dict(valid_size=valid_size, valid_seed=valid_seed, keep_order=keep_order,
+                 test_size=test_size))
     drawn = _drawn_shape(dataset, shape)
     how_augmented = ""
     if augment is not None:
@@ -270,9 +274,12 @@ def _samples(dataset, split, count, keys, resize):
     return _sampled(dataset, split, count, keys, resize)[:5]
 
 
-def _sampled(dataset, split, count, keys, resize, lossy=False):
+def _sampled(dataset, split, count, keys, resize, lossy=False, planning=None):
     """(codes, labels, encoding, image shape, class names, class count) of
-    the chosen examples; the classes counted over every split."""
+    the chosen examples; the classes counted over every split, which
+    ``planning`` (plan_splits's options) plans for a source that is not a
+    store."""
+    planning = planning or {}
     from .sources.locate import caller_file
     from .store.reader import is_store, open_store
 
@@ -281,6 +288,13 @@ def _sampled(dataset, split, count, keys, resize, lossy=False):
         from .sources import check_source_options
 
         check_source_options(path, "store", resize=resize, keys=keys)
+        cuts = [f"--{name.replace('_', '-')}" if name != "valid_seed" else "--seed"
+                for name in ("valid_size", "test_size", "valid_seed")
+                if planning.get(name) is not None]
+        if cuts:
+            raise ArgumentError(f"{path}: a store keeps the splits it was converted with; "
+                                f"{', '.join(cuts)} plan the splits of the sources convert "
+                                "reads: leave them out")
         store = open_store(path)
         if split not in store.splits:
             raise ArgumentError(f"{path}: has no split {split!r}; it has "
@@ -297,7 +311,7 @@ def _sampled(dataset, split, count, keys, resize, lossy=False):
     from .sources import read_source
 
     plan = plan_splits(read_source(dataset, resize=resize, keys=keys, caller=caller_file()),
-                       lossy=lossy)
+                       lossy=lossy, **planning)
     if split not in plan.splits:
         raise ArgumentError(f"{plan.origin}: has no split {split!r}; it has "
                             f"{', '.join(plan.splits)}")

@@ -191,3 +191,32 @@ def test_one_channel_is_drawn_grey_and_other_channel_counts_are_refused(tmp_path
 def images_of(npz):
     with np.load(npz) as f:
         return f["x_train"]
+
+
+def test_a_preview_of_a_source_shows_the_split_convert_gives_with_the_same_options(tmp_path,
+                                                                                 capsys):
+    """A tree of class folders (sorted by class: shuffled, cut stratified by
+    the seed): its preview with convert's planning options is the preview of
+    the store converted with them, pixel for pixel."""
+    rng = np.random.default_rng(5)
+    folder = tmp_path / "tree"
+    write_image_folder(folder, rng.integers(0, 256, (60, 6, 5), dtype=np.uint8), np.arange(60) % 3)
+    options = ["--seed", "3", "--valid-size", "0.25", "--test-size", "12"]
+    assert main(["convert", str(folder), "-o", str(tmp_path / "s.h5")] + options) == 0
+    for split in ("train", "valid", "test"):
+        shown = {}
+        for name, source, extra in (("store", tmp_path / "s.h5", []),
+                                    ("source", folder, options),
+                                    ("default", folder, [])):
+            out = tmp_path / f"{split}-{name}.png"
+            assert main(["preview", str(source), "-o", str(out), "--split", split,
+                         "--count", "3"] + extra) == 0
+            shown[name] = np.asarray(Image.open(out))
+        np.testing.assert_array_equal(shown["source"], shown["store"])
+        assert not np.array_equal(shown["default"], shown["store"])  # (the options took effect)
+    capsys.readouterr()
+    assert main(["preview", str(tmp_path / "s.h5"), "-o", str(tmp_path / "x.png"),
+                 "--valid-size", "5", "--seed", "2"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 's.h5'}: a store keeps the splits it was converted with; "
+        "--valid-size, --seed plan the splits of the sources convert reads: leave them out\n")
