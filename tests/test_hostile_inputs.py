@@ -369,9 +369,34 @@ def test_a_class_folder_without_images_is_refused_not_skipped(tmp_path, capsys):
     refused(tmp_path, capsys, [tmp_path / "layout"],
             f"{tmp_path / 'layout'}/valid/bird: a class folder with no image")
     (tmp_path / "layout" / "valid" / "bird").rmdir()
+    # An empty split folder is refused too: taken as no split, one was cut
+    # from train without a word.
+    refused(tmp_path, capsys, [tmp_path / "layout"],
+            f"{tmp_path / 'layout'}/valid: a split folder with no image: add its class folders, "
+            "or remove it (a split the source lacks is cut from train)")
+    zipped = zip_folder(tmp_path / "layout", tmp_path / "layout.zip")
+    with zipfile.ZipFile(zipped, "a") as archive:
+        archive.writestr("valid/", b"")
+    refused(tmp_path, capsys, [zipped], f"{zipped}:valid: a split folder with no image")
     (tmp_path / "layout" / "valid").rmdir()
     assert main(["convert", str(tmp_path / "layout"), "-o", str(tmp_path / "l.h5"),
                  "--valid-size", "1"]) == 0
+
+
+def test_a_symbolic_link_back_into_the_tree_is_refused_by_name(tmp_path, capsys):
+    """A link up the tree (a loop) or to a folder read already: its images
+    would be read forever or twice; said in a line naming the link."""
+    root = image_folder(tmp_path)
+    (root / "dog" / "loop").symlink_to(root)
+    refused(tmp_path, capsys, [root], f"{root}/dog/loop: leads to {root} again (a symbolic "
+            "link): its images would be read twice, or forever; remove the link")
+    (root / "dog" / "loop").unlink()
+    (root / "dog" / "cats").symlink_to(root / "cat")
+    refused(tmp_path, capsys, [root], f"{root}/dog/cats: leads to {root}/cat again")
+    (root / "dog" / "cats").unlink()
+    elsewhere = image_folder(tmp_path / "other")
+    (root / "bird").symlink_to(elsewhere / "cat")  # (a class folder kept elsewhere: read)
+    assert main(["convert", str(root), "-o", str(tmp_path / "linked.h5")]) == 0
 
 
 def test_a_folder_of_only_test_class_folders_is_a_test_split_not_train(tmp_path, capsys):

@@ -72,6 +72,7 @@ def _folder_tree(folder):
     # name, and the interned-string table of a big folder costs memory.
     names, folders = [], []
     pending = [("", 0)]  # (relative folder, depth): a stack, not recursion
+    seen = {_folder_identity(folder): ""}  # (a symbolic link back up would loop)
     while pending:
         rel, depth = pending.pop()
         if depth > _MAX_DEPTH:
@@ -86,6 +87,13 @@ def _folder_tree(folder):
             name = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_dir():
                 if not entry.name.startswith("."):
+                    identity = _folder_identity(os.path.join(folder, name))
+                    if identity in seen:
+                        again = f"{folder}/{seen[identity]}" if seen[identity] else folder
+                        raise SourceFormatError(
+                            f"{folder}/{name}: leads to {again} again (a symbolic link): its "
+                            "images would be read twice, or forever; remove the link")
+                    seen[identity] = name
                     subfolders.append((name, depth + 1))
                     folders.append(name)
             else:
@@ -102,6 +110,12 @@ def _folder_tree(folder):
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
     return _Tree(str(folder), names, read, separator="/", folders=folders)
+
+
+def _folder_identity(path):
+    """``(device, inode)`` of the folder ``path`` names (links followed)."""
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino
 
 
 def _zip_name(info):
@@ -262,6 +276,8 @@ def _read_tree(tree, resize):
             )
     classes = sorted({c for _, c, _ in entries})
     _check_no_empty_class(tree, files[0][1][:depth], split_layout, set(classes))
+    if split_layout:
+        _check_no_empty_split(tree, files, depth)
     for name in classes:
         try:
             name.encode("utf-8")
@@ -321,6 +337,21 @@ def _check_no_empty_class(tree, prefix, split_layout, classes):
                 f"{tree.where(folder)}: a class folder with no image; labels number the class "
                 "folders in name order, so the classes after it would be numbered otherwise: "
                 "add its images or remove it")
+
+
+def _check_no_empty_split(tree, files, depth):
+    """Refuse a split folder without an image (an empty valid/ beside
+    train/ and test/): taken as no split at all, one would be cut from train
+    without a word."""
+    prefix = files[0][1][:depth]
+    holding = {parts[depth] for _, parts in files}
+    for folder in sorted(tree.folders):
+        parts = folder.split("/")
+        if len(parts) == depth + 1 and parts[:depth] == prefix and not _is_hidden(parts) \
+                and parts[-1].lower() in _SPLIT_FOLDERS and parts[-1] not in holding:
+            raise SourceFormatError(
+                f"{tree.where(folder)}: a split folder with no image: add its class folders, "
+                "or remove it (a split the source lacks is cut from train)")
 
 
 def _read_one(tree, name):
