@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_pickle,
@@ -147,8 +147,11 @@ def test_the_classic_pickle_is_read_straight_into_its_arrays(tmp_path, monkeypat
     from int8store.sources import py2pickle
     from int8store.sources.pickled import read_mnist_pickle, restricted_load
 
+    from int8store.codes import precoded
+
     monkeypatch.setattr(py2pickle, "_STREAMED", streamed)  # 16: every array's data streams
     monkeypatch.setattr(py2pickle, "_BLOCK", 7)  # blocks that split every value
+    monkeypatch.setattr(precoded, "BLOCK_BYTES", 7)  # (the floats' too)
     content = fake_mnist_pickle_content(n=(9, 4, 5), width=12)
     raw = python2_pickle(content)
     with io.BytesIO(raw) as f:
@@ -156,6 +159,9 @@ def test_the_classic_pickle_is_read_straight_into_its_arrays(tmp_path, monkeypat
     with io.BytesIO(raw) as f:
         fast = py2pickle.read_arrays(f, "test", len(raw), compressed=False)
     for (x, y), (fx, fy) in zip(reference, fast):
+        if streamed == 16:  # the k/256 floats were read as their codes
+            assert isinstance(fx, precoded.Precoded) and fx.encoding.divisor == 256
+            fx = fx.decoded()
         assert fx.dtype == x.dtype and fy.dtype == y.dtype
         np.testing.assert_array_equal(fx, x)
         np.testing.assert_array_equal(fy, y)
@@ -363,3 +369,62 @@ def test_channels_first_images_are_refused_with_the_move_that_fixes_them(tmp_pat
     assert read_source(str(path)).splits["train"].image_shape == (6, 6, 3)
     np.savez(path, x_train=images[:, :, :4, :3], y_train=np.arange(12) % 2)  # 3x4 colour: kept
     assert read_source(str(path)).splits["train"].image_shape == (3, 4, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(levels=st.lists(st.integers(0, 255), min_size=1, max_size=40),
+       divisors=st.lists(st.sampled_from([256, 255, 0]), min_size=1, max_size=4),
+       dtype=st.sampled_from(["float32", "float64"]), block_bytes=st.sampled_from([8, 24, 1 << 20]))
+def test_floats_encoded_as_read_are_the_codes_of_the_whole_array(levels, divisors, dtype,
+                                                                 block_bytes):
+    """read_encoded gives, block by block, what encoding the whole array
+    under the first candidate that holds it gives (the planning step's
+    choice), or the floats themselves where none holds them: here runs of
+    k/256, k/255 (0: a value neither holds) values, in any order."""
+    from int8store.codes import precoded
+    from int8store.codes.encoding import encode, float_candidates
+    from int8store.errors import EncodingError
+
+    runs = [np.array(levels, dtype) / d if d else np.array(levels, dtype) / 256 + 1e-3
+            for d in divisors]
+    values = np.concatenate(runs).astype(dtype).reshape(-1, 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(precoded, "BLOCK_BYTES", block_bytes)
+        read = precoded.read_encoded(io.BytesIO(values.tobytes()).readinto, values.shape,
+                                     dtype, "test")
+    expected = None
+    for candidate in float_candidates(None, [dtype]):
+        try:
+            expected = candidate, encode(values, candidate)
+            break
+        except EncodingError:
+            continue
+    if expected is None:
+        assert isinstance(read, np.ndarray) and read.dtype == dtype
+        np.testing.assert_array_equal(read, values)
+    else:
+        assert isinstance(read, precoded.Precoded)
+        assert read.codes_under(expected[0]) is not None
+        np.testing.assert_array_equal(read.codes, expected[1])
+        np.testing.assert_array_equal(read.decoded(), values)
+    with pytest.raises(EOFError, match="test: the file is truncated"):
+        precoded.read_encoded(io.BytesIO(values.tobytes()[:-1]).readinto, values.shape, dtype,
+                              "test")
+
+
+def test_codes_read_under_one_candidate_are_made_again_under_the_next(monkeypatch):
+    """Zeros fit k/256 and k/255; a later 1.0 only k/255: the codes so far
+    are made again under it. A later 0.3 fits none: the floats come back."""
+    from int8store.codes import precoded
+
+    monkeypatch.setattr(precoded, "BLOCK_BYTES", 8)
+    zeros_then_255ths = np.r_[np.zeros(5), np.array([255, 128, 3]) / 255].astype(np.float32)
+    read = precoded.read_encoded(io.BytesIO(zeros_then_255ths.tobytes()).readinto, (8,),
+                                 np.float32, "test")
+    assert isinstance(read, precoded.Precoded) and read.encoding.divisor == 255
+    np.testing.assert_array_equal(read.decoded(), zeros_then_255ths)
+    then_none = np.r_[zeros_then_255ths, 0.3].astype(np.float32)
+    read = precoded.read_encoded(io.BytesIO(then_none.tobytes()).readinto, (9,), np.float32,
+                                 "test")
+    assert isinstance(read, np.ndarray)
+    np.testing.assert_array_equal(read, then_none)

@@ -185,14 +185,17 @@ def _encode_releasing(plan, encoding):
     """``{name: codes}`` of every source split (all in memory) under
     ``encoding``, the smallest split first, each split's floats released as
     soon as it is encoded: the floats and the codes of every split are never
-    all held at once (MNIST's 220 MB of floats and 55 MB of codes). Where a
+    all held at once (MNIST's 220 MB of floats and 55 MB of codes); a split
+    read as codes under ``encoding`` gives them as they are. Where a
     split does not fit, the splits already encoded get their floats back,
     decoded from their codes (exact: each code was checked to give its value
     back), and the :class:`EncodingError` is raised for the next candidate."""
     done = {}
     try:
         for name, split in sorted(plan.sources.items(), key=lambda item: item[1].count):
-            done[name] = encode(split.images(), encoding, name=f"{plan.name_of(name)} images")
+            codes = split.codes_under(encoding)  # (read as these codes: no floats made)
+            done[name] = codes if codes is not None else encode(
+                split.images(), encoding, name=f"{plan.name_of(name)} images")
             split.release()
     except EncodingError:
         for name, codes in done.items():

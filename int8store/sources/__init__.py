@@ -20,6 +20,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from ..codes.precoded import Precoded
 from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 
 __all__ = ["Split", "SourceData", "read_source", "check_source_options"]
@@ -55,6 +56,7 @@ class Split:
         self._read_chunks = read_chunks
         self._read_rows = read_rows
         self._array = None  # the images, when they are already one array in memory
+        self._precoded = None  # or their codes (codes.precoded.Precoded), when read so
         self.origin = origin
         if self.labels.ndim != 1:
             raise SourceFormatError(
@@ -83,6 +85,10 @@ class Split:
             split = cls(name, labels, images.shape[1:], images.dtype, None, origin)
             split._array = images  # read through _array, so release() frees it
             return split
+        if isinstance(images, Precoded):  # float images, held as the codes they were read as
+            split = cls(name, labels, images.shape[1:], images.dtype, None, origin)
+            split._precoded = images
+            return split
         return cls(name, labels, images.shape[1:], images.dtype,
                    lambda rows: (images[i:i + rows] for i in range(0, len(images), rows)),
                    origin)
@@ -97,14 +103,20 @@ class Split:
 
     @property
     def in_memory(self):
-        """Whether the images are one array in memory (not streamed from a file)."""
-        return self._array is not None
+        """Whether the images are one array in memory (not streamed from a
+        file), or the codes they were read as."""
+        return self._array is not None or self._precoded is not None
 
     @property
     def random_access(self):
         """Whether :meth:`rows` reads examples in any order at the cost of
         reading them in order (an array in memory, image files one by one)."""
-        return self._array is not None or self._read_rows is not None
+        return self.in_memory or self._read_rows is not None
+
+    def codes_under(self, encoding):
+        """The images' int8 codes under ``encoding`` where they were read as
+        them (:mod:`int8store.codes.precoded`), else None."""
+        return None if self._precoded is None else self._precoded.codes_under(encoding)
 
     def rows(self, indices):
         """The images at ``indices`` (int array), in that order; only for a
@@ -112,18 +124,23 @@ class Split:
         indices = np.asarray(indices, dtype=np.int64)
         if self._array is not None:
             return self._array[indices]
+        if self._precoded is not None:
+            return self._precoded.decoded(indices)
         if self._read_rows is None:
             raise SourceFormatError(f"{self.origin}: split {self.name!r} is read in its order only")
         return self._read_rows(indices)
 
     def _chunks_of_array(self, rows):
+        if self._array is None:  # (codes: each chunk decoded)
+            precoded = self._precoded
+            return (precoded.decoded(slice(i, i + rows)) for i in range(0, self.count, rows))
         array = self._array
         return (array[i:i + rows] for i in range(0, len(array), rows))
 
     def release(self):
         """Drop the images held in memory (after they were encoded); the split
         cannot be read again."""
-        self._array = None
+        self._array = self._precoded = None
         self._read_chunks = self._read_rows = None
 
     def hold(self, images):
@@ -134,7 +151,7 @@ class Split:
 
     def chunks(self, rows) -> Iterator[np.ndarray]:
         """The images, ``rows`` at a time; checks that there are ``count`` of them."""
-        if self._array is not None:
+        if self.in_memory:
             read_chunks = self._chunks_of_array
         elif self._read_chunks is not None:
             read_chunks = self._read_chunks
@@ -159,6 +176,8 @@ class Split:
         time, so that no chunk as large as the split is held beside it)."""
         if self._array is not None:
             return self._array
+        if self._precoded is not None:
+            return self._precoded.decoded()
         out = np.empty((self.count,) + self.image_shape, dtype=self.dtype)
         start = 0
         for chunk in self.chunks(max(1, IMAGES_CHUNK_BYTES // max(1, self.image_nbytes))):

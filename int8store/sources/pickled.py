@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import (SizeLimitError, SourceFormatError, UnsafePickleError, quoted,
                       shortened)
+from ..codes.precoded import Precoded
 from ..runtime.limits import AnnouncedBytes
 from . import SourceData, Split
 from .py2pickle import NDARRAY, check_state
@@ -253,14 +254,19 @@ def read_mnist_pickle(path):
         for role, array in zip(("images", "labels"), pair):
             # A list would be made into an array here: a few bytes of pickle can
             # repeat one array a million times.
-            if not isinstance(array, np.ndarray):
+            if not isinstance(array, (np.ndarray, Precoded)):
                 raise SourceFormatError(f"{path}: the {name} {role} are a "
                                         f"{type(array).__name__}, expected a numpy array")
-    splits = {name: Split.from_arrays(name, images, labels, str(path))
+    splits = {name: Split.from_arrays(name, images, _decoded(labels), str(path))
               for name, (images, labels) in zip(_SPLITS, content)}
     # The classic file holds flat 28x28 images.
     image_shape = (28, 28) if splits["train"].image_shape == (784,) else None
     return SourceData(splits, origin=str(path), image_shape=image_shape, keeps_order=True)
+
+
+def _decoded(array):
+    """Labels as the pickle held them (float labels were encoded as read)."""
+    return array.decoded() if isinstance(array, Precoded) else array
 
 
 def _read_python2_arrays(path):

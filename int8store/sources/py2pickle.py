@@ -7,6 +7,11 @@ for MNIST's training images). This reader interprets the same opcodes, but
 when a large string turns out to be an array's data it allocates the array
 and reads the data straight into it, a megabyte at a time.
 
+A large float array is read a block at a time and encoded as it comes
+(:func:`~int8store.codes.precoded.read_encoded`): it is given back as a
+:class:`~int8store.codes.precoded.Precoded` (its int8 codes) where an
+encoding holds it, and the floats are never all in memory.
+
 It understands the opcodes that numpy arrays, tuples and lists of protocol 2
 use and rebuilds numpy arrays and dtypes only; anything else raises
 :class:`Unsupported`, and the caller falls back on the restricted unpickler
@@ -18,6 +23,7 @@ import struct
 
 import numpy as np
 
+from ..codes.precoded import read_encoded
 from ..runtime.limits import AnnouncedBytes
 
 __all__ = ["read_arrays", "Unsupported"]
@@ -203,6 +209,10 @@ def _read_array(file, shape, dtype, fortran, size, origin):
     expected = math.prod(shape) * dtype.itemsize
     if size != expected:
         raise Unsupported(f"{size} bytes of data for an array of shape {shape} and {dtype}")
+    if dtype.kind == "f" and dtype.itemsize in (4, 8) and not fortran:
+        # Float pixels encoded as they are read (a Precoded, or the floats
+        # where no encoding holds them): never all the floats at once.
+        return read_encoded(file.readinto, shape, dtype, origin)
     array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
     flat = memoryview(array.reshape(-1, order="A")).cast("B")
     for start in range(0, size, _BLOCK):
