@@ -120,6 +120,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     ``valid_seed``, ``keep_order``, ``test_size``: the splits planned as
     ``convert`` and ``load_data`` plan them with these (a store's are its own)."""
     from .runtime.limits import memory_ceiling
+    from .sources import class_folder_trees
     from .store.atomic import atomic_output, check_not_a_source
 
     if not (isinstance(count, numbers.Integral) and count >= 1):
@@ -132,7 +133,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     if epoch != 0 and augmented is None:
         raise ArgumentError(f"epoch={epoch!r} (--epoch) chooses the epoch of an augmented "
                             "preview: give --augment and --augmented SEED too")
-    check_not_a_source(output, dataset, "show", "the grid")
+    check_not_a_source(output, dataset, "show", "the grid", class_folder_trees(dataset))
     if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
                             "stored); name it .png")
@@ -288,13 +289,15 @@ def _sampled(dataset, split, count, keys, resize, lossy=False, planning=None):
         from .sources import check_source_options
 
         check_source_options(path, "store", resize=resize, keys=keys)
-        cuts = [f"--{name.replace('_', '-')}" if name != "valid_seed" else "--seed"
-                for name in ("valid_size", "test_size", "valid_seed")
-                if planning.get(name) is not None]
-        if cuts:
-            raise ArgumentError(f"{path}: a store keeps the splits it was converted with; "
-                                f"{', '.join(cuts)} plan the splits of the sources convert "
-                                "reads: leave them out")
+        given = [f"--{name.replace('_', '-')}" if name != "valid_seed" else "--seed"
+                 for name in ("valid_size", "test_size", "valid_seed", "keep_order")
+                 if planning.get(name) not in (None, False)]
+        if given:
+            raise ArgumentError(f"{path}: a store keeps the splits and the order it was "
+                                f"converted with; {', '.join(given)} "
+                                f"{'plans' if len(given) == 1 else 'plan'} those of the sources "
+                                "convert reads: leave "
+                                f"{'it' if len(given) == 1 else 'them'} out")
         store = open_store(path)
         if split not in store.splits:
             raise ArgumentError(f"{path}: has no split {split!r}; it has "

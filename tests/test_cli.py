@@ -332,10 +332,20 @@ def test_nothing_is_written_inside_the_folder_it_is_made_from(tmp_path, capsys, 
             ".h5" if command == "convert" else ".png")), "--force"]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: {output.with_suffix('')}") and \
-            f"is inside {folder}, the folder it would" in err and "write it outside" in err, err
+            f"is inside {folder}, the tree of class folders it would" in err and \
+            "write it outside" in err, err
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
-    assert main([command, str(folder), "-o", str(tmp_path / ("t.h5" if command == "convert"
-                                                             else "t.png"))]) == 0
+    suffix = ".h5" if command == "convert" else ".png"
+    assert main([command, str(folder), "-o", str(tmp_path / ("t" + suffix))]) == 0
+    # (a hidden folder inside is not read: written there, nothing changes)
+    assert main([command, str(folder), "-o", str(folder / ".made" / ("t" + suffix))]) == 0
+    assert main([command, str(folder), "-o", str(tmp_path / ("u" + suffix))]) == 0
+    # A folder of IDX files reads its own files only: a store beside them is fine.
+    from archives import fake_mnist, write_mnist_idx_folder
+
+    idx = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    assert main([command, str(idx), "-o", str(idx / ("m" + suffix))]) == 0
+    assert main([command, str(idx), "-o", str(idx / ("n" + suffix))]) == 0
 
 
 @pytest.mark.graph_free

@@ -330,7 +330,7 @@ def test_the_c_estimate_counts_the_scratch_the_convolutions_keep(image_shape):
     step(*arguments)
     kept = sum(buffer.nbytes for buffer in vars(im2col._scratch_buffers).values())
     im2col._scratch_buffers.__dict__.clear()
-    assert in_c.scratch == kept > 0
+    assert in_c.scratch == kept > 0  # (40 images: one chunk, the planner's bound is exact)
 
 
 def test_budget_plans_no_batch_larger_than_the_tutorials_take(capsys):
@@ -474,10 +474,14 @@ def test_budget_on_an_accelerator_plans_with_xlas_own_figure(capsys, monkeypatch
 def test_budget_without_an_accelerator_says_what_a_gpu_adds(capsys, monkeypatch):
     """JAX mode on the CPU still plans with XLA's figure for the CPU (LeNet5's
     convolutions hold layout copies the graph does not show: the estimate is
-    0.88-0.93 of it), and says that a GPU adds more."""
+    0.87-0.96 of it), and says that a GPU adds more."""
     from int8store.memory import budget
 
     monkeypatch.setattr(budget, "accelerator", lambda: None)
+    if has_jax:  # (on a machine with a GPU, the CPU's XLA stands in here too)
+        import jax
+
+        monkeypatch.setattr(budget, "jax_device", lambda: jax.devices("cpu")[0])
     assert main(["budget", "--dataset", "digits", "--model", "lenet5", "--device-memory",
                  "1GB"]) == 0
     out = capsys.readouterr().out

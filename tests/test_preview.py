@@ -218,5 +218,9 @@ def test_a_preview_of_a_source_shows_the_split_convert_gives_with_the_same_optio
     assert main(["preview", str(tmp_path / "s.h5"), "-o", str(tmp_path / "x.png"),
                  "--valid-size", "5", "--seed", "2"]) == 2
     assert capsys.readouterr().err == (
-        f"error: {tmp_path / 's.h5'}: a store keeps the splits it was converted with; "
-        "--valid-size, --seed plan the splits of the sources convert reads: leave them out\n")
+        f"error: {tmp_path / 's.h5'}: a store keeps the splits and the order it was converted "
+        "with; --valid-size, --seed plan those of the sources convert reads: leave them out\n")
+    assert main(["preview", str(tmp_path / "s.h5"), "-o", str(tmp_path / "x.png"),
+                 "--keep-order"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "--keep-order plans those of the sources convert reads: leave it out\n")

@@ -187,6 +187,11 @@ def test_the_scratch_the_planner_counts_is_what_the_calls_keep(layout, n, c, o, 
             kept = {name: buffer.nbytes for name, buffer in vars(im2col._scratch_buffers).items()}
             assert kept == im2col.scratch_bytes(kind, img.shape, kern.shape, border_mode, subsample,
                                                 dtype), kind
+            # The planner's bound: never less, nor less for one image more.
+            bound, more = (im2col.scratch_bytes(kind, (m,) + img.shape[1:], kern.shape, border_mode,
+                                                subsample, dtype, bound=True) for m in (n, n + 1))
+            assert all(bound.get(name, 0) >= size for name, size in kept.items()), kind
+            assert sum(more.values()) >= sum(bound.values()), kind
         im2col._scratch_buffers.__dict__.clear()
 
 

@@ -615,3 +615,5 @@ def test_asking_for_more_devices_than_jax_sees_says_what_it_sees(monkeypatch):
             "devices=2: JAX sees 1 cpu device; XLA_FLAGS=--xla_force_host_platform_device_count=N, "
             "set before the run, splits the CPU into N") + "$"):
         data_mesh(2)
+    with pytest.raises(ArgumentError, match="^devices=0: ask for 1 device or more$"):
+        data_mesh(0)

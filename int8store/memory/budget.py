@@ -87,7 +87,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     device = accelerator() if mode == "jax" else None
     # XLA's own figure wherever JAX mode would compile the step: on a GPU it
     # counts the workspaces a graph cannot show; on the CPU, the layout copies
-    # of LeNet5's convolutions (the estimate is 0.88-0.93 of it there).
+    # of LeNet5's convolutions (the estimate is 0.87-0.96 of it there).
     compiled_for = jax_device() if mode == "jax" else None
     xla_device = compiled_for if compiled_for is not None and _xla_compiles(dtype) else None
     if xla_device is not None:  # the device's own figure: the table's

@@ -23,7 +23,7 @@ import numpy as np
 from ..codes.precoded import Precoded
 from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 
-__all__ = ["Split", "SourceData", "read_source", "check_source_options"]
+__all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees"]
 
 
 class Split:
@@ -292,6 +292,20 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     if kind == "store":  # (its magic already read: not again through read_hdf5)
         return reader("hdf5").read_store(path)
     return reader("hdf5").read_hdf5(path, keys)
+
+
+def class_folder_trees(dataset):
+    """The folders among ``dataset`` (a path, or several) read as trees of
+    class folders, where every file not hidden must be an image: a file
+    written there would become part of the source."""
+    from importlib import import_module
+
+    def reader(name):
+        return import_module(f".{name}", __name__)
+
+    paths = dataset if isinstance(dataset, (list, tuple)) else [dataset]
+    return [Path(p) for p in paths if isinstance(p, (str, os.PathLike)) and Path(p).is_dir()
+            and _kind(p, None, reader)[0] == "image folder"]
 
 
 #: The options each kind of source takes (others are refused, not ignored).

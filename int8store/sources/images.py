@@ -89,9 +89,9 @@ def _folder_tree(folder):
                 if not entry.name.startswith("."):
                     identity = _folder_identity(os.path.join(folder, name))
                     if identity in seen:
-                        again = f"{folder}/{seen[identity]}" if seen[identity] else folder
+                        link, other = _link_first(folder, name, seen[identity])
                         raise SourceFormatError(
-                            f"{folder}/{name}: leads to {again} again (a symbolic link): its "
+                            f"{link}: leads to {other} again (a symbolic link): its "
                             "images would be read twice, or forever; remove the link")
                     seen[identity] = name
                     subfolders.append((name, depth + 1))
@@ -110,6 +110,16 @@ def _folder_tree(folder):
             raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
 
     return _Tree(str(folder), names, read, separator="/", folders=folders)
+
+
+def _link_first(folder, name, seen):
+    """``(link, the other)`` of two names of one folder inside ``folder``:
+    the one that is a symbolic link first (the one met second, when the
+    first met is the link: ``ant -> cat`` sorts before ``cat``)."""
+    paths = [f"{folder}/{name}", f"{folder}/{seen}" if seen else str(folder)]
+    if not os.path.islink(paths[0]) and os.path.islink(paths[1]):
+        paths.reverse()
+    return paths
 
 
 def _folder_identity(path):

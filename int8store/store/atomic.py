@@ -37,24 +37,28 @@ def was_published(path):
     return os.path.abspath(path) in _published
 
 
-def check_not_a_source(path, sources, verb, made):
+def check_not_a_source(path, sources, verb, made, trees=()):
     """Refuse to write ``path`` where it is the file of one of ``sources``
-    (one, or a list), or inside a folder among them, ``--force`` or not:
-    ``made`` (the grid, the store) would replace the data it is made from
-    (``verb``: what is done to it), or become part of it (a tree of class
-    folders would then hold a file that is not an image)."""
+    (one, or a list), or inside one of ``trees`` (the folders among them
+    read as trees of class folders, where every file not hidden must be an
+    image), ``--force`` or not: ``made`` (the grid, the store) would replace
+    the data it is made from (``verb``: what is done to it), or become part
+    of it."""
     for source in sources if isinstance(sources, (list, tuple)) else [sources]:
         source = Path(str(source))
         if source.is_file() and Path(path).is_file() and os.path.samefile(source, path):
             raise ArgumentError(f"{path}: is the source it would {verb}; {made} would replace "
                                 "it (--force too): name another file")
-        if source.is_dir():
-            folder = os.path.realpath(source)
-            written = os.path.join(os.path.realpath(Path(path).parent), Path(path).name)
-            if os.path.commonpath([folder, written]) == folder:
-                raise ArgumentError(f"{path}: is inside {source}, the folder it would {verb}; "
-                                    f"{made} would become part of it: write it outside that "
-                                    "folder")
+    for tree in trees:
+        folder = os.path.realpath(tree)
+        written = os.path.join(os.path.realpath(Path(path).parent), Path(path).name)
+        if os.path.commonpath([folder, written]) != folder:
+            continue
+        inside = Path(os.path.relpath(written, folder)).parts
+        if not any(part.startswith(".") or part == "__MACOSX" for part in inside):
+            raise ArgumentError(f"{path}: is inside {tree}, the tree of class folders it would "
+                                f"{verb}; {made} would become part of it: write it outside "
+                                "that folder")
 
 
 def check_can_write(path, force=False):

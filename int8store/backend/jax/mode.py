@@ -25,12 +25,14 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 * on Aesara, a function's program can write the updates of the variables
   :func:`~.device.keep_on_device` names back as ``jax.Array``s
   (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy;
-* on Aesara, a shared variable of no static shape (a classic tutorial's
-  ``W = shared(numpy.zeros((n_in, n_out)))``) is read through the shape of
-  its value at compile time (:class:`SharedShapes`): Aesara's JAX
-  conversions compute its shape inside the traced program otherwise, where
-  JAX refuses it as an array's size (a gradient's ``Alloc``). A later value
-  of another shape is refused before the call, naming the variable.
+* on Aesara, a shared variable the function updates that has no static
+  shape (a classic tutorial's ``W = shared(numpy.zeros((n_in, n_out)))``)
+  is read through the shape of its value at compile time
+  (:class:`SharedShapes`): Aesara's JAX conversions compute its shape
+  inside the traced program otherwise, where JAX refuses it as an array's
+  size (a gradient's ``Alloc``). A later value of another shape is refused
+  before the call, naming the variable. Shared inputs the function does not
+  update (data swapped for chunks of other sizes) are left as they are.
 """
 
 import threading
@@ -109,21 +111,27 @@ class SharedShapes:
             held = tuple(getattr(values[position], "shape", ()))
             if held != shape:
                 raise ArgumentError(f"{name}: the function was compiled in JAX mode for its value "
-                                    f"of shape {shape}; it now holds one of shape {held}: compile "
-                                    "the function again")
+                                    f"of shape {shape}; it now holds one of shape {held}: JAX "
+                                    "mode on Aesara compiles for the shapes of the variables a "
+                                    "function updates, so compile the function again after "
+                                    "giving one another shape")
 
 
 def specify_shared_shapes(fgraph):
-    """Read each shared input of ``fgraph`` that has no static shape through a
-    ``SpecifyShape`` of its value's shape (recorded on the graph for
-    :class:`SharedShapes`)."""
+    """Read each shared input of ``fgraph`` that the function updates (a
+    parameter) and that has no static shape through a ``SpecifyShape`` of its
+    value's shape (recorded on the graph for :class:`SharedShapes`). Other
+    shared inputs (data a user swaps for a chunk of another size) are left
+    as they are: JAX compiles again for a new shape."""
     api = activate()
     SharedVariable = api.module("compile.sharedvalue").SharedVariable
     specify_shape = api.module("tensor.shape").specify_shape
+    updated = {fgraph.inputs[i] for i in (getattr(fgraph, "update_mapping", None) or {}).values()}
     specified = {}
     for variable in list(fgraph.inputs):
         static = getattr(variable.type, "shape", None)
-        if not isinstance(variable, SharedVariable) or static is None or None not in static:
+        if not isinstance(variable, SharedVariable) or variable not in updated \
+                or static is None or None not in static:
             continue
         clients = [(node, i) for node, i in fgraph.clients[variable] if node != "output"]
         shape = tuple(int(n) for n in getattr(variable.get_value(borrow=True), "shape", ()))

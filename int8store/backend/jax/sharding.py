@@ -56,7 +56,9 @@ def data_mesh(devices):
     if devices == "all":
         chosen = available
     elif isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        if not 1 <= devices <= len(available):
+        if devices < 1:
+            raise ArgumentError(f"devices={devices}: ask for 1 device or more")
+        if devices > len(available):
             raise ArgumentError(f"devices={devices}: {_seen(available)}")
         chosen = available[:devices]
     else:

@@ -177,11 +177,12 @@ class _Conv2dBase(Op):
 
     def scratch_bytes(self, node, input_shapes, output_shapes):
         """``{buffer: bytes}`` of scratch that ``perform`` takes and this thread keeps
-        between calls, for these shapes (the memory planner's; see im2col)."""
+        between calls, for these shapes or fewer images (the memory planner's
+        bound; see im2col)."""
         kind, images, kernel = self._numerics
         shapes = {"input": input_shapes, "output": output_shapes}
         return scratch_bytes(kind, shapes[images[0]][images[1]], shapes[kernel[0]][kernel[1]],
-                             self.border_mode, self.subsample, node.outputs[0].dtype)
+                             self.border_mode, self.subsample, node.outputs[0].dtype, bound=True)
 
 
 class Conv2d(_Conv2dBase):

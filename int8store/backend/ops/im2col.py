@@ -88,13 +88,16 @@ def _chunks(n, bytes_per_image):
 
 
 def scratch_bytes(kind, images_shape, kernel_shape, border_mode="valid", subsample=(1, 1),
-                  dtype="float64"):
+                  dtype="float64", bound=False):
     """``{buffer: bytes}`` of the scratch buffers one call of ``kind`` takes
     and the thread keeps after it: ``"forward"`` (:func:`conv2d_forward`),
     ``"weights"`` (:func:`conv2d_grad_weights`) or ``"inputs"``
     (:func:`conv2d_grad_inputs`), for NCHW ``images_shape`` and OIHW
-    ``kernel_shape``. The memory planner counts them beside a step's own
-    buffers (a test holds this to what the calls leave)."""
+    ``kernel_shape`` (a test holds this to what the calls leave). With
+    ``bound``, the most a call of this many images or fewer takes, in
+    either layout: what the memory planner counts beside a step's own
+    buffers, never less for a larger batch (balanced chunks are not: 69
+    images go as one chunk, 70 as two of 35)."""
     dtype = np.dtype(dtype)
     n, c, rows, cols = (int(s) for s in images_shape)
     o, _, kh, kw = (int(s) for s in kernel_shape)
@@ -106,16 +109,20 @@ def scratch_bytes(kind, images_shape, kernel_shape, border_mode="valid", subsamp
         raise ValueError(f"kind={kind!r}: expected one of {', '.join(returns_at_once)}")
     if returns_at_once[kind]:
         return {}
-    layout = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad)
-    chunk = max(stop - start for start, stop in _chunks(
-        n, _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)))
+    image_bytes = _image_bytes(c, o, kh, kw, rows, cols, out_rows, out_cols, pad, dtype)
+    # The bound: the largest chunk of n images or fewer. (The layout needs no
+    # bound: both its costs are linear in the images, so "chwn", once chosen,
+    # stays chosen for more.)
+    chunk = min(n, max(1, _CHUNK_BYTES // max(image_bytes, 1))) if bound else \
+        max(stop - start for start, stop in _chunks(n, image_bytes))
+    chwn = _layout(n, c, rows, cols, o, kh, kw, out_rows, out_cols, subsample, pad) == "chwn"
     positions = chunk * out_rows * out_cols
     counts = {"im2col": c * kh * kw * positions}
-    if kind == "inputs" or any(pad) or layout != "cnhw":  # (else the images go as they are)
+    if kind == "inputs" or any(pad) or chwn:  # (else the images go as they are)
         counts["images"] = c * chunk * (rows + 2 * pad[0]) * (cols + 2 * pad[1])
     if kind == "forward":
         counts["product"] = o * positions
-    if kind == "inputs" or (kind == "weights" and layout == "chwn"):
+    if kind == "inputs" or (kind == "weights" and chwn):
         counts["positions"] = o * positions
     return {name: count * dtype.itemsize for name, count in counts.items()}
 
