@@ -155,6 +155,7 @@ def _itemsize(variable):
 
 
 _ESTIMATES = {}
+_XLA_FIGURES = {}  # (the device and JAX's 64-bit mode in the key)
 
 
 def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32", mode="jax"):
@@ -210,13 +211,18 @@ def xla_step_memory(model, batch_size, image_shape, n_classes=10, dtype="float32
 
     jax = require_jax()
     model_memory(model, batch_size, image_shape, n_classes, dtype)  # (the arguments checked)
-    graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes), dtype)
-    step = activate().function(graph.inputs, graph.outputs, mode=function_mode("jax"))
-    shapes = [jax.ShapeDtypeStruct(v.type.shape, v.type.dtype) for v in graph.inputs]
-    analysis = step.maker.linker.jitted.lower(*shapes).compile().memory_analysis()
-    return StepMemory(analysis.argument_size_in_bytes,
-                      analysis.output_size_in_bytes - analysis.alias_size_in_bytes,
-                      analysis.temp_size_in_bytes)
+    key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype,
+           str(jax.devices()[0]), bool(jax.config.jax_enable_x64))
+    if key not in _XLA_FIGURES:  # (a compilation each: a second or more)
+        graph = build_step(model, int(batch_size), tuple(image_shape), int(n_classes), dtype)
+        step = activate().function(graph.inputs, graph.outputs, mode=function_mode("jax"))
+        shapes = [jax.ShapeDtypeStruct(v.type.shape, v.type.dtype) for v in graph.inputs]
+        analysis = step.maker.linker.jitted.lower(*shapes).compile().memory_analysis()
+        _XLA_FIGURES[key] = StepMemory(analysis.argument_size_in_bytes,
+                                       analysis.output_size_in_bytes
+                                       - analysis.alias_size_in_bytes,
+                                       analysis.temp_size_in_bytes)
+    return _XLA_FIGURES[key]
 
 
 def jax_device():
