@@ -76,6 +76,11 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     part = batch_size // devices
     if device_bytes is None:
         budget, where = device_memory() if mode == "jax" else host_memory()
+        if budget is None and mode == "jax" and jax_device() is not None:
+            # JAX on the CPU: the device's memory is this machine's.
+            budget, _ = host_memory()
+            where = where if budget is None else ("this machine's memory, where JAX runs here; "
+                                                  "--device-memory to plan for a GPU")
         if budget is None:
             raise ArgumentError(f"{where}")
     else:
