@@ -150,8 +150,7 @@ def test_the_classic_pickle_is_read_straight_into_its_arrays(tmp_path, monkeypat
     from int8store.codes import precoded
 
     monkeypatch.setattr(py2pickle, "_STREAMED", streamed)  # 16: every array's data streams
-    monkeypatch.setattr(py2pickle, "_BLOCK", 7)  # blocks that split every value
-    monkeypatch.setattr(precoded, "BLOCK_BYTES", 7)  # (the floats' too)
+    monkeypatch.setattr(precoded, "BLOCK_BYTES", 7)  # reads that split every value
     content = fake_mnist_pickle_content(n=(9, 4, 5), width=12)
     raw = python2_pickle(content)
     with io.BytesIO(raw) as f:

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import EncodingError
 from .encoding import encode, float_candidates, new_codes
 
-__all__ = ["Precoded", "read_encoded"]
+__all__ = ["Precoded", "read_encoded", "read_into"]
 
 #: Values read and encoded at a time.
 BLOCK_BYTES = 1 << 20
@@ -68,7 +68,7 @@ def read_encoded(readinto, shape, dtype, where):
     chosen, done = 0, 0
     while done < count:
         values = block[:min(len(block), count - done)]
-        _read_exactly(readinto, values, where)
+        read_into(readinto, values, where)
         while True:
             try:
                 codes[done:done + len(values)] = encode(values, candidates[chosen])
@@ -113,12 +113,14 @@ def _read_as_floats(readinto, codes, encoding, values, shape, dtype, where):
         flat[start:start + len(piece)] = encoding.decode(piece, dtype)
     del codes
     flat[done:done + len(values)] = values
-    _read_exactly(readinto, flat[done + len(values):], where)
+    read_into(readinto, flat[done + len(values):], where)
     return floats
 
 
-def _read_exactly(readinto, array, where):
-    """Fill ``array`` from ``readinto`` (a short read is not the end)."""
+def read_into(readinto, array, where):
+    """Fill ``array`` (contiguous) from ``readinto``, :data:`BLOCK_BYTES` at a
+    time (a short read is not the end); EOFError naming ``where`` if the
+    data ends first."""
     view = memoryview(array.reshape(-1)).cast("B")
     got = 0
     while got < len(view):

@@ -23,14 +23,13 @@ import struct
 
 import numpy as np
 
-from ..codes.precoded import read_encoded
+from ..codes.precoded import read_encoded, read_into
 from ..runtime.limits import AnnouncedBytes
 
 __all__ = ["read_arrays", "Unsupported"]
 
 # Strings at least this long that are an array's data are read into the array.
 _STREAMED = 1 << 20
-_BLOCK = 1 << 20
 # The longest line read (a global's module or name: numpy's are short).
 _MOST_LINE = 256
 
@@ -214,16 +213,7 @@ def _read_array(file, shape, dtype, fortran, size, origin):
         # where no encoding holds them): never all the floats at once.
         return read_encoded(file.readinto, shape, dtype, origin)
     array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
-    flat = memoryview(array.reshape(-1, order="A")).cast("B")
-    for start in range(0, size, _BLOCK):
-        got = file.readinto(flat[start:start + _BLOCK])
-        while got and got < len(flat[start:start + _BLOCK]):  # a short read is not the end
-            more = file.readinto(flat[start + got:start + _BLOCK])
-            if not more:
-                break
-            got += more
-        if got != len(flat[start:start + _BLOCK]):
-            raise EOFError(f"{origin}: the file is truncated: it ends in the middle of the data")
+    read_into(file.readinto, array.reshape(-1, order="A"), origin)  # (a view: memory's order)
     return array
 
 
