@@ -177,10 +177,10 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         if folder:
             raise ArgumentError(f"{option} {_named(path, folder)}: a folder; expected the .npz "
                                 f"file {what}, e.g. {os.path.join(folder, example)}")
-    if resume and not os.path.exists(npz_path(resume)) and os.path.isfile(str(resume)):
-        raise ArgumentError(f"--resume {resume}: not a checkpoint: a run's --checkpoint writes "
-                            f".npz files (this one would be {npz_path(resume)})")
     if resume and not os.path.exists(npz_path(resume)):
+        if os.path.isfile(str(resume)):
+            raise ArgumentError(f"--resume {resume}: not a checkpoint: a run's --checkpoint "
+                                f"writes .npz files (this one would be {npz_path(resume)})")
         raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
                             "expected the .npz file a run's --checkpoint wrote, or no --resume "
                             "to start afresh")

@@ -100,8 +100,9 @@ class SharedShapes:
 
     def __init__(self, fgraph):
         specified = getattr(fgraph, "int8store_shared_shapes", {})
-        self.expected = [(fgraph.inputs.index(v), shape, v.name or f"input {fgraph.inputs.index(v)}")
-                         for v, shape in specified.items() if v in fgraph.inputs]
+        positions = {v: i for i, v in enumerate(fgraph.inputs)}
+        self.expected = [(positions[v], shape, v.name or f"input {positions[v]}")
+                         for v, shape in specified.items() if v in positions]
 
     def __bool__(self):
         return bool(self.expected)
