@@ -291,7 +291,11 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
             f"an eighth of the memory ceiling ({describe_bytes(limit)}, --max-memory), and "
             f"{describe_bytes(budget)} holds no example of {row_bytes + 4:,} bytes: raise the "
             "ceiling, or give the shards' size")
-    size = fitting_shard_size(budget, row_bytes, batch_size)
+    # A batch larger than the smallest split comes down to that split's size
+    # (Run's cut); sized for the larger batch, the shards would hold one
+    # minibatch and a remainder no minibatch reads.
+    smallest = min(source.n_examples for source in sources.values())
+    size = fitting_shard_size(budget, row_bytes, max(1, min(batch_size, smallest)))
     train = sources["train"]
     mean, per_channel = normalization_statistics(normalize, encoding, train.code_counts,
                                                  train.channel_code_counts)
@@ -332,9 +336,11 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         default prefetch) and the others' one each stay within three
         quarters of it.
     batch_size : int
-        Shards hold whole minibatches of this size. If a split is smaller,
-        or not even one minibatch fits in a shard, the batch size must come
-        down to ``min(s.shard_size for s in streams)``: ``report`` says so.
+        Shards hold whole minibatches of this size, or of the smallest
+        split's size where that is less (the batch size must then come down
+        to it). If not even one minibatch fits in a shard, the batch size
+        must come down to ``min(s.shard_size for s in streams)``: ``report``
+        says so.
     seed : int, optional
         Shuffle the training split's shards and their examples each epoch
         (the validation and test splits keep their order).

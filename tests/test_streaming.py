@@ -245,6 +245,27 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
     assert worker_threads() == []
 
 
+def test_shards_are_sized_for_the_batch_cut_to_the_smallest_split(capsys):
+    """The default batch (600) is cut to the 300 examples of the smallest
+    split; shards sized for 600 held 400 examples, one minibatch and 100
+    that no minibatch read (the trial's fifth of the training set unseen)."""
+    import logistic_sgd
+
+    common = ["--dataset", "digits", "--epochs", "3", "--save-model", ""]
+    assert logistic_sgd.main(common + ["--max-device-bytes", str(400 * (64 + 4))]) == 0
+    streamed = capsys.readouterr().out
+    assert "train: 1197 examples streamed in 4 shards of 300 examples" in streamed
+    assert logistic_sgd.main(common) == 0
+    resident = capsys.readouterr().out
+    for out in (streamed, resident):
+        assert "batch size 600 is larger than a split of 300 examples: using 300" in out
+
+    def errors(out):
+        return [line for line in out.splitlines() if "error" in line]
+
+    assert errors(streamed) == errors(resident) and "minibatch 3/3" in errors(streamed)[0]
+
+
 def test_switching_epochs_while_reading_ahead_never_loses_a_buffer():
     """Shards read ahead for the next epoch, some still being read, are given
     back when another epoch is asked for: the buffers never run out."""
