@@ -215,14 +215,26 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         images = read_source(source).splits["train"].images()
         assert images.shape == (3, 16, 16, 3)
         np.testing.assert_array_equal(images[0], np.repeat(ramp[..., None], 3, -1))
-    # A true grey image beside colour ones is refused, as before, naming the
-    # colour image (not the GIF of greys that came first).
+    # A true grey image (L, 1-bit), first or after colour ones, is colour in
+    # such a set too (torchvision's ImageFolder and Keras read it so), in a
+    # folder and in a tar; a CMYK JPEG is colour as Pillow converts it.
     _save(tmp_path / "mixed" / "a" / "0.gif", greys[0])
     _save(tmp_path / "mixed" / "b" / "grey.png", greys[0])
     _save(tmp_path / "mixed" / "c" / "colour.png", colour)
-    with pytest.raises(SourceFormatError, match=r"b/grey\.png: is 6x5 grey but \S*c/colour\.png "
-                                                r"is 6x5 colour; all images must share"):
-        read_source(tmp_path / "mixed").splits["train"].images()
+    for folder in ("d", "e"):
+        (tmp_path / "mixed" / folder).mkdir()
+    Image.fromarray(greys[0] > 0).save(tmp_path / "mixed" / "d" / "1-bit.png")
+    Image.fromarray(colour).convert("CMYK").save(tmp_path / "mixed" / "e" / "cmyk.jpg")
+    tar_folder(tmp_path / "mixed", tmp_path / "mixed.tar")
+    for source in (tmp_path / "mixed", tmp_path / "mixed.tar"):
+        images = read_source(source).splits["train"].images()
+        assert images.shape == (5, 6, 5, 3)
+        for at, grey in ((0, greys[0]), (1, greys[0]), (3, np.where(greys[0] > 0, 255, 0))):
+            np.testing.assert_array_equal(images[at], np.repeat(grey[..., None], 3, -1))
+        np.testing.assert_array_equal(images[2], colour)
+        cmyk = Image.open(tmp_path / "mixed" / "e" / "cmyk.jpg")
+        assert cmyk.mode == "CMYK" and Image.open(tmp_path / "mixed" / "d" / "1-bit.png").mode == "1"
+        np.testing.assert_array_equal(images[4], np.asarray(cmyk.convert("RGB")))
     # A palette's transparent pixels are refused, grey or not.
     _save(tmp_path / "clear" / "a" / "0.gif", greys[0], transparency=40)
     with pytest.raises(SourceFormatError, match="has transparent pixels"):
@@ -420,10 +432,22 @@ def test_non_image_file_in_a_class_folder(tmp_path, capsys):
     root = tmp_path / "imgs"
     write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])
     (root / "1" / "notes.txt").write_text("hello")
-    (root / "1" / ".DS_Store").write_bytes(b"\x00")  # hidden files are skipped
+    (root / "1" / ".DS_Store").write_bytes(b"\x00")  # hidden files are skipped,
+    (root / "0" / "Thumbs.db").write_bytes(b"\xd0\xcf")  # and what Windows leaves
+    (root / "desktop.ini").write_text("[.ShellClassInfo]")
     out = tmp_path / "m.h5"
     assert_refused(capsys, ["convert", root, "-o", out], root / "1" / "notes.txt",
                    "not an image file", output=out)
+    (root / "1" / "notes.txt").unlink()
+    assert read_source(root).splits["train"].images().shape == (2, 3, 3)
+
+
+def test_an_empty_image_file_is_named_empty(tmp_path, capsys):
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])
+    (root / "1" / "empty.png").write_bytes(b"")
+    assert_refused(capsys, ["convert", root, "-o", tmp_path / "m.h5"], root / "1" / "empty.png",
+                   "cannot read this image: the file is empty (0 bytes)", output=tmp_path / "m.h5")
 
 
 def test_unreadable_png(tmp_path, capsys):

@@ -26,6 +26,7 @@ from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_
                       write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
 from int8store import EncodingError, SourceFormatError, load_splits, open_store
 from int8store.cli import main
+from int8store.sources import read_source
 
 pytestmark = pytest.mark.graph_free
 
@@ -432,14 +433,17 @@ def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path
     assert open_store(tmp_path / "s.h5").splits["test"] == 4
 
 
-def test_images_of_another_colour_are_not_told_to_resize(tmp_path, capsys):
+def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_to_resize(
+        tmp_path, capsys):
     from PIL import Image
 
     root = image_folder(tmp_path)
-    Image.fromarray(np.zeros((3, 3, 3), np.uint8)).save(root / "dog" / "colour.png")
-    err = refused(tmp_path, capsys, [root], "is 3x3 colour but", "share a size and colour")
-    assert "resize" not in err
-    Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "colour.png")
+    Image.fromarray(np.full((3, 3, 3), [9, 99, 199], np.uint8)).save(root / "dog" / "colour.png")
+    images = read_source(root).splits["train"].images()  # (the grey in each channel)
+    assert images.shape == (5, 3, 3, 3) and sorted({tuple(p) for p in images.reshape(-1, 3)}) \
+        == [(0, 0, 0), (9, 99, 199)]
+    (root / "dog" / "colour.png").unlink()
+    Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "tall.png")
     refused(tmp_path, capsys, [root], "is 5x3 grey but", "int8store convert --resize HxW")
 
 

@@ -6,13 +6,16 @@ Layouts (after descending into a single wrapping folder):
 * ``SPLIT/CLASS/IMAGE`` with ``SPLIT`` in train/valid/validation/val/test (any case).
 
 Labels number the class folders in sorted name order; the names are kept as
-label names. Images are decoded by Pillow: grayscale stays one channel
-(``rows x cols``), colour keeps three (``rows x cols x 3``); a palette of
-greys (a GIF has no grey mode) is grey, or colour in a set of colour images.
-All images must share a size unless a resize is asked for. Hidden files (``.DS_Store``) are
-skipped; any other non-image file is an error, as is an unreadable image, a
-class folder without an image (the classes after it would be numbered
-otherwise) and a file an archive holds twice.
+label names. Images are decoded by Pillow: a set of grey images (a palette
+of greys included: a GIF has no grey mode) stays one channel (``rows x
+cols``); a set with a colour image keeps three (``rows x cols x 3``), its
+grey images the grey in each channel, as torchvision's ``ImageFolder`` and
+Keras read them. All images must share a size unless a resize is asked for.
+Hidden files (``.DS_Store``) and the thumbnail caches and settings Windows
+leaves in folders (``Thumbs.db``, ``desktop.ini``) are skipped; any other
+non-image file is an error, as is an unreadable image, a class folder
+without an image (the classes after it would be numbered otherwise) and a
+file an archive holds twice.
 
 An image file is read only if its length (which a zip or tar member announces
 before its bytes) is within :func:`largest_image_file` and the memory ceiling,
@@ -239,9 +242,13 @@ def _split_layout_at(files, depth):
                for _, parts in files)
 
 
+# What an operating system leaves in folders of images, besides hidden files.
+_SYSTEM_FILES = {"__MACOSX", "thumbs.db", "ehthumbs.db", "desktop.ini"}
+
+
 def _is_hidden(parts):
     # "." is not hidden: `tar czf a.tar.gz .` names every member ./CLASS/IMAGE.
-    return any((p.startswith(".") and p != ".") or p == "__MACOSX" for p in parts)
+    return any((p.startswith(".") and p != ".") or p.lower() in _SYSTEM_FILES for p in parts)
 
 
 def _is_decoded(name):
@@ -302,9 +309,9 @@ def _read_tree(tree, resize):
         order = {n: i for i, n in enumerate(tree.names)}
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
-    reference, either = decoded(_read_one(tree, first), tree.where(first), resize)
-    if either:  # (grey or colour: the set is grey only if all its images are)
-        in_colour_first = _first_in_colour(tree, [n for _, _, n in entries])
+    reference = decoded(_read_one(tree, first), tree.where(first), resize)
+    if reference.ndim == 2:  # (the set is grey only if all its images are)
+        in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:
             reference, first = in_colour(reference), in_colour_first
     splits = {}
@@ -372,14 +379,14 @@ def _read_one(tree, name):
 
 def _first_in_colour(tree, names):
     """The first of the images ``names`` in colour (a GIF of greys is not),
-    or None: when the first image is a GIF of greys, the set is grey only if
-    all are, which takes reading them (a tar once more) before their pixels
+    or None: when the first image is grey, the set is grey only if all are,
+    which takes reading their headers (a tar once more) before their pixels
     are kept."""
     items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
     with contextlib.closing(items):
         for name, data in items:
             colour = in_colour_by_header(data)
-            if colour or (colour is None and decoded(data, tree.where(name))[0].ndim == 3):
+            if colour or (colour is None and decoded(data, tree.where(name)).ndim == 3):
                 return name
     return None
 
