@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from .codes.histogram import channel_code_counts, channels_of, code_counts
-from .codes.statistics import normalization_statistics
+from .codes.statistics import normalization_statistics, scale_notice
 from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 from .errors import ArgumentError, SourceFormatError
 from .order.shuffle import check_seed
@@ -166,6 +166,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             streams = _streamed(dataset, opened, caller, normalize, dtype, mode,
                                 max_device_bytes, batch_size, seed, prefetch, workers, report,
                                 cache_dir, valid_size, valid_seed, lossy, keep_order, test_size)
+            _say_if_not_scaled(streams["train"], dataset, normalize, report)
             keep_large_blocks()
             return streams
         if several and store is not None:  # each process reads its own devices' rows
@@ -185,8 +186,18 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
                             devices)
     if seed is not None:
         splits["train"] = splits["train"].shuffle(seed)
+    _say_if_not_scaled(splits["train"], dataset, normalize, report)
     keep_large_blocks()  # (each step's large buffers reused, as after the classic loader)
     return splits
+
+
+def _say_if_not_scaled(train, dataset, normalize, report):
+    """Say (``report``, else stderr) when the images keep values far from
+    pixels' scale (:func:`~int8store.codes.statistics.scale_notice`)."""
+    origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else "the data"
+    line = scale_notice(getattr(train, "encoding", None), origin, normalize)
+    if line is not None:
+        (report or (lambda text: print(text, file=sys.stderr)))(line)
 
 
 def _quiet(seed):

@@ -136,3 +136,24 @@ def test_the_public_names_examples_run_as_a_user_would_paste_them(tmp_path, monk
             assert result.failed == 0, f"{name}'s example failed as pasted"
             ran.append(name)
     assert {"load_data", "StreamingSplit", "quantize"} <= set(ran)
+
+
+def test_images_far_from_pixel_scale_are_said_once_and_pixels_are_not(tmp_path, capsys):
+    # (uint16 levels and floats 0..255 were kept as given and trained at chance, silently)
+    rng = np.random.default_rng(0)
+    levels = rng.integers(0, 256, (30, 4, 4))
+    labels = np.arange(30) % 3
+    for name, images in (("u16", levels * 257), ("f255", levels.astype(np.float32)),
+                         ("u8", levels.astype(np.uint8)), ("unit", levels / 255)):
+        np.savez(tmp_path / f"{name}.npz", x_train=images, y_train=labels)
+        for normalize in ("unit", "standard"):
+            load_splits(tmp_path / f"{name}.npz", normalize=normalize)
+            err = capsys.readouterr().err
+            said = name in ("u16", "f255") and normalize == "unit"
+            assert ("not pixels in [0, 1)" in err) == said, (name, normalize, err)
+            if said:
+                high = levels.max() * (257 if name == "u16" else 1)
+                assert err.count("\n") == 1 and f"{name}.npz hold values {levels.min()} to {high}," in err
+    lines = []
+    load_splits(tmp_path / "u16.npz", report=lines.append, max_device_bytes=256, batch_size=2)
+    assert sum("not pixels in [0, 1)" in line for line in lines) == 1

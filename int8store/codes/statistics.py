@@ -6,12 +6,21 @@ Both come from histograms of the training split's int8 codes
 (:mod:`.histogram`): counted from codes in memory, or read from a store's
 manifest, which records them, so that a store streamed or spread over
 devices is not read through to normalize it.
+
+And whether the values a normalization leaves are on the scale the
+tutorials' learning rates were chosen for (:func:`scale_notice`).
 """
+
+import numpy as np
 
 from .channels import PER_CHANNEL, ChannelStatistics
 from .histogram import mean_of_code_counts
 
-__all__ = ["normalization_statistics"]
+__all__ = ["normalization_statistics", "scale_notice"]
+
+# Values larger than this are not pixels scaled to [0, 1), nor standardized
+# ones (MNIST standardized reaches 2.8): raw pixel values, 16-bit levels.
+_LARGEST_SCALED = 16
 
 
 def normalization_statistics(normalize, encoding, code_counts, channel_code_counts):
@@ -24,3 +33,18 @@ def normalization_statistics(normalize, encoding, code_counts, channel_code_coun
     per_channel = (ChannelStatistics.from_counts(channel_code_counts(), encoding)
                    if normalize in PER_CHANNEL else None)
     return mean, per_channel
+
+
+def scale_notice(encoding, origin, normalize):
+    """One line saying that ``origin``'s images keep values far beyond
+    [0, 1) under ``normalize`` (a codebook of their own values: uint16
+    levels, floats from 0 to 255), which train at chance with the
+    tutorials' learning rates; None where they do not."""
+    if encoding is None or not encoding.is_codebook or normalize not in ("unit", "none"):
+        return None
+    values = encoding.table(np.float64)
+    if np.abs(values).max() <= _LARGEST_SCALED:
+        return None
+    return (f"int8store: the images of {origin} hold values {values.min():g} to "
+            f"{values.max():g}, not pixels in [0, 1) as the tutorials' learning rates expect: "
+            "normalize='standard' (--normalize standard) centres and scales them")
