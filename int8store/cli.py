@@ -22,7 +22,7 @@ import shlex
 import signal
 import sys
 
-from .errors import Int8StoreError, shortened
+from .errors import ArgumentError, Int8StoreError, shortened
 from .memory.models import MODELS
 
 __all__ = ["main"]
@@ -37,13 +37,12 @@ def _valid(text):
 
 
 def _size(text):
+    from .sources.image_files import parsed_resize
+
     try:
-        rows, cols = (int(n) for n in text.lower().split("x"))
-        if rows < 1 or cols < 1:
-            raise ValueError
-    except ValueError:
+        return parsed_resize(text)
+    except ArgumentError:
         raise argparse.ArgumentTypeError(f"expected ROWSxCOLS such as 28x28, got {text!r}") from None
-    return rows, cols
 
 
 def _keys(text):

@@ -59,7 +59,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
     lossy : bool
         Quantize data int8 cannot hold exactly to 256 levels; the store's
         encoding records the largest error.
-    resize : (rows, cols), optional
+    resize : (rows, cols) or "ROWSxCOLS", optional
         Resize image files to this size.
     keys : dict, optional
         ``{split: (images key, labels key)}`` for ``.npz`` and HDF5 sources.

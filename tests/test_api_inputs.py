@@ -157,3 +157,25 @@ def test_images_far_from_pixel_scale_are_said_once_and_pixels_are_not(tmp_path, 
     lines = []
     load_splits(tmp_path / "u16.npz", report=lines.append, max_device_bytes=256, batch_size=2)
     assert sum("not pixels in [0, 1)" in line for line in lines) == 1
+
+
+def test_memory_table_of_nothing_and_a_codebooks_repr_and_a_resize_as_text(tmp_path):
+    from int8store import convert, memory_table, open_store
+
+    with pytest.raises(ArgumentError, match="memory_table: no splits"):
+        memory_table({})
+    # (a codebook's repr printed its 256 values; info named no range)
+    encoding = quantize(np.array([0.3, 0.7, 1000.0]))[1]
+    assert repr(encoding) == ("Encoding(offset=128, divisor=256, codebook=<codebook of 256 values, "
+                              "0.3 to 1000>, max_error=0.0, precision=None)")
+    assert repr(quantize(np.zeros(3, np.uint8))[1]) == \
+        "Encoding(offset=128, divisor=256, max_error=0.0, precision=None)"
+    # The API takes --resize's text too (it unpacked "16x16" into a ValueError).
+    from archives import write_image_folder
+
+    write_image_folder(tmp_path / "set", np.zeros((12, 4, 6), np.uint8), np.arange(12) % 2)
+    convert(tmp_path / "set", tmp_path / "s.h5", resize="2x3")
+    assert open_store(tmp_path / "s.h5").image_shape == (2, 3)
+    for wrong in ("2x", "0x3", (2.5, 3), "axb", 7):
+        with pytest.raises(ArgumentError, match=r"resize .* \(--resize\): expected ROWSxCOLS"):
+            convert(tmp_path / "set", tmp_path / "t.h5", resize=wrong)

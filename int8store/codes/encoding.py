@@ -78,17 +78,19 @@ class Encoding:
         if self.codebook is not None:
             book = np.asarray(self.codebook)
             if book.shape != (256,):
-                raise EncodingError(
-                    f"a codebook needs exactly 256 entries, got shape {book.shape}"
-                )
+                raise EncodingError(f"a codebook needs exactly 256 entries, got shape {book.shape}")
         elif self.offset not in (0, 128):
-            raise EncodingError(
-                f"offset must be 128 (uint8 levels) or 0 (int8 levels), got {self.offset}"
-            )
+            raise EncodingError(f"offset must be 128 (uint8 levels) or 0 (int8 levels), got "
+                                f"{self.offset}")
         elif int(self.divisor) != self.divisor or self.divisor < 1:
             raise EncodingError(f"divisor must be a positive integer, got {self.divisor!r}")
         if self.precision not in (None, "float32", "float64"):
             raise EncodingError(f"precision must be float32, float64 or None, got {self.precision!r}")
+
+    def __repr__(self):  # (not the dataclass's: a codebook's 256 values would fill a screen)
+        book = "" if self.codebook is None else f"codebook=<{self.describe()}>, "
+        return (f"Encoding(offset={self.offset}, divisor={self.divisor}, {book}max_error="
+                f"{self.max_error}, precision={self.precision!r})")
 
     @property
     def is_codebook(self):
@@ -109,9 +111,8 @@ class Encoding:
         levels = self.levels(np.arange(-128, 128))
         if np.issubdtype(np.dtype(dtype), np.integer):
             if self.divisor != 1:
-                raise EncodingError(
-                    f"cannot decode to {np.dtype(dtype)}: values are levels / {self.divisor}"
-                )
+                raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels / "
+                                    f"{self.divisor}")
             if levels.min() < np.iinfo(dtype).min or levels.max() > np.iinfo(dtype).max:
                 raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels "
                                     f"{levels.min()}..{levels.max()}")  # (astype would wrap)
@@ -139,7 +140,8 @@ class Encoding:
     def describe(self):
         """One line for summaries, e.g. ``level / 256, level = code + 128``."""
         if self.is_codebook:
-            kind = "codebook of 256 values"
+            book = np.asarray(self.codebook, dtype=np.float64)
+            kind = f"codebook of 256 values, {book.min():g} to {book.max():g}"
             return kind if self.lossless else f"{kind}, lossy (max error {self.max_error:g})"
         return f"level / {self.divisor}, level = code + {self.offset}"
 
@@ -412,10 +414,8 @@ def _as_numeric(values, name):
     if values.dtype == np.bool_:
         return values.view(np.uint8)
     if not (np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)):
-        raise EncodingError(
-            f"{name}: cannot store dtype {values.dtype} as int8 codes; "
-            "expected integer pixels or floats"
-        )
+        raise EncodingError(f"{name}: cannot store dtype {values.dtype} as int8 codes; expected "
+                            "integer pixels or floats")
     return values
 
 

@@ -64,6 +64,9 @@ def memory_table(splits):
         from ..codes.vocabulary import SPLITS
         splits = {name: split[0].dataset if isinstance(split, tuple) else split
                   for name, split in zip(SPLITS, splits)}
+    if not splits:
+        raise ArgumentError("memory_table: no splits to tabulate (expected load_data's result, "
+                            "or a dict of split names to splits)")
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
              "held as")]
     totals = [0, 0, 0]

@@ -9,11 +9,11 @@ import warnings
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError, quoted
+from ..errors import ArgumentError, SizeLimitError, SourceFormatError, quoted
 from ..runtime.limits import check_memory, describe_bytes
 
 __all__ = ["RASTER_FORMATS", "largest_image_file", "check_image_file_size", "read_image_file",
-           "check_resize", "decode_image", "decoded", "in_colour", "in_colour_by_header"]
+           "parsed_resize", "check_resize", "decode_image", "decoded", "in_colour", "in_colour_by_header"]
 
 #: The only formats Pillow may decode, whatever a file's name or content says:
 #: raster formats with decoders in Pillow itself. Pillow would otherwise try
@@ -138,6 +138,20 @@ def _format_by_signature(data):
 def in_colour(grey):
     """Grey pixels as colour ones, the grey in each channel."""
     return np.repeat(grey[..., None], 3, axis=-1)
+
+
+def parsed_resize(resize):
+    """``(rows, cols)`` of ``resize``: a pair of positive integers, or text
+    such as ``"28x28"`` (as ``--resize`` takes it)."""
+    try:
+        pair = resize.lower().split("x") if isinstance(resize, str) else list(resize)
+        rows, cols = (int(n) for n in pair)
+        if rows < 1 or cols < 1 or [rows, cols] != [float(n) for n in pair]:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ArgumentError(f"resize {resize!r} (--resize): expected ROWSxCOLS such as 28x28, "
+                            "or (rows, cols), positive integers") from None
+    return rows, cols
 
 
 def check_resize(resize, origin):

@@ -36,7 +36,8 @@ from ..runtime.limits import check_zip_member
 from . import SourceData, Split
 from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
 from .image_files import (check_image_file_size, check_resize, decode_image, decoded, in_colour,
-                          in_colour_by_header, largest_image_file, read_image_file)
+                          in_colour_by_header, largest_image_file, parsed_resize,
+                          read_image_file)
 
 __all__ = ["read_image_folder", "read_image_archive", "decode_image", "largest_image_file",
            "IMAGE_SUFFIXES"]
@@ -223,6 +224,7 @@ def _check_once(name, where, seen):
 def read_image_folder(folder, resize=None):
     """Splits of a folder of class folders (see the module docstring)."""
     if resize is not None:
+        resize = parsed_resize(resize)
         check_resize(resize, folder)
     return _read_tree(_folder_tree(Path(folder)), resize)
 
@@ -230,6 +232,7 @@ def read_image_folder(folder, resize=None):
 def read_image_archive(path, resize=None):
     """Splits of a ``.zip`` or ``.tar(.gz)`` of class folders."""
     if resize is not None:
+        resize = parsed_resize(resize)
         check_resize(resize, path)
     tree = _zip_tree(path) if str(path).lower().endswith(".zip") else _tar_tree(path)
     return _read_tree(tree, resize)
