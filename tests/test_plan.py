@@ -5,8 +5,8 @@ copy of the classic file by its arrays."""
 import gzip
 import importlib.util
 import pickle
-import sys
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
