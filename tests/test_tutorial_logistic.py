@@ -144,10 +144,12 @@ def test_a_second_interrupt_as_the_run_ends_stops_at_once_in_one_line(capsys, mo
     status 1), or once it was over, during its summary."""
     import os
 
+    from int8store.runtime.interrupts import arm_stop_requests
     from int8store.store import checkpoint
     from int8store.training import command
 
     def a_run_stopped_then_interrupted_as_it_ends():
+        arm_stop_requests()  # (its training loop began)
         os.kill(os.getpid(), signal.SIGINT)  # the first: stop after the minibatch
         return {"ended": True}
 
@@ -172,6 +174,30 @@ def test_a_second_interrupt_as_the_run_ends_stops_at_once_in_one_line(capsys, mo
     monkeypatch.setattr(command, "check_options", lambda args: None)
     assert command.run_command(None, args) == 130
     assert capsys.readouterr().err == "interrupted: stopped at once\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_before_the_training_loop_stops_at_once(capsys, signum):
+    """Before the loop there is no model to keep: one Ctrl-C (or SIGTERM)
+    during the loading or a download stops the tutorial (it was ignored
+    until a download of minutes ended, with a line about the best model)."""
+    import os
+
+    from int8store.training import command
+
+    def loading():
+        os.kill(os.getpid(), signum)
+        for _ in range(1000):  # the handler runs at the next bytecode
+            pass
+        return {"ended": True}
+
+    assert command.run_reporting_errors(loading) == (None, 128 + signum)
+    err = capsys.readouterr().err
+    assert err == f"interrupted by {signal.Signals(signum).name}: stopped at once\n"
+    with pytest.raises(KeyboardInterrupt):  # Python's own handler is back
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
 
 
 def test_a_second_interrupt_stops_at_once():

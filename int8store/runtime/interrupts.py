@@ -22,7 +22,9 @@ module with custom type" (kept off stderr too).
 Training loops get a gentler treatment (:func:`stop_requests`): the first
 SIGINT or SIGTERM only asks the loop to stop at its next check
 (:func:`stop_requested`), so that it can report the best model so far and
-keep its checkpoint whole; a second stops at once.
+keep its checkpoint whole; a second stops at once. Before the loop starts
+(:func:`arm_stop_requests`; a tutorial's loading, a download, the model
+built) there is no model to keep, and the first stops at once.
 
 A few lines of bookkeeping must not be cut in half (a reply read from a
 helper process, and the job it answers marked done):
@@ -37,10 +39,11 @@ import warnings
 from contextlib import contextmanager
 
 __all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted", "stop_requests",
-           "stop_requested", "interrupts_deferred"]
+           "stop_requested", "arm_stop_requests", "interrupts_deferred"]
 
 _received = []  # signal numbers received inside interrupts_remembered()
 _stops = []  # signal numbers received inside stop_requests()
+_armed = [True]  # whether a first signal there asks the loop to stop (else: at once)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -135,8 +138,8 @@ class StopRequests:
 
 
 def _stop_handler(signum, frame):
-    if _stops:
-        raise Interrupted(signum)  # the second: at once
+    if _stops or not _armed[0]:
+        raise Interrupted(signum)  # the second, or one before the loop: at once
     _stops.append(signum)
     try:
         print(f"\n{signal.Signals(signum).name} received: stopping after the updates under way, "
@@ -146,18 +149,22 @@ def _stop_handler(signum, frame):
 
 
 @contextmanager
-def stop_requests():
+def stop_requests(until_armed=False):
     """For a training loop run in the block: the first SIGINT or SIGTERM
     makes :func:`stop_requested` true, and the loop stops at its next check;
-    a second raises :class:`Interrupted` at once. The previous handlers come
-    back afterwards. Only the main thread can install handlers; elsewhere
-    the signals keep their usual effect."""
+    a second raises :class:`Interrupted` at once. With ``until_armed``, a
+    signal before :func:`arm_stop_requests` raises at once too (what runs
+    before the loop has no best model to keep, and a download may take
+    minutes). The previous handlers come back afterwards. Only the main
+    thread can install handlers; elsewhere the signals keep their usual
+    effect."""
     requests = StopRequests()
     if threading.current_thread() is not threading.main_thread():
         yield requests
         return
     previous = {s: signal.signal(s, _stop_handler) for s in (signal.SIGINT, signal.SIGTERM)}
     _stops.clear()
+    _armed[0] = not until_armed
     try:
         yield requests
     finally:
@@ -165,6 +172,13 @@ def stop_requests():
             signal.signal(s, handler)
         requests.signal = stop_requested()
         _stops.clear()
+        _armed[0] = True
+
+
+def arm_stop_requests():
+    """The training loop has started: from now on a first signal only asks
+    it to stop (see :func:`stop_requests`)."""
+    _armed[0] = True
 
 
 def stop_requested():

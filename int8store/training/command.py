@@ -7,7 +7,8 @@ joined and JAX mode set up before anything uses JAX; an int8store error
 reported in one line (exit status 2); Ctrl-C or SIGTERM stopping the
 training after its minibatch, so that the best model so far is reported as
 such and its checkpoint kept
-(exit status 130 or 143; a second one stops at once); a checkpoint that
+(exit status 130 or 143; a second one stops at once, and so does one
+before the training loop starts: the loading, a download); a checkpoint that
 cannot be written (a full disk) said in one line while the training goes
 on; and the result's summary.
 """
@@ -68,7 +69,7 @@ def run_reporting_errors(function, *args, **kwargs):
     exit status)``, the result None after an error or a second interrupt
     (which may come as the run ends: while its failed writes are said, too)."""
     try:
-        with stop_requests() as stop, checkpoint_writes() as writes:
+        with stop_requests(until_armed=True) as stop, checkpoint_writes() as writes:
             try:
                 result = function(*args, **kwargs)
             except Int8StoreError as error:

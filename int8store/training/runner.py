@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..order.batch_size import check_over_devices, fitted_batch_size
-from ..runtime.interrupts import stop_requested
+from ..runtime.interrupts import arm_stop_requests, stop_requested
 from ..runtime.progress import EpochLines
 
 __all__ = ["Run"]
@@ -235,6 +235,7 @@ class Run:
         what one update a call gives. The first epoch after :meth:`resume`
         starts where the checkpoint stopped; an epoch left early is closed
         when the next starts, or by :meth:`close` (a stream stops reading)."""
+        arm_stop_requests()  # (a signal before the loop stopped at once: nothing to keep)
         start, self._start = self._start, 0
         if self._epoch_walk is not None:
             self._epoch_walk.close()
