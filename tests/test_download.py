@@ -102,6 +102,36 @@ def test_every_mirror_failing_lists_them_all(server, tmp_path):
     assert str(error.value).count("HTTP 404") == 2
 
 
+def test_a_url_urllib_cannot_parse_is_that_mirrors_failure_in_the_line(server, tmp_path):
+    body = b"payload" * 10
+    server.serve("/file.bin", body)
+    mirrors = ["http://[::1:8765/", "no-scheme/", server.url]
+    assert download(remote_for("file.bin", body), mirrors, tmp_path).read_bytes() == body
+    with pytest.raises(DownloadError, match=r"http://\[::1:8765/file.bin: not a URL \(Invalid "
+                                            r"IPv6 URL\); no-scheme/file.bin: not a URL"):
+        download(remote_for("file.bin", body), mirrors[:2], tmp_path / "other")
+
+
+def test_a_download_killed_mid_way_leaves_a_part_the_next_one_removes(server, tmp_path):
+    """(SIGKILL cannot clean up: the next download of the file removes what a
+    process gone left, never what a live one is writing.)"""
+    import os
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = socket.gethostname().replace(".", "_")
+    stale = tmp_path / f".file.bin.{host}.{gone}.abc123.part"
+    live = tmp_path / f".file.bin.{host}.{os.getpid()}.def456.part"
+    for part in (stale, live):
+        part.write_bytes(b"half")
+    body = b"payload" * 10
+    server.serve("/file.bin", body)
+    download(remote_for("file.bin", body), [server.url], tmp_path)
+    assert leftovers(tmp_path) == [live.name, "file.bin"]
+
+
 def test_a_server_s_own_words_are_quoted_short_and_harmless(server, tmp_path):
     """A status line is the server's to write: 20,000 characters of it, or a
     terminal's escape sequence, reach the error line shortened and escaped."""

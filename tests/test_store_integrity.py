@@ -194,7 +194,7 @@ def test_an_output_through_a_link_is_refused_up_front_or_written_where_it_points
 
 
 def test_temporaries_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
-    from int8store.store.atomic import _host
+    from int8store.runtime.temporaries import _host
 
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True).stdout.strip()
@@ -257,6 +257,7 @@ def test_an_interrupt_just_after_the_temporary_file_is_made_leaves_no_file(tmp_p
     # the signal came between the file's making and the block that removes it.
     import tempfile
 
+    from int8store.runtime import temporaries
     from int8store.runtime.interrupts import Interrupted, interrupts_remembered
     from int8store.store import atomic
 
@@ -269,7 +270,7 @@ def test_an_interrupt_just_after_the_temporary_file_is_made_leaves_no_file(tmp_p
             pass
         return made_file
 
-    monkeypatch.setattr(atomic.tempfile, "mkstemp", mkstemp_then_signal)
+    monkeypatch.setattr(temporaries.tempfile, "mkstemp", mkstemp_then_signal)
     with pytest.raises(Interrupted), interrupts_remembered():
         with atomic.atomic_output(tmp_path / "m.h5") as temporary:
             temporary.write_bytes(b"half")

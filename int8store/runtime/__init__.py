@@ -2,7 +2,8 @@
 ceiling and the checks of sizes a file announces (:mod:`.limits`), the one
 reader of ``.npz`` archives, which checks them (:mod:`.npz`: data sources,
 checkpoints and saved models), signals
-(:mod:`.interrupts`), helper processes (:mod:`.processes`), glibc's
+(:mod:`.interrupts`), helper processes (:mod:`.processes`), temporary
+files a killed run leaves (:mod:`.temporaries`), glibc's
 allocator after a load (:mod:`.allocator`) and the package version
 (:mod:`.version`).
 

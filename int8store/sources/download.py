@@ -7,7 +7,6 @@ import hashlib
 import http.client
 import os
 import socket
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from tqdm import tqdm
 
 from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError, shortened
 from ..runtime.interrupts import interrupts_deferred
+from ..runtime.temporaries import new_temporary, remove_stale_temporaries
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
            "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
@@ -68,6 +68,11 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
     failures = []
     for mirror in mirrors:
         url = mirror.rstrip("/") + "/" + remote.name
+        try:
+            urllib.request.Request(url)  # (a URL it cannot parse: "http://[::1:8765/")
+        except ValueError as error:
+            failures.append(f"{url}: not a URL ({shortened(str(error))})")
+            continue
         try:
             return _fetch(url, remote, folder, timeout)
         except (OSError, http.client.HTTPException, _Rejected) as error:
@@ -129,6 +134,9 @@ def check_cached(path, remote):
         )
 
 
+_PART = ".part"  # (a download under way)
+
+
 class _Rejected(Exception):
     """The transfer completed but the file is not the one expected."""
 
@@ -137,9 +145,9 @@ def _fetch(url, remote, folder, timeout):
     target = folder / remote.name
     temporary = None
     try:
+        remove_stale_temporaries(target, _PART)  # (a run killed mid-download left one)
         with interrupts_deferred():  # (a Ctrl-C just after the file is made removes it too)
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{remote.name}.",
-                                                 suffix=".part")
+            handle, temporary = new_temporary(target, _PART)
         digest = hashlib.new(remote.algorithm)
         received = 0
         with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response, \

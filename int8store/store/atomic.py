@@ -16,14 +16,13 @@ behind and an existing file is never replaced by half of one.
 
 import errno
 import os
-import socket
 import stat
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ArgumentError, OutputError, OutputExistsError
 from ..runtime.interrupts import interrupts_deferred, raise_if_interrupted
+from ..runtime.temporaries import new_temporary, remove_stale_temporaries as remove_stale
 
 __all__ = ["atomic_output", "new_file_mode", "check_can_write", "check_not_a_source",
            "remove_stale_temporaries", "was_published", "TEMPORARY_SUFFIX"]
@@ -99,39 +98,10 @@ def _kind_name(mode):
     return "not a file"
 
 
-def _host():
-    return socket.gethostname().replace(".", "_") or "host"
-
-
 def remove_stale_temporaries(path):
     """Remove temporary files left for ``path`` by processes of this host that
     are gone; returns their paths."""
-    path = Path(path)
-    removed = []
-    for candidate in path.parent.glob(f".{glob_escape(path.name)}.*{TEMPORARY_SUFFIX}"):
-        fields = candidate.name[len(path.name) + 2:-len(TEMPORARY_SUFFIX)].split(".")
-        if len(fields) == 3 and fields[0] == _host() and fields[1].isdigit() \
-                and not _alive(int(fields[1])):
-            try:
-                candidate.unlink()
-                removed.append(candidate)
-            except FileNotFoundError:
-                pass  # another run removed it first
-    return removed
-
-
-def glob_escape(name):
-    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return remove_stale(path, TEMPORARY_SUFFIX)
 
 
 @contextmanager
@@ -196,8 +166,7 @@ def _new_temporary(path, report, made):
             if report is not None:
                 report(f"created the folder {path.parent} for {path.name}")
         remove_stale_temporaries(path)
-        handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.{_host()}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX)
+        handle, temporary = new_temporary(path, TEMPORARY_SUFFIX)
     except OSError as error:
         raise OutputError(f"{path}: cannot write here ({error.strerror or error})") from error
     os.close(handle)
