@@ -178,6 +178,16 @@ def test_a_damaged_cached_file_is_reported(server, tmp_path):
     assert str(damaged) in str(error.value)
 
 
+def test_a_cached_mnist_pickle_that_is_no_pickle_says_to_delete_it(tmp_path):
+    (tmp_path / "mnist").mkdir()
+    with gzip.open(tmp_path / "mnist" / "mnist.pkl.gz", "wb") as damaged:
+        damaged.write(b"hello\n")
+    with pytest.raises(SourceFormatError) as error:  # (it said "(101)", and no more)
+        read_mnist(tmp_path, mirrors=[])
+    assert str(error.value) == (f"{tmp_path / 'mnist' / 'mnist.pkl.gz'}: not a valid pickle of "
+                                "numpy arrays (KeyError 101); delete it to download MNIST again")
+
+
 def closed_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

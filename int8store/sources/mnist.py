@@ -93,7 +93,10 @@ def _read_pickle_by_content(path, known=None):
     """A cached mnist.pkl.gz whose bytes are not the classic file's, accepted
     if its arrays are MNIST's (see :data:`MNIST_PICKLE_ARRAYS`)."""
     known = known or MNIST_PICKLE_ARRAYS
-    source = read_mnist_pickle(path)
+    try:
+        source = read_mnist_pickle(path)
+    except SourceFormatError as error:  # (a cached file: damaged, or another one)
+        raise type(error)(f"{error}; delete it to download MNIST again") from error
     for name, (images_digest, labels_digest) in known.items():
         split = source.splits.get(name)
         if split is None or _digest(split.images(), "<f4") != images_digest \

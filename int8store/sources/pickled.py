@@ -177,7 +177,7 @@ def restricted_load(file, origin="pickle", opcodes=None, holds=None):
     except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             struct.error, SystemError) as error:  # SystemError: numpy on some damaged array states
         raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays "
-                                f"({quoted(error)})") from error
+                                f"({_described(error)})") from error
     except MemoryError as error:
         raise SizeLimitError(f"{origin}: the pickle announces more data than fits in memory") from error
 
@@ -285,7 +285,15 @@ def _read_python2_arrays(path):
     except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError,
             SystemError) as error:  # SystemError: numpy on some damaged array states
         raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays "
-                                f"({quoted(error)})") from error
+                                f"({_described(error)})") from error
+
+
+def _described(error):
+    """An unpickling error in words: a KeyError's own text is only the key
+    ("(101)", a memo slot the bytes name but never filled)."""
+    if isinstance(error, (KeyError, IndexError)):
+        return f"{type(error).__name__} {quoted(error)}"
+    return quoted(error)
 
 
 def _shape_of(content):
