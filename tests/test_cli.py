@@ -4,6 +4,7 @@ quietly, a created output folder is said, and the tutorials refuse a batch
 size below one in a line."""
 
 import argparse
+import importlib.util
 import os
 import signal
 import subprocess
@@ -16,6 +17,9 @@ from archives import fake_mnist, write_image_folder, write_mnist_idx_folder
 from conftest import ROOT
 from int8store.cli import _parser, main
 from int8store.converter import convert
+
+needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                               reason="JAX is not installed in this environment")
 
 
 def subcommands():
@@ -198,6 +202,27 @@ def test_every_tutorial_refuses_process_options_that_do_not_go_together_before_j
     options, message = COORDINATOR_REFUSALS[case]
     status = __import__(tutorial).main(["--dataset", "digits", "--epochs", "1"] + options)
     assert (status, capsys.readouterr().err) == (2, f"error: {message}\n")
+
+
+@needs_jax
+def test_a_process_that_cannot_join_says_so_in_one_line(capsys, monkeypatch, tmp_path):
+    import jax
+
+    import logistic_sgd
+
+    monkeypatch.chdir(tmp_path)
+
+    def initialize(**kwargs):  # (JAX's own words after its 5 minutes)
+        raise RuntimeError("DEADLINE_EXCEEDED: Barrier timed out. " + "x" * 500)
+
+    monkeypatch.setattr(jax.distributed, "initialize", initialize)
+    status = logistic_sgd.main(["--dataset", "digits", "--coordinator", "127.0.0.1:9",
+                                "--num-processes", "2", "--process-id", "1"])
+    out, err = capsys.readouterr()
+    assert status == 2 and out.startswith("... process 1 of 2: waiting for the others")
+    assert err.startswith("error: process 1 of 2 could not join the others at the coordinator "
+                          "127.0.0.1:9 (DEADLINE_EXCEEDED: Barrier timed out. xxx")
+    assert err.count("\n") == 1 and len(err) < 300
 
 
 NUMBER_REFUSALS = {  # (options after "--epochs 1"; "=": -inf is no option)

@@ -335,8 +335,10 @@ def test_two_processes_train_as_one_process_over_their_devices(tmp_path):
                                      "--process-id", str(i), "--checkpoint", "run.npz"]
                          for i in (0, 1)], tmp_path, env)
     assert (tmp_path / "run.npz").exists()  # (its identity needs every split's digest)
-    for code, out, err in outs:
+    for i, (code, out, err) in enumerate(outs):
         assert code == 0, err[-2000:]
+        assert out.startswith(f"... process {i} of 2: waiting for the others at the coordinator "
+                              f"{address} (process 0's; SIGTERM stops the wait)\n")
         assert "each split over 4 devices, row r on device r % 4" in out
     single = subprocess.run(tutorial[:-1] + ["single.npz", "--mode", "jax", "--devices", "4"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -36,7 +36,15 @@ def run_command(train, args, **kwargs):
     if args.coordinator:  # several processes: joined before any JAX use
         from ..backend.jax.sharding import start_processes
 
-        start_processes(args.coordinator, args.num_processes, args.process_id)
+        # (JAX waits for every process, minutes, deaf to Ctrl-C: a typo in
+        # HOST:PORT, or process 0 not started, would look like a hang)
+        print(f"... process {args.process_id} of {args.num_processes}: waiting for the others at "
+              f"the coordinator {args.coordinator} (process 0's; SIGTERM stops the wait)",
+              flush=True)
+        try:
+            start_processes(args.coordinator, args.num_processes, args.process_id)
+        except Int8StoreError as error:
+            return _said(error)
         args.mode, args.devices = "jax", args.devices or "all"
     result, status = run_reporting_errors(_set_up_and, train, args, **kwargs)
     if result is not None:

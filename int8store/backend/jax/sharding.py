@@ -31,7 +31,7 @@ used; the functions that place a split import what they need.
 
 import numpy as np
 
-from ...errors import ArgumentError, StoreFormatError
+from ...errors import ArgumentError, Int8StoreError, StoreFormatError, quoted
 
 __all__ = ["AXIS", "data_mesh", "sharded_layout", "place_rows", "rows_to_host",
            "placed_blocks", "replicate", "retype", "start_processes",
@@ -192,8 +192,12 @@ def start_processes(coordinator, num_processes, process_id):
     # Collectives between processes' CPU devices go through Gloo (the setting
     # concerns the CPU backend only: GPUs keep NCCL).
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=coordinator, num_processes=int(num_processes),
-                               process_id=int(process_id))
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator,
+                                   num_processes=int(num_processes), process_id=int(process_id))
+    except Exception as error:  # noqa: BLE001 - JAX's own kinds (a deadline, a refused port)
+        raise Int8StoreError(f"process {process_id} of {num_processes} could not join the "
+                             f"others at the coordinator {coordinator} ({quoted(error)})") from error
 
 
 def is_main_process():
