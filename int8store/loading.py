@@ -157,9 +157,9 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             larger = opened is not None and not several and opened.nbytes > ceiling()
             residency = "streamed" if max_device_bytes is not None or larger else "whole"
         if residency == "streamed":
-            if several:
+            if several:  # (a store larger than max_memory is held whole over several devices)
                 why = ("max_device_bytes (--max-device-bytes)" if max_device_bytes is not None
-                       else "a store larger than max_memory (--max-memory)")
+                       else "residency='streamed'")
                 raise ArgumentError(f"devices={devices!r} (--devices) and streaming, asked by "
                                     f"{why}, together are not supported yet: stream on one "
                                     "device, or hold the splits whole over several")

@@ -265,6 +265,9 @@ def test_devices_and_streaming_together_are_refused_naming_both_options(tmp_path
     with pytest.raises(ArgumentError, match=r"devices=2 \(--devices\) and streaming, asked by "
                                             r"max_device_bytes \(--max-device-bytes\), together"):
         load_splits(store, mode="jax", devices=2, max_device_bytes=4096)
+    with pytest.raises(ArgumentError, match=r"devices=2 \(--devices\) and streaming, asked by "
+                                            r"residency='streamed', together"):
+        load_splits(store, mode="jax", devices=2, residency="streamed")
 
 
 def test_float_splits_released_as_encoded_get_their_floats_back_for_the_next_candidate():
