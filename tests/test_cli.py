@@ -229,8 +229,8 @@ NUMBER_REFUSALS = {  # (options after "--epochs 1"; "=": -inf is no option)
     **{f"{epochs} epochs": ([f"--epochs={epochs}"], f"--epochs {epochs}: expected 1 or more epochs")
        for epochs in ("0", "-3")},
     **{f"a learning rate of {rate}": ([f"--learning-rate={rate}"],
-                                      f"--learning-rate {rate}: expected a finite number")
-       for rate in ("nan", "inf", "-inf")},
+                                      f"--learning-rate {rate}: expected a finite number, 0 or more")
+       for rate in ("nan", "inf", "-inf", "-1")},
     "an augmentation's seed without one": (["--augment-seed", "3"],
                                            "--augment-seed 3 seeds an augmentation: give "
                                            "--augment LIST too"),

@@ -440,6 +440,11 @@ def test_non_image_file_in_a_class_folder(tmp_path, capsys):
                    "not an image file", output=out)
     (root / "1" / "notes.txt").unlink()
     assert read_source(root).splits["train"].images().shape == (2, 3, 3)
+    (tmp_path / "downloads").mkdir()  # (a data set's archive, in a folder given for it)
+    (tmp_path / "downloads" / "cifar-10-python.tar.gz").write_bytes(b"")
+    assert_refused(capsys, ["convert", tmp_path / "downloads", "-o", out], "must hold only images "
+                   "(a data set int8store reads itself? give it the file: "
+                   f"{tmp_path / 'downloads' / 'cifar-10-python.tar.gz'})", output=out)
 
 
 def test_an_empty_image_file_is_named_empty(tmp_path, capsys):

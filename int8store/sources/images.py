@@ -52,6 +52,8 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
                ValueError)
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
+# Files that may hold a whole data set (CIFAR-10's archive in a download folder).
+_DATA_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".npz", ".pkl.gz", ".h5", ".hdf5", ".gz")
 # How an archive of class folders names its files, for messages.
 _LAYOUT = "an archive of class folders names its files CLASS/IMAGE"
 class _Tree:
@@ -268,9 +270,11 @@ def _read_tree(tree, resize):
     for name, parts in files:  # (first: a README beside the class folders upsets the layout)
         if os.path.splitext(name)[1].lower() not in IMAGE_SUFFIXES:
             where = "the tree of class folders" if len(parts) == 1 else "class folders"
+            data = (f" (a data set int8store reads itself? give it the file: {tree.where(name)})"
+                    if name.lower().endswith(_DATA_SUFFIXES) else "")
             raise SourceFormatError(
                 f"{tree.where(name)}: not an image file (expected one of "
-                f"{', '.join(sorted(IMAGE_SUFFIXES))}); {where} must hold only images"
+                f"{', '.join(sorted(IMAGE_SUFFIXES))}); {where} must hold only images{data}"
             )
     # Descend into one folder that wraps everything (e.g. digits/ inside
     # digits.zip), but not a split's folder over class folders: test/CLASS/

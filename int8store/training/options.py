@@ -156,8 +156,10 @@ def check_options(args):
     loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
     if args.epochs < 1:
         raise ArgumentError(f"--epochs {args.epochs}: expected 1 or more epochs")
-    if not math.isfinite(args.learning_rate):  # (it would train to NaN, and save NaNs)
-        raise ArgumentError(f"--learning-rate {args.learning_rate}: expected a finite number")
+    # (NaN or infinity would train to NaN and save NaNs; a negative rate climbs the cost)
+    if not math.isfinite(args.learning_rate) or args.learning_rate < 0:
+        raise ArgumentError(f"--learning-rate {args.learning_rate:g}: expected a finite number, "
+                            "0 or more")
     if args.augment_seed is not None and not args.augment:
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
