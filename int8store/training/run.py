@@ -316,21 +316,50 @@ def _short(digests):
     return shortened("/".join(d[:12] for d in digests))
 
 
+#: The most characters a model's difference takes in a message: whole
+#: parameters, as many as fit, the others counted.
+_MOST_DIFFERENCE = 160
+
+
 def _model_difference(then, now):
     """The parameters that differ, each as it was and is (not the whole
-    list, whose shortening could cut out the difference)."""
+    list, whose shortening could cut out the difference): as many whole
+    entries as fit in :data:`_MOST_DIFFERENCE` characters, the others
+    counted (a shortening of the text cut an entry in two)."""
     try:
         pairs = list(itertools.zip_longest(then or [], now or []))
-        differ = [(a, b) for a, b in pairs if a != b]
-        return shortened("parameters " + "; ".join(
-            f"{_parameter(a)} then, {_parameter(b)} now" for a, b in differ[:3])
-            + (f"; {len(differ) - 3} more" if len(differ) > 3 else ""))
+        entries = [_difference(i, a, b) for i, (a, b) in enumerate(pairs) if a != b]
     except (TypeError, ValueError):  # (not what a checkpoint writes: shown as it is)
         return f"parameters {shown(then)} then, {shown(now)} now"
+    kept = entries[:1]
+    for entry in entries[1:]:
+        after = len(entries) - len(kept) - 1
+        if len("; ".join(kept + [entry]) + (f"; and {after} more" if after else "")) \
+                > _MOST_DIFFERENCE:
+            break
+        kept.append(entry)
+    left = len(entries) - len(kept)
+    return "; ".join(kept) + (f"; and {left} more" if left else "")
+
+
+def _difference(index, then, now):
+    """``parameter 2: 8x4x5x5 float64 then, 8x5x5x5 float64 now``, the
+    parameter's name after its number where it has one (``parameter 0 W``),
+    and each side's name where they differ."""
+    sides = [None if entry is None else _parameter(entry) for entry in (then, now)]
+    names = {side[0] for side in sides if side is not None}
+    label = f"parameter {index}"
+    if None not in sides and len(names) == 1:
+        name = names.pop()
+        label += "" if name == label else f" {name}"
+        was, is_ = (side[1] for side in sides)
+    else:
+        was, is_ = ("none" if side is None else " ".join(side) for side in sides)
+    return shortened(f"{label}: {was} then, {is_} now", 100)
 
 
 def _parameter(entry):
-    if entry is None:
-        return "none"
+    """A model entry of a run's identity as ``(name, "8x4x5x5 float64")``."""
     name, shape, dtype = entry
-    return f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
+    shape = "x".join(map(str, shape)) or "scalar"
+    return shortened(str(name), 40), f"{shortened(shape, 40)} {shortened(str(dtype), 20)}"
