@@ -388,6 +388,21 @@ def test_a_model_that_differs_in_many_parameters_is_named_in_whole_entries(tmp_p
     assert more, message  # (the five of 6 9 do not fit)
 
 
+def test_a_model_of_another_float_type_names_the_flag_it_was_written_under(tmp_path):
+    """A float32 checkpoint resumed under float64 said only '... float32
+    then, ... float64 now'."""
+    written = lenet((4, 8), "float32")
+    RunCheckpoint(tmp_path / "run", written, int8store.training.run_identity(
+        "demo", [], written, 10)).save(RunState(1, 0))
+    flags = f"{theano.__name__.upper()}_FLAGS"
+    message = resumed_with(tmp_path / "run.npz", lenet((4, 8), "float64"))
+    assert message.endswith(f"; it was written under floatX=float32: resume with "
+                            f"{flags}=floatX=float32, or start afresh"), message
+    # another shape besides: another model, whatever the float type
+    message = resumed_with(tmp_path / "run.npz", lenet((5, 8), "float64"))
+    assert "floatX" not in message and "resume with what it was written with" in message
+
+
 @pytest.mark.devices
 @pytest.mark.skipif(not has_jax or old_jax(),
                     reason="needs JAX >= 0.12: older XLA:CPU runtimes can deadlock a step "

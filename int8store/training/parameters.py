@@ -91,6 +91,10 @@ def load_parameters(path, params, keys=None):
             raise ArgumentError(f"{path}: {', '.join(unnamed)} of the model has no name to find "
                                 "its array by: name it (shared(..., name='W')) or give keys=")
         keys = [p.name for p in params]
+    # Cast, where a run's checkpoint is refused: a saved model only predicts,
+    # and float32 values are exact in float64 (float64 ones rounded to float32
+    # are what a float32 run computes with anyway); a resumed run must go on
+    # bitwise as the one stopped would have, in the dtype it trained in.
     values = read_parameters(NpzArchive(path), params, keys, "saved", cast=True)
     for param, value in zip(params, values):
         param.set_value(value)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
 from ..runtime.npz import NpzArchive
 from ..store.checkpoint import npz_path, save_checkpoint
@@ -306,8 +307,31 @@ def _check_same(path, recorded, current):
             detail = _model_difference(then, now)
         else:
             detail = f"{shown(then)} then, {shown(now)} now"
+        float_type = _written_float_type(then, now) if key == "model" else None
+        advice = "resume with what it was written with" if float_type is None else (
+            f"it was written under floatX={float_type}: resume with "
+            f"{chosen_backend().upper()}_FLAGS=floatX={float_type}")
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
-                            "resume with what it was written with, or start afresh")
+                            f"{advice}, or start afresh")
+
+
+def _written_float_type(then, now):
+    """The ``floatX`` a checkpoint's model was written under where it
+    differs from this one's in its parameters' floating dtype only (the
+    names and shapes alike); None otherwise."""
+    try:
+        if len(then) != len(now):
+            return None
+        written = set()
+        for (name, shape, dtype), (name_now, shape_now, dtype_now) in zip(then, now):
+            if [name, list(shape)] != [name_now, list(shape_now)]:
+                return None
+            if dtype != dtype_now:
+                written.add(dtype)
+    except (TypeError, ValueError):  # (not what a checkpoint writes)
+        return None
+    return written.pop() if len(written) == 1 and written <= {"float16", "float32",
+                                                              "float64"} else None
 
 
 def _short(digests):
