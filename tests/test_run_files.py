@@ -193,6 +193,20 @@ def test_a_damaged_saved_model_is_one_line_to_predict(tmp_path, capsys, whole, d
                            members=len(members_of(model))) in err
 
 
+def test_a_run_checkpoint_given_to_predict_is_named_as_one(capsys, whole):
+    """It was read as a model of other parameters ("holds no W, the model's
+    parameter 0 W (its arrays: param_0, ...): not this model's"), as a best
+    model given to --resume is named as one."""
+    run, _ = whole
+    status = logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", str(run)])
+    err = one_line(status, capsys.readouterr().err, run)
+    assert err == (f"error: {run}: not a saved model (a run's checkpoint: --checkpoint writes "
+                   "those; --save-model writes the best model's parameters, which --predict "
+                   "reads)\n")
+    with pytest.raises(ArgumentError, match="not a saved model"):
+        int8store.training.load_parameters(run, model())
+
+
 @pytest.mark.parametrize("command", ["resume", "predict"])
 def test_a_member_announcing_more_than_the_address_space_is_refused_unallocated(
         tmp_path, whole, command):

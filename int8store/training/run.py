@@ -46,7 +46,7 @@ import numpy as np
 from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
 from ..runtime.npz import NpzArchive
-from ..store.checkpoint import npz_path, save_checkpoint
+from ..store.checkpoint import RUN_DESCRIPTION, npz_path, save_checkpoint
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
@@ -54,7 +54,7 @@ __all__ = ["RunCheckpoint", "RunState", "run_identity"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
-_DESCRIPTION = "int8store_run"
+_DESCRIPTION = RUN_DESCRIPTION
 #: The largest description read: a few hundred bytes a split and a parameter.
 _MOST_DESCRIPTION_BYTES = 1 << 20
 #: The fields of a description, and their types.
