@@ -34,6 +34,7 @@ import logistic_sgd
 from conftest import ROOT
 from int8store import ArgumentError, OutputError, SourceFormatError, tensor_library
 from int8store.training import RunCheckpoint, RunState, checkpoint_writes, save_checkpoint
+from int8store.training import runner
 from int8store.runtime.npz import NpzArchive
 from int8store.store.atomic import TEMPORARY_SUFFIX
 
@@ -205,6 +206,31 @@ def test_a_run_checkpoint_given_to_predict_is_named_as_one(capsys, whole):
                    "reads)\n")
     with pytest.raises(ArgumentError, match="not a saved model"):
         int8store.training.load_parameters(run, model())
+
+
+@pytest.mark.parametrize("command, given", [("resume", "cut short"), ("resume", "a best model"),
+                                            ("predict", "cut short"),
+                                            ("predict", "a run checkpoint")])
+def test_a_file_that_is_not_what_it_should_be_is_refused_before_the_data_is_read(
+        tmp_path, capsys, monkeypatch, whole, command, given):
+    """On Aesara with a fresh compile cache, LeNet5's --resume of a file cut
+    short said so after 46 s of building the model and training."""
+    run, model = whole
+    source = run if (command == "resume") == (given == "cut short") else model
+    path = cut_short(source, tmp_path / "cut.npz") if given == "cut short" else source
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("the data was read before the file was refused")
+
+    monkeypatch.setattr(runner.Run, "load_data", not_reached)
+    monkeypatch.setattr(logistic_sgd, "load_data", not_reached)
+    status = logistic_sgd.main(RESUME + ["--resume", str(path)] if command == "resume" else
+                               ["--dataset", "digits", "--predict", "--save-model", str(path)])
+    out, err = capsys.readouterr()
+    one_line(status, err, path)
+    assert out == "" and {"cut short": "not a readable .npz archive",
+                          "a best model": "not a run checkpoint",
+                          "a run checkpoint": "not a saved model"}[given] in err, err
 
 
 @pytest.mark.parametrize("command", ["resume", "predict"])

@@ -14,9 +14,11 @@ from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
+from .parameters import open_saved_model
+from .run import open_run_checkpoint
 from .steps import ACCELERATOR_STEPS
 
-__all__ = ["add_arguments", "check_options", "run_options", "RUN_OPTIONS"]
+__all__ = ["add_arguments", "check_options", "check_saved_model", "run_options", "RUN_OPTIONS"]
 
 #: The parsed options that are :class:`~int8store.training.runner.Run`'s keywords.
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
@@ -168,7 +170,9 @@ def check_options(args):
 def _check_files(checkpoint, save_model, resume, dataset=None):
     """The run's checkpoint and the best model: two files, never one, and
     neither the dataset's own file; they and the checkpoint resumed: files,
-    not folders; and the one resumed there, before the data is read."""
+    not folders; and the one resumed there and read as far as it can be
+    without the run (:func:`~.run.open_run_checkpoint`), before the data is
+    read and the model built (a file cut short was refused once they were)."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
             ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
@@ -184,6 +188,8 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
                             "expected the .npz file a run's --checkpoint wrote, or no --resume "
                             "to start afresh")
+    if resume:
+        open_run_checkpoint(resume)
     for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
         if path and dataset and os.path.isfile(str(dataset)) \
                 and os.path.realpath(npz_path(path)) == os.path.realpath(str(dataset)):
@@ -194,6 +200,22 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
                             f"file, {npz_path(save_model)}, which each would overwrite with its "
                             "own; give them two paths")
+
+
+def check_saved_model(path):
+    """``--predict``'s model, the one ``--save-model`` names: a file (not a
+    folder) there, a saved model read as far as it can be without the
+    model (:func:`~.parameters.open_saved_model`), before the data is read
+    and the model built."""
+    folder = path and _folder(path)
+    if folder:
+        raise ArgumentError(f"--save-model {_named(path, folder)}: a folder; expected the .npz "
+                            "file a run's --save-model wrote, e.g. "
+                            f"{os.path.join(folder, 'best_model.npz')}")
+    if not path:
+        raise ArgumentError("--predict without --save-model: expected --save-model PATH, the "
+                            ".npz file a run's --save-model wrote")
+    open_saved_model(path)
 
 
 def _folder(path):

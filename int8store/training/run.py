@@ -50,7 +50,7 @@ from ..store.checkpoint import RUN_DESCRIPTION, npz_path, save_checkpoint
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
-__all__ = ["RunCheckpoint", "RunState", "run_identity"]
+__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
@@ -140,6 +140,44 @@ class RunState:
     best: list = field(default_factory=list)
 
 
+def open_run_checkpoint(path):
+    """The run checkpoint at ``path`` (``.npz`` added without it): its
+    :class:`~int8store.runtime.npz.NpzArchive` (the headers read) and its
+    description, the fields and their types checked; what needs no run.
+    Refused when there is none, when it cannot be read and when it is no
+    run's (a best model's)."""
+    path = npz_path(path)
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such checkpoint")
+    archive = NpzArchive(path)
+    if _DESCRIPTION not in archive:
+        raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
+                            "perhaps: --save-model writes those; --checkpoint writes runs)")
+    member = archive[_DESCRIPTION]
+    if member.dtype != np.uint8 or len(member.shape) != 1 \
+            or member.nbytes > _MOST_DESCRIPTION_BYTES:
+        raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
+                                f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
+    try:
+        description = json.loads(member.read().tobytes())
+    except (ValueError, RecursionError):
+        raise SourceFormatError(f"{path}: its description is damaged") from None
+    if not isinstance(description, dict):
+        raise SourceFormatError(f"{path}: its description is a "
+                                f"{type(description).__name__}, expected an object")
+    if description.get("format") != FORMAT:
+        raise ArgumentError(f"{path}: a run checkpoint of format "
+                            f"{shown(description.get('format'))}; this int8store "
+                            f"reads format {FORMAT}")
+    for name, kind in _FIELDS.items():
+        value = description.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise SourceFormatError(f"{path}: its description's {name} is "
+                                    f"{shown(value)}, expected an "
+                                    f"{'integer' if kind is int else 'object'}")
+    return archive, description
+
+
 class RunCheckpoint:
     """The checkpoint of the run training ``params`` (shared variables),
     written at ``path`` (``.npz`` added when missing) for ``identity``
@@ -190,11 +228,8 @@ class RunCheckpoint:
         parameters' values set in :attr:`params`, once all of it is checked
         to fit this run (see the module docstring); nothing is set
         otherwise."""
-        path = npz_path(path)
-        if not os.path.exists(path):
-            raise ArgumentError(f"{path}: no such checkpoint")
-        archive = NpzArchive(path)
-        description = self._description(path, archive)
+        archive, description = open_run_checkpoint(path)
+        path = archive.path
         _check_same(path, description["identity"], self.identity)
         self._check_position(path, description["epoch"], description["step"])
         self._check_loop(path, description["loop"])
@@ -216,36 +251,6 @@ class RunCheckpoint:
             param.set_value(value)
         return RunState(description["epoch"], description["step"], description["loop"],
                         values[n:])
-
-    @staticmethod
-    def _description(path, archive):
-        """The checkpoint's description, its fields and their types checked."""
-        if _DESCRIPTION not in archive:
-            raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
-                                "perhaps: --save-model writes those; --checkpoint writes runs)")
-        member = archive[_DESCRIPTION]
-        if member.dtype != np.uint8 or len(member.shape) != 1 \
-                or member.nbytes > _MOST_DESCRIPTION_BYTES:
-            raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
-                                    f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
-        try:
-            description = json.loads(member.read().tobytes())
-        except (ValueError, RecursionError):
-            raise SourceFormatError(f"{path}: its description is damaged") from None
-        if not isinstance(description, dict):
-            raise SourceFormatError(f"{path}: its description is a "
-                                    f"{type(description).__name__}, expected an object")
-        if description.get("format") != FORMAT:
-            raise ArgumentError(f"{path}: a run checkpoint of format "
-                                f"{shown(description.get('format'))}; this int8store "
-                                f"reads format {FORMAT}")
-        for name, kind in _FIELDS.items():
-            value = description.get(name)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise SourceFormatError(f"{path}: its description's {name} is "
-                                        f"{shown(value)}, expected an "
-                                        f"{'integer' if kind is int else 'object'}")
-        return description
 
     def _check_position(self, path, epoch, step):
         """Refuse a data position outside the data: epoch 1 or more, the
