@@ -233,6 +233,44 @@ def test_a_file_that_is_not_what_it_should_be_is_refused_before_the_data_is_read
                           "a run checkpoint": "not a saved model"}[given] in err, err
 
 
+def test_a_file_named_without_npz_is_said_once_where_it_goes_and_is_read_from_there(
+        tmp_path, capsys):
+    """--save-model mymodel.h5 wrote mymodel.h5.npz without a word, and
+    --predict --save-model cifar.h5 answered "cifar.h5.npz: no such saved
+    model", naming a file never typed."""
+    model, run = tmp_path / "mymodel.h5", tmp_path / "myrun"
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--batch-size", "20",
+                              "--save-model", str(model), "--checkpoint", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"{model}.npz") == 1 and out.count(f"{run}.npz") == 1, out
+    assert f"... the best model is written to {model}.npz (--save-model {model}: .npz added, " \
+           "as numpy.savez adds it)\n" in out
+    assert f"... the run's checkpoint is written to {run}.npz (--checkpoint {run}: .npz added" \
+        in out
+    assert not model.exists() and not run.exists()
+    assert logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", str(model)]) == 0
+    assert f"... the saved model is read from {model}.npz (--save-model {model}: " in \
+        capsys.readouterr().out
+    assert logistic_sgd.main(RESUME + ["--resume", str(run)]) == 0
+    assert f"... resumed from {run}.npz: epoch 1" in capsys.readouterr().out
+    # a name ending in .npz is the file, and nothing is said of it
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--batch-size", "20",
+                              "--save-model", str(tmp_path / "m.npz")]) == 0
+    assert ".npz added" not in capsys.readouterr().out and (tmp_path / "m.npz").is_file()
+    # a model not there is named as typed, and as the file looked for
+    other = tmp_path / "cifar.h5"
+    predict = ["--dataset", "digits", "--predict", "--save-model", str(other)]
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err == (
+        f"error: --save-model {other} ({other}.npz): no such saved model; expected the .npz "
+        "file a run's --save-model wrote, or a run without --predict to write one\n")
+    other.write_bytes(b"\x89HDF\r\n\x1a\n")  # (the dataset, say)
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err == (
+        f"error: --save-model {other}: not a saved model: a run's --save-model writes .npz "
+        f"files (this one would be {other}.npz)\n")
+
+
 @pytest.mark.parametrize("command", ["resume", "predict"])
 def test_a_member_announcing_more_than_the_address_space_is_refused_unallocated(
         tmp_path, whole, command):

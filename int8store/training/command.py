@@ -19,7 +19,7 @@ import sys
 from ..errors import Int8StoreError
 from ..runtime.interrupts import stop_requests
 from ..store.checkpoint import checkpoint_writes
-from .options import check_options, check_saved_model, run_options
+from .options import check_options, check_saved_model, files_said, run_options
 
 __all__ = ["run_command", "predict_command", "print_summary"]
 
@@ -33,6 +33,8 @@ def run_command(train, args, **kwargs):
         check_options(args)
     except Int8StoreError as error:
         return _said(error)
+    for line in files_said(args):
+        print(line)
     if args.coordinator:  # several processes: joined before any JAX use
         from ..backend.jax.sharding import start_processes
 
@@ -58,6 +60,8 @@ def predict_command(predict, args, **kwargs):
         check_saved_model(args.save_model)
     except Int8StoreError as error:
         return _said(error)
+    for line in files_said(args):
+        print(line)
     return run_reporting_errors(predict, **kwargs)[1]
 
 

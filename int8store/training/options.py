@@ -18,7 +18,8 @@ from .parameters import open_saved_model
 from .run import open_run_checkpoint
 from .steps import ACCELERATOR_STEPS
 
-__all__ = ["add_arguments", "check_options", "check_saved_model", "run_options", "RUN_OPTIONS"]
+__all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", "run_options",
+           "RUN_OPTIONS"]
 
 #: The parsed options that are :class:`~int8store.training.runner.Run`'s keywords.
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
@@ -72,8 +73,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     training.add_argument("--batch-size", type=int, default=batch_size,
                           help="minibatch size (default: %(default)s)")
     training.add_argument("--save-model", default=save_model, metavar="PATH",
-                          help="where the best model's parameters go (.npz), replaced at each "
-                               "improvement (default: %s)" % (save_model or "not saved"))
+                          help="where the best model's parameters go (.npz, added to a name "
+                               "without it), replaced at each improvement; with --predict, the "
+                               "model read (default: %s)" % (save_model or "not saved"))
     data = parser.add_argument_group("where the splits are held and how they are fed")
     data.add_argument("--mode", choices=("c", "jax"), default="c",
                       help="'c': the library's C backend on the CPU; 'jax': JAX's default "
@@ -124,7 +126,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                             "validation and test splits, as the classic tutorial (and its "
                             "published figures) did; by default every example is scored")
     calls.add_argument("--checkpoint", metavar="PATH",
-                       help="write the run's checkpoint (.npz): the parameters, the early "
+                       help="write the run's checkpoint (.npz, added to a name without "
+                            "it): the parameters, the early "
                             "stopping state, the best model and the data position, at each "
                             "validation, when stopped by Ctrl-C or SIGTERM and at the end; "
                             "replaced each time, never half-written (default: none)")
@@ -181,14 +184,9 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         if folder:
             raise ArgumentError(f"{option} {_named(path, folder)}: a folder; expected the .npz "
                                 f"file {what}, e.g. {os.path.join(folder, example)}")
-    if resume and not os.path.exists(npz_path(resume)):
-        if os.path.isfile(str(resume)):
-            raise ArgumentError(f"--resume {resume}: not a checkpoint: a run's --checkpoint "
-                                f"writes .npz files (this one would be {npz_path(resume)})")
-        raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
-                            "expected the .npz file a run's --checkpoint wrote, or no --resume "
-                            "to start afresh")
     if resume:
+        _check_written("--resume", resume, "checkpoint", "--checkpoint",
+                       "or no --resume to start afresh")
         open_run_checkpoint(resume)
     for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
         if path and dataset and os.path.isfile(str(dataset)) \
@@ -215,7 +213,23 @@ def check_saved_model(path):
     if not path:
         raise ArgumentError("--predict without --save-model: expected --save-model PATH, the "
                             ".npz file a run's --save-model wrote")
+    _check_written("--save-model", path, "saved model", "--save-model",
+                   "or a run without --predict to write one")
     open_saved_model(path)
+
+
+def _check_written(option, path, noun, writer, otherwise):
+    """A file that a run's ``writer`` option wrote, given to ``option``:
+    there, ``.npz`` added to a name without it as it was when written; a
+    refusal names the path as given and the file looked for."""
+    file = npz_path(path)
+    if os.path.exists(file):
+        return
+    if os.path.isfile(str(path)):
+        raise ArgumentError(f"{option} {path}: not a {noun}: a run's {writer} writes .npz files "
+                            f"(this one would be {file})")
+    raise ArgumentError(f"{option} {_named(path, file)}: no such {noun}; expected the .npz file "
+                        f"a run's {writer} wrote, {otherwise}")
 
 
 def _folder(path):
@@ -254,6 +268,20 @@ def _check_processes(coordinator, count, index):
     if not 0 <= index < count:
         raise ArgumentError(f"--process-id {index}: expected 0 to {count - 1}, one of the "
                             f"--num-processes {count}")
+
+
+def files_said(args):
+    """The line said once as a run starts for each of its files named
+    without ``.npz``, which is added (as ``numpy.savez`` adds it): where the
+    best model and the checkpoint are written, or, with ``--predict``, where
+    the saved model is read. None for a name ending in ``.npz``."""
+    predict = getattr(args, "predict", False)
+    files = [("--save-model", args.save_model, "the saved model is read from" if predict
+              else "the best model is written to")]
+    if not predict:
+        files.append(("--checkpoint", args.checkpoint, "the run's checkpoint is written to"))
+    return [f"... {what} {npz_path(path)} ({option} {path}: .npz added, as numpy.savez adds it)"
+            for option, path, what in files if path and npz_path(path) != str(path)]
 
 
 def run_options(args):

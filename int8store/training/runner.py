@@ -30,6 +30,7 @@ from ..errors import ArgumentError
 from ..order.batch_size import check_over_devices, fitted_batch_size
 from ..runtime.interrupts import stop_requested
 from ..runtime.progress import EpochLines
+from ..store.checkpoint import npz_path
 
 __all__ = ["Run"]
 
@@ -307,7 +308,8 @@ class Run:
             raise ArgumentError(f"{self.resume_path}: the run stopped in epoch {state.epoch}, past "
                                 f"the {asked} asked (--epochs {asked}): ask for {state.epoch} or "
                                 "more to go on from it")
-        print(f"... resumed from {self.resume_path}: epoch {state.epoch}, minibatch {state.step}")
+        print(f"... resumed from {npz_path(self.resume_path)}: epoch {state.epoch}, minibatch "
+              f"{state.step}")
         finished = state.loop["finished"]
         self._start = state.step  # (the first epoch minibatches() walks starts there)
         return (state.epoch - 1 + finished, state.best, finished,
