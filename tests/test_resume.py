@@ -277,6 +277,20 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "model.npz", **run)
 
 
+def test_a_resumed_run_times_the_epochs_it_ran(tmp_path, capsys):
+    """A run resumed once it had ended said "The code run for 2 epochs, with
+    380 epochs/sec", though it ran none."""
+    run = dict(dataset="digits", batch_size=20, model_path=None, checkpoint=tmp_path / "run")
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, **run)
+    assert "The code run for 2 epochs, with " in capsys.readouterr().out
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, resume=tmp_path / "run", **run)
+    out = capsys.readouterr().out
+    assert "The run was complete at epoch 2 when resumed: no epoch was run\n" in out
+    assert "The code run for" not in out
+    logistic_sgd.sgd_optimization_mnist(n_epochs=4, resume=tmp_path / "run", **run)
+    assert "The code run for 2 epochs, with " in capsys.readouterr().out
+
+
 def test_an_augmentation_written_another_way_is_the_same_run(tmp_path):
     run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", augment="translate=1,cutout=2",

@@ -93,6 +93,9 @@ class Run:
         self.splits = self.batch_size = None
         self._scores, self._lines, self._checkpoint = [], None, None
         self._epoch_walk, self._start, self._mid_call = None, 0, False
+        #: The epochs this run trained in (an epoch resumed in its middle
+        #: counted): all of the loop's, fewer when it was resumed.
+        self.epochs_trained = 0
 
     # -- the data ---------------------------------------------------------------------
 
@@ -251,8 +254,10 @@ class Run:
     def _trained(self, epoch, train_model, ends, start):
         calls = self.train.calls(epoch, self.batch_size, train_model.steps, ends, start)
         try:
-            for first, index, count in calls:
+            for call, (first, index, count) in enumerate(calls):
                 train_model(index, count)
+                if call == 0:
+                    self.epochs_trained += 1
                 for number in range(first, first + count):
                     self._mid_call = number < first + count - 1
                     yield number
