@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -276,6 +277,20 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "model.npz", **run)
 
 
+def test_a_resumed_run_times_the_epochs_it_ran(tmp_path, capsys):
+    """A run resumed once it had ended said "The code run for 2 epochs, with
+    380 epochs/sec", though it ran none."""
+    run = dict(dataset="digits", batch_size=20, model_path=None, checkpoint=tmp_path / "run")
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, **run)
+    assert "The code run for 2 epochs, with " in capsys.readouterr().out
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, resume=tmp_path / "run", **run)
+    out = capsys.readouterr().out
+    assert "The run was complete at epoch 2 when resumed: no epoch was run\n" in out
+    assert "The code run for" not in out
+    logistic_sgd.sgd_optimization_mnist(n_epochs=4, resume=tmp_path / "run", **run)
+    assert "The code run for 2 epochs, with " in capsys.readouterr().out
+
+
 def test_an_augmentation_written_another_way_is_the_same_run(tmp_path):
     run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", augment="translate=1,cutout=2",
@@ -336,8 +351,8 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     other = RunCheckpoint(None, [theano.shared(np.zeros(4), name="w")],
                           int8store.training.run_identity("demo", [], [theano.shared(np.zeros(4), name="w")],
                                                  10, seed=1))
-    with pytest.raises(ArgumentError, match=r"the model differs \(parameters w 3 float64 then, "
-                                            r"w 4 float64 now\)"):
+    with pytest.raises(ArgumentError, match=r"the model differs \(parameter 0 w: 3 float64 "
+                                            r"then, 4 float64 now\)"):
         other.resume(tmp_path / "run.npz")
     # Of many parameters, the one that differs is named (a shortened list of
     # all of them cut it out: "parameter 4 8 ... 64").
@@ -346,10 +361,60 @@ def test_the_checkpoint_holds_a_few_integers_of_data_position(tmp_path):
     RunCheckpoint(tmp_path / "many", many, int8store.training.run_identity(
         "demo", [], many, 10)).save(RunState(1, 0))
     many[2] = theano.shared(np.zeros((51, 20, 5, 5)), name="p2")
-    with pytest.raises(ArgumentError, match=r"the model differs \(parameters p2 50x20x5x5 "
-                                            r"float64 then, p2 51x20x5x5 float64 now\)"):
+    with pytest.raises(ArgumentError, match=r"the model differs \(parameter 2 p2: 50x20x5x5 "
+                                            r"float64 then, 51x20x5x5 float64 now\)"):
         RunCheckpoint(None, many, int8store.training.run_identity("demo", [], many, 10)).resume(
             tmp_path / "many.npz")
+
+
+def lenet(nkerns, dtype="float64"):
+    """LeNet5's parameters as the tutorial makes them (unnamed)."""
+    shapes = [(nkerns[0], 1, 5, 5), (nkerns[0],), (nkerns[1], nkerns[0], 5, 5), (nkerns[1],),
+              (nkerns[1] * 16, 500), (500,), (500, 10), (10,)]
+    return [theano.shared(np.zeros(shape, dtype)) for shape in shapes]
+
+
+def resumed_with(path, params):
+    identity = int8store.training.run_identity("demo", [], params, 10)
+    with pytest.raises(ArgumentError) as refusal:
+        RunCheckpoint(None, params, identity).resume(path)
+    return str(refusal.value)
+
+
+def test_a_model_that_differs_in_many_parameters_is_named_in_whole_entries(tmp_path):
+    """--nkerns 4 8 then 5 8: three parameters differ, and the message's
+    shortening to 160 characters cut one in two ("... 6 5x3x5x5 float64 now;")."""
+    params = lenet((4, 8))
+    RunCheckpoint(tmp_path / "run", params, int8store.training.run_identity(
+        "demo", [], params, 10)).save(RunState(1, 0))
+    for nkerns, differ in [((5, 8), 3), ((6, 9), 5)]:
+        message = resumed_with(tmp_path / "run.npz", lenet(nkerns))
+        detail = re.search(r"the model differs \((.*)\); resume with", message).group(1)
+        entries = detail.split("; ")
+        more = re.fullmatch(r"and (\d+) more", entries[-1])
+        shown = entries[:-1] if more else entries
+        assert shown[0] == f"parameter 0: 4x1x5x5 float64 then, {nkerns[0]}x1x5x5 float64 now"
+        for entry in shown:
+            assert re.fullmatch(r"parameter \d: [0-9x]+ float64 then, [0-9x]+ float64 now",
+                                entry), message
+        assert len(shown) + (int(more.group(1)) if more else 0) == differ, message
+        assert len(detail) <= 160 and "..." not in detail, message
+    assert more, message  # (the five of 6 9 do not fit)
+
+
+def test_a_model_of_another_float_type_names_the_flag_it_was_written_under(tmp_path):
+    """A float32 checkpoint resumed under float64 said only '... float32
+    then, ... float64 now'."""
+    written = lenet((4, 8), "float32")
+    RunCheckpoint(tmp_path / "run", written, int8store.training.run_identity(
+        "demo", [], written, 10)).save(RunState(1, 0))
+    flags = f"{theano.__name__.upper()}_FLAGS"
+    message = resumed_with(tmp_path / "run.npz", lenet((4, 8), "float64"))
+    assert message.endswith(f"; it was written under floatX=float32: resume with "
+                            f"{flags}=floatX=float32, or start afresh"), message
+    # another shape besides: another model, whatever the float type
+    message = resumed_with(tmp_path / "run.npz", lenet((5, 8), "float64"))
+    assert "floatX" not in message and "resume with what it was written with" in message
 
 
 @pytest.mark.devices

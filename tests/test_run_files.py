@@ -34,6 +34,7 @@ import logistic_sgd
 from conftest import ROOT
 from int8store import ArgumentError, OutputError, SourceFormatError, tensor_library
 from int8store.training import RunCheckpoint, RunState, checkpoint_writes, save_checkpoint
+from int8store.training import runner
 from int8store.runtime.npz import NpzArchive
 from int8store.store.atomic import TEMPORARY_SUFFIX
 
@@ -191,6 +192,83 @@ def test_a_damaged_saved_model_is_one_line_to_predict(tmp_path, capsys, whole, d
     err = one_line(status, capsys.readouterr().err, path)
     assert expected.format(held="saved", floatX=theano.config.floatX, key="W",
                            members=len(members_of(model))) in err
+
+
+def test_a_run_checkpoint_given_to_predict_is_named_as_one(capsys, whole):
+    """It was read as a model of other parameters ("holds no W, the model's
+    parameter 0 W (its arrays: param_0, ...): not this model's"), as a best
+    model given to --resume is named as one."""
+    run, _ = whole
+    status = logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", str(run)])
+    err = one_line(status, capsys.readouterr().err, run)
+    assert err == (f"error: {run}: not a saved model (a run's checkpoint: --checkpoint writes "
+                   "those; --save-model writes the best model's parameters, which --predict "
+                   "reads)\n")
+    with pytest.raises(ArgumentError, match="not a saved model"):
+        int8store.training.load_parameters(run, model())
+
+
+@pytest.mark.parametrize("command, given", [("resume", "cut short"), ("resume", "a best model"),
+                                            ("predict", "cut short"),
+                                            ("predict", "a run checkpoint")])
+def test_a_file_that_is_not_what_it_should_be_is_refused_before_the_data_is_read(
+        tmp_path, capsys, monkeypatch, whole, command, given):
+    """On Aesara with a fresh compile cache, LeNet5's --resume of a file cut
+    short said so after 46 s of building the model and training."""
+    run, model = whole
+    source = run if (command == "resume") == (given == "cut short") else model
+    path = cut_short(source, tmp_path / "cut.npz") if given == "cut short" else source
+
+    def not_reached(*args, **kwargs):
+        raise AssertionError("the data was read before the file was refused")
+
+    monkeypatch.setattr(runner.Run, "load_data", not_reached)
+    monkeypatch.setattr(logistic_sgd, "load_data", not_reached)
+    status = logistic_sgd.main(RESUME + ["--resume", str(path)] if command == "resume" else
+                               ["--dataset", "digits", "--predict", "--save-model", str(path)])
+    out, err = capsys.readouterr()
+    one_line(status, err, path)
+    assert out == "" and {"cut short": "not a readable .npz archive",
+                          "a best model": "not a run checkpoint",
+                          "a run checkpoint": "not a saved model"}[given] in err, err
+
+
+def test_a_file_named_without_npz_is_said_once_where_it_goes_and_is_read_from_there(
+        tmp_path, capsys):
+    """--save-model mymodel.h5 wrote mymodel.h5.npz without a word, and
+    --predict --save-model cifar.h5 answered "cifar.h5.npz: no such saved
+    model", naming a file never typed."""
+    model, run = tmp_path / "mymodel.h5", tmp_path / "myrun"
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--batch-size", "20",
+                              "--save-model", str(model), "--checkpoint", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"{model}.npz") == 1 and out.count(f"{run}.npz") == 1, out
+    assert f"... the best model is written to {model}.npz (--save-model {model}: .npz added, " \
+           "as numpy.savez adds it)\n" in out
+    assert f"... the run's checkpoint is written to {run}.npz (--checkpoint {run}: .npz added" \
+        in out
+    assert not model.exists() and not run.exists()
+    assert logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", str(model)]) == 0
+    assert f"... the saved model is read from {model}.npz (--save-model {model}: " in \
+        capsys.readouterr().out
+    assert logistic_sgd.main(RESUME + ["--resume", str(run)]) == 0
+    assert f"... resumed from {run}.npz: epoch 1" in capsys.readouterr().out
+    # a name ending in .npz is the file, and nothing is said of it
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--batch-size", "20",
+                              "--save-model", str(tmp_path / "m.npz")]) == 0
+    assert ".npz added" not in capsys.readouterr().out and (tmp_path / "m.npz").is_file()
+    # a model not there is named as typed, and as the file looked for
+    other = tmp_path / "cifar.h5"
+    predict = ["--dataset", "digits", "--predict", "--save-model", str(other)]
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err == (
+        f"error: --save-model {other} ({other}.npz): no such saved model; expected the .npz "
+        "file a run's --save-model wrote, or a run without --predict to write one\n")
+    other.write_bytes(b"\x89HDF\r\n\x1a\n")  # (the dataset, say)
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err == (
+        f"error: --save-model {other}: not a saved model: a run's --save-model writes .npz "
+        f"files (this one would be {other}.npz)\n")
 
 
 @pytest.mark.parametrize("command", ["resume", "predict"])

@@ -254,8 +254,12 @@ def sgd_optimization_mnist(learning_rate=0.13, n_epochs=1000,
     else:
         print('Optimization complete with best validation score of %f %%, '
               'with test performance %f %%' % (best_validation_loss * 100., test_score * 100.))
-    print('The code run for %d epochs, with %f epochs/sec' % (
-        epoch, 1. * epoch / (end_time - start_time)))
+    ran = run.epochs_trained  # int8store: the epochs this process ran (fewer when resumed)
+    if ran:
+        print('The code run for %d epochs, with %f epochs/sec' % (
+            ran, 1. * ran / (end_time - start_time)))
+    else:
+        print('The run was complete at epoch %i when resumed: no epoch was run' % epoch)
     print('The code for file ' + os.path.split(__file__)[1] +
           ' ran for %.1fs' % (end_time - start_time), file=sys.stderr)
     return run.result(best_validation_loss=float(best_validation_loss),
@@ -302,8 +306,8 @@ def main(argv=None):
                              "(--save-model) instead of training")
     args = parser.parse_args(argv)
     if args.predict:
-        return training.run_reporting_errors(predict, model_path=args.save_model,
-                                             dataset=args.dataset, normalize=args.normalize)[1]
+        return training.predict_command(predict, args, model_path=args.save_model,
+                                        dataset=args.dataset, normalize=args.normalize)
     return training.run_command(sgd_optimization_mnist, args, learning_rate=args.learning_rate,
                                 n_epochs=args.epochs, dataset=args.dataset,
                                 batch_size=args.batch_size, model_path=args.save_model)

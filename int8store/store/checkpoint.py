@@ -25,7 +25,12 @@ import numpy as np
 from ..errors import OutputError
 from .atomic import atomic_output
 
-__all__ = ["save_checkpoint", "npz_path", "checkpoint_writes", "CheckpointWrites"]
+__all__ = ["save_checkpoint", "npz_path", "checkpoint_writes", "CheckpointWrites",
+           "RUN_DESCRIPTION"]
+
+#: The member that holds a run checkpoint's description
+#: (:mod:`int8store.training.run`); a saved best model has none.
+RUN_DESCRIPTION = "int8store_run"
 
 _writes = ContextVar("int8store_checkpoint_writes", default=None)
 

@@ -1,4 +1,5 @@
-"""A tutorial's command line, run: :func:`run_command`.
+"""A tutorial's command line, run: :func:`run_command` (``--predict``:
+:func:`predict_command`).
 
 What the classic scripts' ``if __name__ == '__main__'`` did, and what a run
 from a shell also needs: options that cannot go together refused first
@@ -19,9 +20,9 @@ import sys
 from ..errors import Int8StoreError
 from ..runtime.interrupts import stop_requests
 from ..store.checkpoint import checkpoint_writes
-from .options import check_options, run_options
+from .options import check_options, check_saved_model, files_said, run_options
 
-__all__ = ["run_command", "print_summary"]
+__all__ = ["run_command", "predict_command", "print_summary"]
 
 
 def run_command(train, args, **kwargs):
@@ -33,6 +34,8 @@ def run_command(train, args, **kwargs):
         check_options(args)
     except Int8StoreError as error:
         return _said(error)
+    for line in files_said(args):
+        print(line)
     if args.coordinator:  # several processes: joined before any JAX use
         from ..backend.jax.sharding import start_processes
 
@@ -54,6 +57,21 @@ def run_command(train, args, **kwargs):
             print("interrupted: stopped at once", file=sys.stderr)
             return 128 + 2
     return status
+
+
+def predict_command(predict, args, **kwargs):
+    """``predict(**kwargs)`` as a command: the saved model (``--save-model``)
+    refused first when it cannot be read or is not one
+    (:func:`~int8store.training.options.check_saved_model`), before the
+    data is read and the model built; then errors and interrupts reported
+    as a run's (:func:`run_reporting_errors`). Returns the exit status."""
+    try:
+        check_saved_model(args.save_model)
+    except Int8StoreError as error:
+        return _said(error)
+    for line in files_said(args):
+        print(line)
+    return run_reporting_errors(predict, **kwargs)[1]
 
 
 def _set_up_and(train, args, **kwargs):

@@ -14,9 +14,12 @@ from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
+from .parameters import open_saved_model
+from .run import open_run_checkpoint
 from .steps import ACCELERATOR_STEPS
 
-__all__ = ["add_arguments", "check_options", "run_options", "RUN_OPTIONS"]
+__all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", "run_options",
+           "RUN_OPTIONS"]
 
 #: The parsed options that are :class:`~int8store.training.runner.Run`'s keywords.
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
@@ -70,8 +73,9 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     training.add_argument("--batch-size", type=int, default=batch_size,
                           help="minibatch size (default: %(default)s)")
     training.add_argument("--save-model", default=save_model, metavar="PATH",
-                          help="where the best model's parameters go (.npz), replaced at each "
-                               "improvement (default: %s)" % (save_model or "not saved"))
+                          help="where the best model's parameters go (.npz, added to a name "
+                               "without it), replaced at each improvement; with --predict, the "
+                               "model read (default: %s)" % (save_model or "not saved"))
     data = parser.add_argument_group("where the splits are held and how they are fed")
     data.add_argument("--mode", choices=("c", "jax"), default="c",
                       help="'c': the library's C backend on the CPU; 'jax': JAX's default "
@@ -122,7 +126,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                             "validation and test splits, as the classic tutorial (and its "
                             "published figures) did; by default every example is scored")
     calls.add_argument("--checkpoint", metavar="PATH",
-                       help="write the run's checkpoint (.npz): the parameters, the early "
+                       help="write the run's checkpoint (.npz, added to a name without "
+                            "it): the parameters, the early "
                             "stopping state, the best model and the data position, at each "
                             "validation, when stopped by Ctrl-C or SIGTERM and at the end; "
                             "replaced each time, never half-written (default: none)")
@@ -170,7 +175,9 @@ def check_options(args):
 def _check_files(checkpoint, save_model, resume, dataset=None):
     """The run's checkpoint and the best model: two files, never one, and
     neither the dataset's own file; they and the checkpoint resumed: files,
-    not folders; and the one resumed there, before the data is read."""
+    not folders; and the one resumed there and read as far as it can be
+    without the run (:func:`~.run.open_run_checkpoint`), before the data is
+    read and the model built (a file cut short was refused once they were)."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
             ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
@@ -179,13 +186,10 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         if folder:
             raise ArgumentError(f"{option} {_named(path, folder)}: a folder; expected the .npz "
                                 f"file {what}, e.g. {os.path.join(folder, example)}")
-    if resume and not os.path.exists(npz_path(resume)):
-        if os.path.isfile(str(resume)):
-            raise ArgumentError(f"--resume {resume}: not a checkpoint: a run's --checkpoint "
-                                f"writes .npz files (this one would be {npz_path(resume)})")
-        raise ArgumentError(f"--resume {_named(resume, npz_path(resume))}: no such checkpoint; "
-                            "expected the .npz file a run's --checkpoint wrote, or no --resume "
-                            "to start afresh")
+    if resume:
+        _check_written("--resume", resume, "checkpoint", "--checkpoint",
+                       "or no --resume to start afresh")
+        open_run_checkpoint(resume)
     for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
         if path and dataset and os.path.isfile(str(dataset)) \
                 and os.path.realpath(npz_path(path)) == os.path.realpath(str(dataset)):
@@ -196,6 +200,38 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
         raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
                             f"file, {npz_path(save_model)}, which each would overwrite with its "
                             "own; give them two paths")
+
+
+def check_saved_model(path):
+    """``--predict``'s model, the one ``--save-model`` names: a file (not a
+    folder) there, a saved model read as far as it can be without the
+    model (:func:`~.parameters.open_saved_model`), before the data is read
+    and the model built."""
+    folder = path and _folder(path)
+    if folder:
+        raise ArgumentError(f"--save-model {_named(path, folder)}: a folder; expected the .npz "
+                            "file a run's --save-model wrote, e.g. "
+                            f"{os.path.join(folder, 'best_model.npz')}")
+    if not path:
+        raise ArgumentError("--predict without --save-model: expected --save-model PATH, the "
+                            ".npz file a run's --save-model wrote")
+    _check_written("--save-model", path, "saved model", "--save-model",
+                   "or a run without --predict to write one")
+    open_saved_model(path)
+
+
+def _check_written(option, path, noun, writer, otherwise):
+    """A file that a run's ``writer`` option wrote, given to ``option``:
+    there, ``.npz`` added to a name without it as it was when written; a
+    refusal names the path as given and the file looked for."""
+    file = npz_path(path)
+    if os.path.exists(file):
+        return
+    if os.path.isfile(str(path)):
+        raise ArgumentError(f"{option} {path}: not a {noun}: a run's {writer} writes .npz files "
+                            f"(this one would be {file})")
+    raise ArgumentError(f"{option} {_named(path, file)}: no such {noun}; expected the .npz file "
+                        f"a run's {writer} wrote, {otherwise}")
 
 
 def _folder(path):
@@ -234,6 +270,20 @@ def _check_processes(coordinator, count, index):
     if not 0 <= index < count:
         raise ArgumentError(f"--process-id {index}: expected 0 to {count - 1}, one of the "
                             f"--num-processes {count}")
+
+
+def files_said(args):
+    """The line said once as a run starts for each of its files named
+    without ``.npz``, which is added (as ``numpy.savez`` adds it): where the
+    best model and the checkpoint are written, or, with ``--predict``, where
+    the saved model is read. None for a name ending in ``.npz``."""
+    predict = getattr(args, "predict", False)
+    files = [("--save-model", args.save_model, "the saved model is read from" if predict
+              else "the best model is written to")]
+    if not predict:
+        files.append(("--checkpoint", args.checkpoint, "the run's checkpoint is written to"))
+    return [f"... {what} {npz_path(path)} ({option} {path}: .npz added, as numpy.savez adds it)"
+            for option, path, what in files if path and npz_path(path) != str(path)]
 
 
 def run_options(args):

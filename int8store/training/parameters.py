@@ -16,9 +16,9 @@ import numpy as np
 
 from ..errors import ArgumentError, shortened
 from ..runtime.npz import NpzArchive, describe_array
-from ..store.checkpoint import npz_path
+from ..store.checkpoint import RUN_DESCRIPTION, npz_path
 
-__all__ = ["load_parameters", "read_parameters", "parameter_label"]
+__all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label"]
 
 
 def parameter_label(index, param):
@@ -61,6 +61,22 @@ def read_parameters(archive, params, keys, held_by, cast=False, labels=None):
             for member, param in zip(members, params)]
 
 
+def open_saved_model(path):
+    """The saved model at ``path`` (``.npz`` added without it) as an
+    :class:`~int8store.runtime.npz.NpzArchive`, its headers read: refused
+    when there is none, when it cannot be read, and when it is a run's
+    checkpoint, which holds its parameters under other names."""
+    path = npz_path(path)
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such saved model")
+    archive = NpzArchive(path)
+    if RUN_DESCRIPTION in archive:
+        raise ArgumentError(f"{path}: not a saved model (a run's checkpoint: --checkpoint "
+                            "writes those; --save-model writes the best model's parameters, "
+                            "which --predict reads)")
+    return archive
+
+
 def load_parameters(path, params, keys=None):
     """Set ``params`` (shared variables) to the arrays saved at ``path``
     (an ``.npz``, as :func:`~int8store.training.save_checkpoint` writes a best
@@ -81,9 +97,8 @@ def load_parameters(path, params, keys=None):
     >>> w.get_value().tolist()
     [0.0, 1.0, 2.0]
     """
-    path = npz_path(path)
-    if not os.path.exists(path):
-        raise ArgumentError(f"{path}: no such saved model")
+    archive = open_saved_model(path)
+    path = archive.path
     params = list(params)
     if keys is None:
         unnamed = [parameter_label(i, p) for i, p in enumerate(params) if not p.name]
@@ -91,7 +106,11 @@ def load_parameters(path, params, keys=None):
             raise ArgumentError(f"{path}: {', '.join(unnamed)} of the model has no name to find "
                                 "its array by: name it (shared(..., name='W')) or give keys=")
         keys = [p.name for p in params]
-    values = read_parameters(NpzArchive(path), params, keys, "saved", cast=True)
+    # Cast, where a run's checkpoint is refused: a saved model only predicts,
+    # and float32 values are exact in float64 (float64 ones rounded to float32
+    # are what a float32 run computes with anyway); a resumed run must go on
+    # bitwise as the one stopped would have, in the dtype it trained in.
+    values = read_parameters(archive, params, keys, "saved", cast=True)
     for param, value in zip(params, values):
         param.set_value(value)
     return path

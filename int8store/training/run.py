@@ -43,17 +43,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
 from ..runtime.npz import NpzArchive
-from ..store.checkpoint import npz_path, save_checkpoint
+from ..store.checkpoint import RUN_DESCRIPTION, npz_path, save_checkpoint
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
-__all__ = ["RunCheckpoint", "RunState", "run_identity"]
+__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
-_DESCRIPTION = "int8store_run"
+_DESCRIPTION = RUN_DESCRIPTION
 #: The largest description read: a few hundred bytes a split and a parameter.
 _MOST_DESCRIPTION_BYTES = 1 << 20
 #: The fields of a description, and their types.
@@ -139,6 +140,44 @@ class RunState:
     best: list = field(default_factory=list)
 
 
+def open_run_checkpoint(path):
+    """The run checkpoint at ``path`` (``.npz`` added without it): its
+    :class:`~int8store.runtime.npz.NpzArchive` (the headers read) and its
+    description, the fields and their types checked; what needs no run.
+    Refused when there is none, when it cannot be read and when it is no
+    run's (a best model's)."""
+    path = npz_path(path)
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such checkpoint")
+    archive = NpzArchive(path)
+    if _DESCRIPTION not in archive:
+        raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
+                            "perhaps: --save-model writes those; --checkpoint writes runs)")
+    member = archive[_DESCRIPTION]
+    if member.dtype != np.uint8 or len(member.shape) != 1 \
+            or member.nbytes > _MOST_DESCRIPTION_BYTES:
+        raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
+                                f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
+    try:
+        description = json.loads(member.read().tobytes())
+    except (ValueError, RecursionError):
+        raise SourceFormatError(f"{path}: its description is damaged") from None
+    if not isinstance(description, dict):
+        raise SourceFormatError(f"{path}: its description is a "
+                                f"{type(description).__name__}, expected an object")
+    if description.get("format") != FORMAT:
+        raise ArgumentError(f"{path}: a run checkpoint of format "
+                            f"{shown(description.get('format'))}; this int8store "
+                            f"reads format {FORMAT}")
+    for name, kind in _FIELDS.items():
+        value = description.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise SourceFormatError(f"{path}: its description's {name} is "
+                                    f"{shown(value)}, expected an "
+                                    f"{'integer' if kind is int else 'object'}")
+    return archive, description
+
+
 class RunCheckpoint:
     """The checkpoint of the run training ``params`` (shared variables),
     written at ``path`` (``.npz`` added when missing) for ``identity``
@@ -189,11 +228,8 @@ class RunCheckpoint:
         parameters' values set in :attr:`params`, once all of it is checked
         to fit this run (see the module docstring); nothing is set
         otherwise."""
-        path = npz_path(path)
-        if not os.path.exists(path):
-            raise ArgumentError(f"{path}: no such checkpoint")
-        archive = NpzArchive(path)
-        description = self._description(path, archive)
+        archive, description = open_run_checkpoint(path)
+        path = archive.path
         _check_same(path, description["identity"], self.identity)
         self._check_position(path, description["epoch"], description["step"])
         self._check_loop(path, description["loop"])
@@ -215,36 +251,6 @@ class RunCheckpoint:
             param.set_value(value)
         return RunState(description["epoch"], description["step"], description["loop"],
                         values[n:])
-
-    @staticmethod
-    def _description(path, archive):
-        """The checkpoint's description, its fields and their types checked."""
-        if _DESCRIPTION not in archive:
-            raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
-                                "perhaps: --save-model writes those; --checkpoint writes runs)")
-        member = archive[_DESCRIPTION]
-        if member.dtype != np.uint8 or len(member.shape) != 1 \
-                or member.nbytes > _MOST_DESCRIPTION_BYTES:
-            raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
-                                    f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
-        try:
-            description = json.loads(member.read().tobytes())
-        except (ValueError, RecursionError):
-            raise SourceFormatError(f"{path}: its description is damaged") from None
-        if not isinstance(description, dict):
-            raise SourceFormatError(f"{path}: its description is a "
-                                    f"{type(description).__name__}, expected an object")
-        if description.get("format") != FORMAT:
-            raise ArgumentError(f"{path}: a run checkpoint of format "
-                                f"{shown(description.get('format'))}; this int8store "
-                                f"reads format {FORMAT}")
-        for name, kind in _FIELDS.items():
-            value = description.get(name)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise SourceFormatError(f"{path}: its description's {name} is "
-                                        f"{shown(value)}, expected an "
-                                        f"{'integer' if kind is int else 'object'}")
-        return description
 
     def _check_position(self, path, epoch, step):
         """Refuse a data position outside the data: epoch 1 or more, the
@@ -306,8 +312,31 @@ def _check_same(path, recorded, current):
             detail = _model_difference(then, now)
         else:
             detail = f"{shown(then)} then, {shown(now)} now"
+        float_type = _written_float_type(then, now) if key == "model" else None
+        advice = "resume with what it was written with" if float_type is None else (
+            f"it was written under floatX={float_type}: resume with "
+            f"{chosen_backend().upper()}_FLAGS=floatX={float_type}")
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
-                            "resume with what it was written with, or start afresh")
+                            f"{advice}, or start afresh")
+
+
+def _written_float_type(then, now):
+    """The ``floatX`` a checkpoint's model was written under where it
+    differs from this one's in its parameters' floating dtype only (the
+    names and shapes alike); None otherwise."""
+    try:
+        if len(then) != len(now):
+            return None
+        written = set()
+        for (name, shape, dtype), (name_now, shape_now, dtype_now) in zip(then, now):
+            if [name, list(shape)] != [name_now, list(shape_now)]:
+                return None
+            if dtype != dtype_now:
+                written.add(dtype)
+    except (TypeError, ValueError):  # (not what a checkpoint writes)
+        return None
+    return written.pop() if len(written) == 1 and written <= {"float16", "float32",
+                                                              "float64"} else None
 
 
 def _short(digests):
@@ -316,21 +345,50 @@ def _short(digests):
     return shortened("/".join(d[:12] for d in digests))
 
 
+#: The most characters a model's difference takes in a message: whole
+#: parameters, as many as fit, the others counted.
+_MOST_DIFFERENCE = 160
+
+
 def _model_difference(then, now):
     """The parameters that differ, each as it was and is (not the whole
-    list, whose shortening could cut out the difference)."""
+    list, whose shortening could cut out the difference): as many whole
+    entries as fit in :data:`_MOST_DIFFERENCE` characters, the others
+    counted (a shortening of the text cut an entry in two)."""
     try:
         pairs = list(itertools.zip_longest(then or [], now or []))
-        differ = [(a, b) for a, b in pairs if a != b]
-        return shortened("parameters " + "; ".join(
-            f"{_parameter(a)} then, {_parameter(b)} now" for a, b in differ[:3])
-            + (f"; {len(differ) - 3} more" if len(differ) > 3 else ""))
+        entries = [_difference(i, a, b) for i, (a, b) in enumerate(pairs) if a != b]
     except (TypeError, ValueError):  # (not what a checkpoint writes: shown as it is)
         return f"parameters {shown(then)} then, {shown(now)} now"
+    kept = entries[:1]
+    for entry in entries[1:]:
+        after = len(entries) - len(kept) - 1
+        if len("; ".join(kept + [entry]) + (f"; and {after} more" if after else "")) \
+                > _MOST_DIFFERENCE:
+            break
+        kept.append(entry)
+    left = len(entries) - len(kept)
+    return "; ".join(kept) + (f"; and {left} more" if left else "")
+
+
+def _difference(index, then, now):
+    """``parameter 2: 8x4x5x5 float64 then, 8x5x5x5 float64 now``, the
+    parameter's name after its number where it has one (``parameter 0 W``),
+    and each side's name where they differ."""
+    sides = [None if entry is None else _parameter(entry) for entry in (then, now)]
+    names = {side[0] for side in sides if side is not None}
+    label = f"parameter {index}"
+    if None not in sides and len(names) == 1:
+        name = names.pop()
+        label += "" if name == label else f" {name}"
+        was, is_ = (side[1] for side in sides)
+    else:
+        was, is_ = ("none" if side is None else " ".join(side) for side in sides)
+    return shortened(f"{label}: {was} then, {is_} now", 100)
 
 
 def _parameter(entry):
-    if entry is None:
-        return "none"
+    """A model entry of a run's identity as ``(name, "8x4x5x5 float64")``."""
     name, shape, dtype = entry
-    return f"{name} {'x'.join(map(str, shape)) or 'scalar'} {dtype}"
+    shape = "x".join(map(str, shape)) or "scalar"
+    return shortened(str(name), 40), f"{shortened(shape, 40)} {shortened(str(dtype), 20)}"

@@ -30,6 +30,7 @@ from ..errors import ArgumentError
 from ..order.batch_size import check_over_devices, fitted_batch_size
 from ..runtime.interrupts import arm_stop_requests, stop_requested
 from ..runtime.progress import EpochLines
+from ..store.checkpoint import npz_path
 
 __all__ = ["Run"]
 
@@ -92,6 +93,9 @@ class Run:
         self.splits = self.batch_size = None
         self._scores, self._lines, self._checkpoint = [], None, None
         self._epoch_walk, self._start, self._mid_call = None, 0, False
+        #: The epochs this run trained in (an epoch resumed in its middle
+        #: counted): all of the loop's, fewer when it was resumed.
+        self.epochs_trained = 0
 
     # -- the data ---------------------------------------------------------------------
 
@@ -251,8 +255,10 @@ class Run:
     def _trained(self, epoch, train_model, ends, start):
         calls = self.train.calls(epoch, self.batch_size, train_model.steps, ends, start)
         try:
-            for first, index, count in calls:
+            for call, (first, index, count) in enumerate(calls):
                 train_model(index, count)
+                if call == 0:
+                    self.epochs_trained += 1
                 for number in range(first, first + count):
                     self._mid_call = number < first + count - 1
                     yield number
@@ -308,7 +314,8 @@ class Run:
             raise ArgumentError(f"{self.resume_path}: the run stopped in epoch {state.epoch}, past "
                                 f"the {asked} asked (--epochs {asked}): ask for {state.epoch} or "
                                 "more to go on from it")
-        print(f"... resumed from {self.resume_path}: epoch {state.epoch}, minibatch {state.step}")
+        print(f"... resumed from {npz_path(self.resume_path)}: epoch {state.epoch}, minibatch "
+              f"{state.step}")
         finished = state.loop["finished"]
         self._start = state.step  # (the first epoch minibatches() walks starts there)
         return (state.epoch - 1 + finished, state.best, finished,
