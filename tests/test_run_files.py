@@ -536,16 +536,17 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_and_the_run_goe
     lines = [line for line in run.stderr.splitlines() if line.startswith("warning: ")]
     failed = [line for line in lines if ": not written (" in line]
     assert "Traceback" not in run.stderr
-    assert sum(line.startswith("warning: run.npz: ") for line in failed) == 4  # epochs 3 to 6
+    # epochs 3 to 6 failed, said once (a run of 100 epochs said it 100 times)
+    assert sum(line.startswith("warning: run.npz: ") for line in failed) == 1
     assert all(line.endswith("(File too large); the previous file, if any, is left as it was; "
-                             "the run goes on") for line in failed), failed
+                             "the run goes on (said once while it fails so)") for line in failed)
     # the last line counts them: the model too, when it improved after epoch 2
     improved = any(line.startswith("warning: model.npz: ") for line in failed)
     summary = re.fullmatch(r"warning: (\d+) of the run's (\d+) file writes failed \(File too "
                            r"large\): "
-                           r"run\.npz(, model\.npz)? hold(s?) the last written, if any", lines[-1])
-    assert summary and int(summary[1]) == len(failed) and int(summary[2]) > len(failed) + 2
-    assert bool(summary[3]) == improved, lines[-1]
+                           r"run\.npz(, model\.npz)? hold(s?) the last written", lines[-1])
+    assert summary and int(summary[1]) >= 4 + improved and bool(summary[3]) == improved
+    assert int(summary[2]) >= int(summary[1]) + 2, lines[-1]  # (epochs 1 and 2 wrote both)
     # the checkpoint kept resumes: the run goes on from epoch 2
     resumed = logistic_sgd.sgd_optimization_mnist(
         dataset="digits", n_epochs=6, batch_size=20, model_path=None,
@@ -575,13 +576,30 @@ def test_a_failed_write_is_one_line_and_leaves_the_previous_file(tmp_path, monke
     with checkpoint_writes(report=said.append) as writes:
         assert save_checkpoint(path, W=np.ones(3)) is None
         assert save_checkpoint(path, W=np.ones(3)) is None
-    assert said == [f"warning: {refusal.value}; the run goes on"] * 2
+    assert said == [f"warning: {refusal.value}; the run goes on (said once while it fails so)"]
     assert writes.summary() == (f"warning: 2 of the run's 2 file writes failed "
-                                f"({os.strerror(fault)}): "
-                                f"{path} holds the last written, if any")
+                                f"({os.strerror(fault)}): {path} was not written in this run")
     assert (tmp_path / "m.npz").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMPORARY_SUFFIX)]
     monkeypatch.undo()
     with checkpoint_writes(report=said.append) as writes:  # a disk with room again
         assert save_checkpoint(path, W=np.ones(3)) == path
-    assert writes.summary() is None and len(said) == 2
+    assert writes.summary() is None and len(said) == 1
+
+
+@pytest.mark.graph_free
+def test_a_path_failing_again_after_a_write_there_is_said_again():
+    from int8store.store.checkpoint import CheckpointWrites
+
+    said = []
+    writes = CheckpointWrites(said.append)
+    for outcome in ("full", "full", "written", "full", "other", "other"):
+        if outcome == "written":
+            writes.succeeded("run.npz")
+        else:
+            reason = "No space left on device" if outcome == "full" else "Read-only file system"
+            writes.failed("run.npz", reason, f"run.npz: not written ({reason})")
+    assert [line.split("(")[1].split(")")[0] for line in said] == [
+        "No space left on device", "No space left on device", "Read-only file system"]
+    assert writes.summary() == ("warning: 5 of the run's 6 file writes failed (No space left on "
+                                "device, Read-only file system): run.npz holds the last written")

@@ -69,7 +69,7 @@ def save_checkpoint(path, *arrays, **named):
         writes.failed(path, _reason(error), failure)
         return None
     if writes is not None:
-        writes.written += 1
+        writes.succeeded(path)
     return path
 
 
@@ -105,14 +105,25 @@ def _reason(error):
 class CheckpointWrites:
     """The checkpoint writes made within :func:`checkpoint_writes`: how
     many were ``written``, and the ``failures`` (path, the system's reason),
-    each said by ``report`` when it happens."""
+    each said by ``report`` when it happens, once for a path that keeps
+    failing for one reason (a run of 100 epochs said an unwritable folder
+    100 times) until a write there succeeds."""
 
     def __init__(self, report):
         self.report, self.written, self.failures = report, 0, []
+        self._said = set()  # (path, reason) said since the path was last written
+        self._written_to = set()
 
     def failed(self, path, reason, failure):
         self.failures.append((path, reason))
-        self.report(f"warning: {failure}; the run goes on")
+        if (path, reason) not in self._said:
+            self._said.add((path, reason))
+            self.report(f"warning: {failure}; the run goes on (said once while it fails so)")
+
+    def succeeded(self, path):
+        self.written += 1
+        self._written_to.add(path)
+        self._said = {(p, reason) for p, reason in self._said if p != path}
 
     def summary(self):
         """One line on the failures (None without any)."""
@@ -121,9 +132,14 @@ class CheckpointWrites:
         total = self.written + len(self.failures)
         paths = list(dict.fromkeys(path for path, _ in self.failures))
         reasons = list(dict.fromkeys(reason for _, reason in self.failures))
+        kept = [str(path) for path in paths if path in self._written_to]
+        lost = [str(path) for path in paths if path not in self._written_to]
+        said = ([f"{', '.join(kept)} {'holds' if len(kept) == 1 else 'hold'} the last written"]
+                if kept else []) + \
+               ([f"{', '.join(lost)} {'was' if len(lost) == 1 else 'were'} not written in this "
+                 "run"] if lost else [])
         return (f"warning: {len(self.failures)} of the run's {total} file writes failed "
-                f"({', '.join(reasons)}): {', '.join(paths)} "
-                f"{'holds' if len(paths) == 1 else 'hold'} the last written, if any")
+                f"({', '.join(reasons)}): {'; '.join(said)}")
 
 
 @contextmanager
