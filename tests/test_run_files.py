@@ -366,7 +366,7 @@ FORGED = {
                                          "best_validation_loss is 100000000000000000..."),
     "an augmentation of 10**5 numbers": ({"identity__augmentation": list(range(10 ** 5))},
                                          "the augmentation (--augment) differs ([0, 1, 2, 3, 4, "
-                                         "5, ...] then, None now)"),
+                                         "5, ...] then, not given now)"),
 }
 
 

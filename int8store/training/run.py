@@ -306,12 +306,15 @@ def _check_same(path, recorded, current):
             names = ("train", "valid", "test")
             listed = then if isinstance(then, list) else []  # (a file's: anything)
             differ = [n for n, a, b in zip(names, listed, now or []) if a != b]
-            detail = f"split {', '.join(differ) or 'count'} differs (BLAKE3 {_short(then)} then, " \
-                     f"{_short(now)} now)"
+            held = ("other splits" if not differ else
+                    f"{'split' if len(differ) == 1 else 'splits'} {', '.join(differ)} "
+                    f"{'holds' if len(differ) == 1 else 'hold'} other examples or labels")
+            detail = f"{held}: BLAKE3 {_short(then)} then, {_short(now)} now"
         elif key == "model":
             detail = _model_difference(then, now)
-        else:
-            detail = f"{shown(then)} then, {shown(now)} now"
+        else:  # (None: an option not given, the seed's)
+            detail = " then, ".join("not given" if v is None else shown(v) for v in (then, now)) \
+                + " now"
         float_type = _written_float_type(then, now) if key == "model" else None
         advice = "resume with what it was written with" if float_type is None else (
             f"it was written under floatX={float_type}: resume with "
