@@ -104,6 +104,8 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
         report(f"validation split: {plan.validation}")
         report(f"test split: {plan.test}")
         report(f"order: {describe_order(plan.order)}")
+        for note in plan.notes:
+            report(f"note: {note}")
     labels = {name: plan.labels(name) for name in plan.splits}
     if report is not None and "train" in labels:
         untrained = _untrained_classes(labels, plan.label_names)

@@ -181,7 +181,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         else:
             held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                       valid_seed, lossy, keep_order, test_size,
-                                                      _quiet(seed))
+                                                      _quiet(seed), report)
             splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
                             devices)
     if seed is not None:
@@ -197,7 +197,12 @@ def _say_if_not_scaled(train, dataset, normalize, report):
     origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else "the data"
     line = scale_notice(getattr(train, "encoding", None), origin, normalize)
     if line is not None:
-        (report or (lambda text: print(text, file=sys.stderr)))(line)
+        _say(line, report)
+
+
+def _say(line, report):
+    """``line`` to ``report``, else on stderr."""
+    (report or (lambda text: print(text, file=sys.stderr)))(line)
 
 
 def _quiet(seed):
@@ -222,10 +227,12 @@ def _store_statistics(store, normalize):
 
 
 def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_order,
-                test_size, report):
+                test_size, sorted_report, report):
     """``({split: (codes, labels)}, encoding, image_shape)``: the source read
     and planned (:func:`~int8store.plan.splits.plan_splits`), each split's
-    source images released as its codes are taken."""
+    source images released as its codes are taken; the sorted-by-class
+    notice said to ``sorted_report``, the source's notes to ``report``
+    (each else on stderr)."""
     from .sources import read_source
 
     source = read_source(dataset, cache_dir=cache_dir, caller=caller)
@@ -237,7 +244,10 @@ def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_
                        keep_order=keep_order, test_size=test_size)
     del source
     check_splits(plan.origin, {name: split.count for name, split in plan.splits.items()})
-    say_if_sorted_by_class(plan.labels("train"), plan.origin, report=report, store=plan.encoded)
+    say_if_sorted_by_class(plan.labels("train"), plan.origin, report=sorted_report,
+                           store=plan.encoded)
+    for note in plan.notes:
+        _say(f"int8store: {note}", report)
     held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
     encoding, image_shape = plan.encoding, plan.image_shape
     del plan
@@ -292,7 +302,7 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
     else:
         held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                   valid_seed, lossy, keep_order, test_size,
-                                                  _quiet(seed))
+                                                  _quiet(seed), report)
         sources = {name: ArrayShards(codes, labels, name=name)
                    for name, (codes, labels) in held.items()}
     row_bytes = int(np.prod(image_shape, dtype=np.int64))

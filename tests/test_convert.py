@@ -235,6 +235,19 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         cmyk = Image.open(tmp_path / "mixed" / "e" / "cmyk.jpg")
         assert cmyk.mode == "CMYK" and Image.open(tmp_path / "mixed" / "d" / "1-bit.png").mode == "1"
         np.testing.assert_array_equal(images[4], np.asarray(cmyk.convert("RGB")))
+    # Said (a set of grey images with one colour one takes three times the bytes)
+    # by convert and by the loading; a colour set is not (its first image is colour).
+    note = (f"{tmp_path / 'mixed'}/a/0.gif is grey but {tmp_path / 'mixed'}/c/colour.png is "
+            "colour: every image is held in colour (3 bytes a pixel), the grey ones' grey in "
+            "each channel")
+    assert read_source(tmp_path / "mixed").notes == (note,)
+    assert read_source(tmp_path / "z").notes == ()
+    said = []
+    load_splits(tmp_path / "mixed", report=said.append, valid_size=1, test_size=1)
+    assert said.count(f"int8store: {note}") == 1
+    convert(tmp_path / "mixed", tmp_path / "mixed.h5", report=said.append, valid_size=1,
+            test_size=1)
+    assert said.count(f"note: {note}") == 1
     # A palette's transparent pixels are refused, grey or not.
     _save(tmp_path / "clear" / "a" / "0.gif", greys[0], transparency=40)
     with pytest.raises(SourceFormatError, match="has transparent pixels"):

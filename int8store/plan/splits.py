@@ -54,6 +54,8 @@ class Plan:
         it (:class:`.arrangement.Arrangement`).
     validation, test : str
         How the validation and test splits were made, in words.
+    notes : tuple of str
+        The source's notes (:class:`~int8store.sources.SourceData`).
     """
 
     splits: dict
@@ -67,6 +69,7 @@ class Plan:
     order: dict = field(default_factory=dict)
     validation: str = ""
     test: str = ""
+    notes: tuple = ()
     done: dict = field(default_factory=dict)  # a source split's codes, made while choosing the encoding
     _held: dict = field(default_factory=dict)  # a source split's codes, until each split drawn from it took its own
 
@@ -175,7 +178,7 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     plan = Plan(splits, source.encoding, image_shape, source.origin, source.label_names,
                 encoded=source.encoding is not None, sources=dict(source.splits),
                 drawn=arrangement.drawn, order=arrangement.order,
-                validation=arrangement.validation, test=arrangement.test)
+                validation=arrangement.validation, test=arrangement.test, notes=source.notes)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
     return plan

@@ -223,6 +223,9 @@ class SourceData:
         Whether the examples are read class by class however few they are
         (class folders): shuffled then, even where too few examples leave
         the runs of their labels no sign of it.
+    notes : tuple of str
+        What a user should hear about how the source is read, a line each
+        (grey images held in colour beside colour ones).
     """
 
     splits: dict
@@ -233,6 +236,7 @@ class SourceData:
     encoding: Optional[object] = None
     keeps_order: bool = False
     by_class: bool = False
+    notes: tuple = ()
 
 
 def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):

@@ -317,9 +317,13 @@ def _read_tree(tree, resize):
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
     reference = decoded(_read_one(tree, first), tree.where(first), resize)
+    notes = ()
     if reference.ndim == 2:  # (the set is grey only if all its images are)
         in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:
+            notes = (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is colour: "
+                     "every image is held in colour (3 bytes a pixel), the grey ones' grey in "
+                     "each channel",)
             reference, first = in_colour(reference), in_colour_first
     splits = {}
     for split in ("train", "valid", "test"):
@@ -330,7 +334,7 @@ def _read_tree(tree, resize):
             splits[split] = Split(
                 split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
                 reference.shape, np.uint8, read_chunks, tree.label, read_rows)
-    return SourceData(splits, origin=tree.label, label_names=classes, by_class=True)
+    return SourceData(splits, origin=tree.label, label_names=classes, by_class=True, notes=notes)
 
 
 def _refuse_beside_splits(tree, files, depth):
