@@ -195,9 +195,17 @@ def _say_if_not_scaled(train, dataset, normalize, report):
     """Say (``report``, else stderr) when the images keep values far from
     pixels' scale (:func:`~int8store.codes.statistics.scale_notice`)."""
     origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else "the data"
-    line = scale_notice(getattr(train, "encoding", None), origin, normalize)
+    source = getattr(train, "source", None)  # (a stream's: its histogram without a read)
+    counts = source.code_counts if source is not None else lambda: _code_counts_of(train)
+    line = scale_notice(getattr(train, "encoding", None), origin, normalize, counts)
     if line is not None:
         _say(line, report)
+
+
+def _code_counts_of(split):
+    """The histogram of a split's codes; None for a split held as floats."""
+    rows = split.rows()
+    return code_counts(rows) if rows.dtype == np.int8 else None
 
 
 def _say(line, report):

@@ -2,6 +2,8 @@
 clear refusal naming the argument (never a traceback from numpy or
 pathlib), or the values as numpy has them."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -140,23 +142,44 @@ def test_the_public_names_examples_run_as_a_user_would_paste_them(tmp_path, monk
 
 def test_images_far_from_pixel_scale_are_said_once_and_pixels_are_not(tmp_path, capsys):
     # (uint16 levels and floats 0..255 were kept as given and trained at chance, silently)
+    from int8store import convert
+
     rng = np.random.default_rng(0)
     levels = rng.integers(0, 256, (30, 4, 4))
     labels = np.arange(30) % 3
     for name, images in (("u16", levels * 257), ("f255", levels.astype(np.float32)),
                          ("u8", levels.astype(np.uint8)), ("unit", levels / 255)):
         np.savez(tmp_path / f"{name}.npz", x_train=images, y_train=labels)
-        for normalize in ("unit", "standard"):
-            load_splits(tmp_path / f"{name}.npz", normalize=normalize)
+        # (only "unit" keeps a codebook's values; the others scale them to about [-1, 1])
+        for normalize, storage in (("unit", "int8"), ("unit", "float"), ("standard", "int8"),
+                                   ("none", "int8")):
+            load_splits(tmp_path / f"{name}.npz", normalize=normalize, storage=storage)
             err = capsys.readouterr().err
             said = name in ("u16", "f255") and normalize == "unit"
-            assert ("not pixels in [0, 1)" in err) == said, (name, normalize, err)
-            if said:
-                high = levels.max() * (257 if name == "u16" else 1)
-                assert err.count("\n") == 1 and f"{name}.npz hold values {levels.min()} to {high}," in err
-    lines = []
-    load_splits(tmp_path / "u16.npz", report=lines.append, max_device_bytes=256, batch_size=2)
-    assert sum("not pixels in [0, 1)" in line for line in lines) == 1
+            assert ("not pixels in [0, 1)" in err) == said, (name, normalize, storage, err)
+            if said:  # (the training split's values: the others' are cut from it)
+                scale = 257 if name == "u16" else 1
+                low, high = (int(v) // scale for v in
+                             re.search(rf"{name}\.npz hold values (\d+) to (\d+),", err).groups())
+                assert err.count("\n") == 1 and low <= 10 and 245 <= high <= levels.max()
+    lines = []  # streamed, and from a store: said once, to the report
+    for dataset in (tmp_path / "u16.npz", convert(tmp_path / "u16.npz", tmp_path / "u16.h5")):
+        for residency in ("whole", "streamed"):
+            load_splits(dataset, report=lines.append, residency=residency, batch_size=2)
+            assert sum("not pixels in [0, 1)" in line for line in lines) == 1, lines
+            lines.clear()
+    # Standardized pixels (each z-scored) reach 40 where a pixel is rarely inked,
+    # but their mean and deviation are standardized ones: not said.
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().data
+    scored = (digits - digits.mean(0)) / np.where(digits.std(0) > 0, digits.std(0), 1)
+    assert np.abs(scored).max() > 16
+    np.savez(tmp_path / "scored.npz", x_train=scored, y_train=load_digits().target)
+    load_splits(tmp_path / "scored.npz", lossy=True)
+    assert "not pixels" not in capsys.readouterr().err
+    load_splits("digits")
+    assert "not pixels" not in capsys.readouterr().err
 
 
 def test_memory_table_of_nothing_and_a_codebooks_repr_and_a_resize_as_text(tmp_path):

@@ -18,9 +18,10 @@ from .histogram import mean_of_code_counts
 
 __all__ = ["normalization_statistics", "scale_notice"]
 
-# Values larger than this are not pixels scaled to [0, 1), nor standardized
-# ones (MNIST standardized reaches 2.8): raw pixel values, 16-bit levels.
-_LARGEST_SCALED = 16
+# A training split whose values' mean or deviation goes beyond this is not
+# pixels in [0, 1), nor standardized (whose outliers may be far larger:
+# a rare stroke in a z-scored pixel): raw pixel values, 16-bit levels.
+_LARGEST_SCALED = 4
 
 
 def normalization_statistics(normalize, encoding, code_counts, channel_code_counts):
@@ -35,16 +36,26 @@ def normalization_statistics(normalize, encoding, code_counts, channel_code_coun
     return mean, per_channel
 
 
-def scale_notice(encoding, origin, normalize):
-    """One line saying that ``origin``'s images keep values far beyond
-    [0, 1) under ``normalize`` (a codebook of their own values: uint16
-    levels, floats from 0 to 255), which train at chance with the
-    tutorials' learning rates; None where they do not."""
-    if encoding is None or not encoding.is_codebook or normalize not in ("unit", "none"):
-        return None
+def scale_notice(encoding, origin, normalize, code_counts):
+    """One line saying that ``origin``'s training images hold values far
+    from [0, 1) under ``normalize="unit"`` (a codebook of their own values:
+    uint16 levels, floats from 0 to 255), which train at chance with the
+    tutorials' learning rates; None where they do not. ``code_counts()``
+    gives the training split's histogram (asked only for a codebook whose
+    values reach beyond the bound), or None (then every value counts once)."""
+    if encoding is None or not encoding.is_codebook or normalize != "unit":
+        return None  # (the other normalizations scale a codebook to about [-1, 1])
     values = encoding.table(np.float64)
     if np.abs(values).max() <= _LARGEST_SCALED:
         return None
-    return (f"int8store: the images of {origin} hold values {values.min():g} to "
-            f"{values.max():g}, not pixels in [0, 1) as the tutorials' learning rates expect: "
+    counts = code_counts()
+    counts = np.ones(256) if counts is None else \
+        np.roll(np.asarray(counts, dtype=np.float64), 128)  # code c's at c + 128
+    mean = counts @ values / counts.sum()
+    deviation = np.sqrt(counts @ (values - mean) ** 2 / counts.sum())
+    if abs(mean) <= _LARGEST_SCALED and deviation <= _LARGEST_SCALED:
+        return None
+    used = values[counts > 0]
+    return (f"int8store: the images of {origin} hold values {used.min():g} to "
+            f"{used.max():g}, not pixels in [0, 1) as the tutorials' learning rates expect: "
             "normalize='standard' (--normalize standard) centres and scales them")
