@@ -445,6 +445,13 @@ def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_t
     (root / "dog" / "colour.png").unlink()
     Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "tall.png")
     refused(tmp_path, capsys, [root], "is 5x3 grey but", "int8store convert --resize HxW")
+    # A colour image of another size names the grey one the size came from
+    # (it named itself on both sides: "colour.png is 5x3 colour but colour.png is 6x5").
+    (root / "dog" / "tall.png").unlink()
+    Image.fromarray(np.zeros((5, 3, 3), np.uint8)).save(root / "dog" / "colour.png")
+    err = refused(tmp_path, capsys, [root], "colour.png: is 5x3 colour but", "is 3x3; all images "
+                  "must share a size (int8store convert --resize HxW")
+    assert err.count("colour.png") == 1
 
 
 def test_a_member_named_over_lines_and_pages_is_named_on_one_short_line(tmp_path, capsys):

@@ -324,7 +324,7 @@ def _read_tree(tree, resize):
             notes = (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is colour: "
                      "every image is held in colour (3 bytes a pixel), the grey ones' grey in "
                      "each channel",)
-            reference, first = in_colour(reference), in_colour_first
+            reference = in_colour(reference)  # (``first`` stays: the size to name)
     splits = {}
     for split in ("train", "valid", "test"):
         chosen = [(c, n) for s, c, n in entries if s == split]
@@ -409,12 +409,15 @@ def _readers(tree, names, shape, first, resize):
     def pixels(name, data):
         image = decode_image(data, tree.where(name), resize, colour=len(shape) == 3)
         if image.shape != shape:
-            colour = len(image.shape) != len(shape)
+            if len(image.shape) != len(shape):  # (a header that said grey, pixels in colour)
+                raise SourceFormatError(
+                    f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} "
+                    f"is {_describe(shape)}; all images must share a size and colour")
             raise SourceFormatError(
-                f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} "
-                f"is {_describe(shape)}; all images must share a size and colour"
-                + ("" if colour or resize else
-                   " (int8store convert --resize HxW makes a store of them resized)"))
+                f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} is "
+                f"{_size(shape)}; all images must share a size"
+                + ("" if resize else " (int8store convert --resize HxW makes a store of them "
+                   "resized)"))
         return image
 
     def read_chunks(rows):
@@ -440,5 +443,8 @@ def _readers(tree, names, shape, first, resize):
 
 
 def _describe(shape):
-    size = f"{shape[0]}x{shape[1]}"
-    return f"{size} colour" if len(shape) == 3 else f"{size} grey"
+    return f"{_size(shape)} colour" if len(shape) == 3 else f"{_size(shape)} grey"
+
+
+def _size(shape):
+    return f"{shape[0]}x{shape[1]}"
