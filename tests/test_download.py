@@ -5,6 +5,7 @@ import hashlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,17 +120,25 @@ def test_a_download_killed_mid_way_leaves_a_part_the_next_one_removes(server, tm
     import subprocess
     import sys
 
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    host = socket.gethostname().replace(".", "_")
-    stale = tmp_path / f".file.bin.{host}.{gone}.abc123.part"
-    live = tmp_path / f".file.bin.{host}.{os.getpid()}.def456.part"
-    for part in (stale, live):
-        part.write_bytes(b"half")
+    from int8store.runtime.temporaries import new_temporary
+
+    killed = subprocess.run(  # (made as a download makes it, then the process killed)
+        [sys.executable, "-c", "import os, signal, sys; from int8store.runtime.temporaries "
+         "import new_temporary; print(new_temporary(sys.argv[1], '.part')[1], flush=True); "
+         "os.kill(os.getpid(), signal.SIGKILL)", str(tmp_path / "file.bin")],
+        capture_output=True, text=True)
+    assert killed.returncode == -9
+    stale = Path(killed.stdout.strip())
+    handle, live = new_temporary(tmp_path / "file.bin", ".part")  # (this process's: alive)
+    os.close(handle)
+    host = socket.gethostname().replace(".", "_")  # (another user's: cannot be removed)
+    theirs = tmp_path / f".file.bin.{host}.4000000.ghi789.part"
+    theirs.mkdir()
+    assert stale.parent == tmp_path and stale.exists()
     body = b"payload" * 10
     server.serve("/file.bin", body)
     download(remote_for("file.bin", body), [server.url], tmp_path)
-    assert leftovers(tmp_path) == [live.name, "file.bin"]
+    assert leftovers(tmp_path) == sorted([Path(live).name, theirs.name, "file.bin"])
 
 
 def test_a_server_s_own_words_are_quoted_short_and_harmless(server, tmp_path):
@@ -186,6 +195,20 @@ def test_a_cached_mnist_pickle_that_is_no_pickle_says_to_delete_it(tmp_path):
         read_mnist(tmp_path, mirrors=[])
     assert str(error.value) == (f"{tmp_path / 'mnist' / 'mnist.pkl.gz'}: not a valid pickle of "
                                 "numpy arrays (KeyError 101); delete it to download MNIST again")
+
+
+def test_a_cached_mnist_pickle_beyond_the_memory_ceiling_is_not_told_to_be_deleted(tmp_path):
+    import pickle
+
+    from archives import fake_mnist_pickle_content
+    from int8store.runtime.limits import memory_ceiling
+
+    (tmp_path / "mnist").mkdir()
+    with gzip.open(tmp_path / "mnist" / "mnist.pkl.gz", "wb") as cached:
+        pickle.dump(fake_mnist_pickle_content(n=(4000, 10, 10), width=784), cached)
+    with memory_ceiling("1MiB"), pytest.raises(SourceFormatError) as error:
+        read_mnist(tmp_path, mirrors=[])
+    assert "ceiling" in str(error.value) and "delete it" not in str(error.value)
 
 
 def closed_port():

@@ -162,9 +162,9 @@ def stop_requests(until_armed=False):
     if threading.current_thread() is not threading.main_thread():
         yield requests
         return
-    previous = {s: signal.signal(s, _stop_handler) for s in (signal.SIGINT, signal.SIGTERM)}
     _stops.clear()
-    _armed[0] = not until_armed
+    _armed[0] = not until_armed  # (before the handler: a signal at once sees its setting)
+    previous = {s: signal.signal(s, _stop_handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield requests
     finally:

@@ -23,7 +23,9 @@ def new_temporary(path, suffix):
 
 def remove_stale_temporaries(path, suffix):
     """Remove the temporary files left for ``path`` by processes of this
-    host that are gone; returns their paths."""
+    host that are gone; returns their paths. One that cannot be removed
+    (another user's, in a shared folder) is left: the cleanup is a courtesy,
+    and the write under way must not fail for it."""
     path = Path(path)
     removed = []
     for candidate in path.parent.glob(f".{_glob_escape(path.name)}.*{suffix}"):
@@ -33,8 +35,8 @@ def remove_stale_temporaries(path, suffix):
             try:
                 candidate.unlink()
                 removed.append(candidate)
-            except FileNotFoundError:
-                pass  # another run removed it first
+            except OSError:
+                pass  # another run removed it first, or it is not ours to remove
     return removed
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .download import (DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder,
                        fetch_into, verify_file)
-from ..errors import SourceFormatError
+from ..errors import SizeLimitError, SourceFormatError
 from .idx import read_idx_folder
 from .pickled import read_mnist_pickle
 
@@ -95,6 +95,8 @@ def _read_pickle_by_content(path, known=None):
     known = known or MNIST_PICKLE_ARRAYS
     try:
         source = read_mnist_pickle(path)
+    except SizeLimitError:
+        raise  # (the memory ceiling's: downloading it again would not help)
     except SourceFormatError as error:  # (a cached file: damaged, or another one)
         raise type(error)(f"{error}; delete it to download MNIST again") from error
     for name, (images_digest, labels_digest) in known.items():
