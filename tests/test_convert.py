@@ -468,6 +468,36 @@ def test_an_empty_image_file_is_named_empty(tmp_path, capsys):
                    "cannot read this image: the file is empty (0 bytes)", output=tmp_path / "m.h5")
 
 
+def _png16(rows, cols, channels):
+    """A PNG of 16 bits a channel (Pillow writes no 16-bit colour)."""
+    import struct
+    import zlib
+
+    def chunk(kind, body):
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    colour_type = {1: 0, 3: 2}[channels]
+    header = struct.pack(">IIBBBBB", cols, rows, 16, colour_type, 0, 0, 0)
+    row = b"\x00" + b"\x12\x34" * cols * channels
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(row * rows)) + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_png_of_16_bits_a_channel_is_refused(tmp_path, capsys, channels):
+    # (Pillow read 16-bit colour as 8-bit colour, its low bytes dropped, silently)
+    from PIL import Image
+
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])
+    (root / "1" / "deep.png").write_bytes(_png16(3, 3, channels))
+    assert Image.open(root / "1" / "deep.png").size == (3, 3)  # (a PNG Pillow reads)
+    assert_refused(capsys, ["convert", root, "-o", tmp_path / "m.h5"], root / "1" / "deep.png",
+                   "a PNG of 16 bits a channel; int8store stores 8-bit pixels",
+                   output=tmp_path / "m.h5")
+
+
 def test_unreadable_png(tmp_path, capsys):
     root = tmp_path / "imgs"
     write_image_folder(root, np.zeros((3, 3, 3), np.uint8), [0, 1, 1])

@@ -88,6 +88,9 @@ def decoded(data, origin, resize=None):
 
     if not len(data):
         raise SourceFormatError(f"{origin}: cannot read this image: the file is empty (0 bytes)")
+    if _is_png(data) and data[24] == 16:  # (Pillow reads 16-bit colour as 8-bit, cut silently)
+        raise SourceFormatError(f"{origin}: a PNG of 16 bits a channel; int8store stores 8-bit "
+                                "pixels, so convert it to 8 bits first")
     try:
         with warnings.catch_warnings():
             # Pillow warns between its limit and twice it; _check_size refuses instead.
@@ -125,6 +128,11 @@ _PNG_COLOUR = {0: False, 2: True, 3: None, 4: False, 6: True}
 # The first bytes of the formats decoded, to tell a damaged file of one from another format.
 _SIGNATURES = ((_PNG, "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF8", "GIF"),
                (b"BM", "BMP"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"))
+
+
+def _is_png(data):
+    """Whether ``data`` starts as a PNG, its header (IHDR) whole."""
+    return bytes(data[:8]) == _PNG and bytes(data[12:16]) == b"IHDR" and len(data) > 25
 
 
 def _format_by_signature(data):
@@ -217,7 +225,7 @@ def in_colour_by_header(data):
     palette), or Pillow cannot tell."""
     from PIL import Image
 
-    if bytes(data[:8]) == _PNG and bytes(data[12:16]) == b"IHDR" and len(data) > 25:
+    if _is_png(data):
         # (a PNG's colour type, at a fixed place: a set of small grey PNGs
         # is scanned for a colour one in a third less time than by Pillow)
         return _PNG_COLOUR.get(data[25])
