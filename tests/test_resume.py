@@ -311,10 +311,10 @@ def test_a_checkpoint_from_before_the_normalization_was_recorded_still_resumes(t
     path = tmp_path / "run.npz"
     with np.load(path) as held:
         arrays = dict(held)
-    description = json.loads(arrays[run_files._DESCRIPTION].tobytes())
+    description = json.loads(arrays[run_files.RUN_DESCRIPTION].tobytes())
     for key in run_files._RECORDED_SINCE_0_3_1:
         del description["identity"][key]
-    arrays[run_files._DESCRIPTION] = np.frombuffer(json.dumps(description).encode(), np.uint8)
+    arrays[run_files.RUN_DESCRIPTION] = np.frombuffer(json.dumps(description).encode(), np.uint8)
     np.savez(path, **arrays)
     logistic_sgd.sgd_optimization_mnist(resume=path, **{**run, "n_epochs": 2})
 

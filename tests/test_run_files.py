@@ -206,6 +206,11 @@ def test_a_run_checkpoint_given_to_predict_is_named_as_one(capsys, whole):
                    "reads)\n")
     with pytest.raises(ArgumentError, match="not a saved model"):
         int8store.training.load_parameters(run, model())
+    # ...unless its arrays are named: the API read them so before, and still does
+    params = model()
+    int8store.training.load_parameters(run, params, keys=["param_0", "param_1"])
+    with np.load(run) as saved:
+        assert all((p.get_value() == saved[f"param_{i}"]).all() for i, p in enumerate(params))
 
 
 @pytest.mark.parametrize("command, given", [("resume", "cut short"), ("resume", "a best model"),
@@ -539,7 +544,8 @@ def test_a_checkpoint_that_cannot_be_written_leaves_the_last_one_and_the_run_goe
     # epochs 3 to 6 failed, said once (a run of 100 epochs said it 100 times)
     assert sum(line.startswith("warning: run.npz: ") for line in failed) == 1
     assert all(line.endswith("(File too large); the previous file, if any, is left as it was; "
-                             "the run goes on (said once while it fails so)") for line in failed)
+                             "the run goes on (not said again while this file fails so)")
+               for line in failed)
     # the last line counts them: the model too, when it improved after epoch 2
     improved = any(line.startswith("warning: model.npz: ") for line in failed)
     summary = re.fullmatch(r"warning: (\d+) of the run's (\d+) file writes failed \(File too "
@@ -576,7 +582,8 @@ def test_a_failed_write_is_one_line_and_leaves_the_previous_file(tmp_path, monke
     with checkpoint_writes(report=said.append) as writes:
         assert save_checkpoint(path, W=np.ones(3)) is None
         assert save_checkpoint(path, W=np.ones(3)) is None
-    assert said == [f"warning: {refusal.value}; the run goes on (said once while it fails so)"]
+    assert said == [f"warning: {refusal.value}; the run goes on (not said again while this file "
+                    "fails so)"]
     assert writes.summary() == (f"warning: 2 of the run's 2 file writes failed "
                                 f"({os.strerror(fault)}): {path} was not written in this run")
     assert (tmp_path / "m.npz").read_bytes() == before

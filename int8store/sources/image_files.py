@@ -13,7 +13,8 @@ from ..errors import ArgumentError, SizeLimitError, SourceFormatError, quoted
 from ..runtime.limits import check_memory, describe_bytes
 
 __all__ = ["RASTER_FORMATS", "largest_image_file", "check_image_file_size", "read_image_file",
-           "parsed_resize", "check_resize", "decode_image", "decoded", "in_colour", "in_colour_by_header"]
+           "parsed_resize", "check_resize", "decode_image", "decoded", "in_colour",
+           "in_colour_by_header"]
 
 #: The only formats Pillow may decode, whatever a file's name or content says:
 #: raster formats with decoders in Pillow itself. Pillow would otherwise try

@@ -118,7 +118,8 @@ class CheckpointWrites:
         self.failures.append((path, reason))
         if (path, reason) not in self._said:
             self._said.add((path, reason))
-            self.report(f"warning: {failure}; the run goes on (said once while it fails so)")
+            self.report(f"warning: {failure}; the run goes on (not said again while this file "
+                        "fails so)")
 
     def succeeded(self, path):
         self.written += 1

@@ -61,16 +61,17 @@ def read_parameters(archive, params, keys, held_by, cast=False, labels=None):
             for member, param in zip(members, params)]
 
 
-def open_saved_model(path):
+def open_saved_model(path, keys=None):
     """The saved model at ``path`` (``.npz`` added without it) as an
     :class:`~int8store.runtime.npz.NpzArchive`, its headers read: refused
     when there is none, when it cannot be read, and when it is a run's
-    checkpoint, which holds its parameters under other names."""
+    checkpoint, which holds its parameters under other names (unless
+    ``keys`` name the arrays to read)."""
     path = npz_path(path)
     if not os.path.exists(path):
         raise ArgumentError(f"{path}: no such saved model")
     archive = NpzArchive(path)
-    if RUN_DESCRIPTION in archive:
+    if RUN_DESCRIPTION in archive and keys is None:
         raise ArgumentError(f"{path}: not a saved model (a run's checkpoint: --checkpoint "
                             "writes those; --save-model writes the best model's parameters, "
                             "which --predict reads)")
@@ -97,7 +98,7 @@ def load_parameters(path, params, keys=None):
     >>> w.get_value().tolist()
     [0.0, 1.0, 2.0]
     """
-    archive = open_saved_model(path)
+    archive = open_saved_model(path, keys)
     path = archive.path
     params = list(params)
     if keys is None:

@@ -54,7 +54,6 @@ __all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
-_DESCRIPTION = RUN_DESCRIPTION
 #: The largest description read: a few hundred bytes a split and a parameter.
 _MOST_DESCRIPTION_BYTES = 1 << 20
 #: The fields of a description, and their types.
@@ -150,10 +149,10 @@ def open_run_checkpoint(path):
     if not os.path.exists(path):
         raise ArgumentError(f"{path}: no such checkpoint")
     archive = NpzArchive(path)
-    if _DESCRIPTION not in archive:
+    if RUN_DESCRIPTION not in archive:
         raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
                             "perhaps: --save-model writes those; --checkpoint writes runs)")
-    member = archive[_DESCRIPTION]
+    member = archive[RUN_DESCRIPTION]
     if member.dtype != np.uint8 or len(member.shape) != 1 \
             or member.nbytes > _MOST_DESCRIPTION_BYTES:
         raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
@@ -221,7 +220,7 @@ class RunCheckpoint:
         arrays.update({f"best_{i}": np.asarray(value) for i, value in enumerate(state.best)})
         text = json.dumps(description, sort_keys=True, allow_nan=True).encode()
         return save_checkpoint(self.path, **arrays,
-                               **{_DESCRIPTION: np.frombuffer(text, dtype=np.uint8)})
+                               **{RUN_DESCRIPTION: np.frombuffer(text, dtype=np.uint8)})
 
     def resume(self, path):
         """The :class:`RunState` of the checkpoint at ``path``, its
@@ -238,7 +237,7 @@ class RunCheckpoint:
             raise SourceFormatError(f"{path}: holds {shown(best)} best-model parameters; a model "
                                     f"of {n} has {n}, or none before its first validation")
         keys = [f"param_{i}" for i in range(n)] + [f"best_{i}" for i in range(best)]
-        extra = sorted(set(archive.keys()) - set(keys) - {_DESCRIPTION})
+        extra = sorted(set(archive.keys()) - set(keys) - {RUN_DESCRIPTION})
         if extra:
             named = ", ".join(shortened(key, 60) for key in extra[:4]) + (
                 f" and {len(extra) - 4} more" if len(extra) > 4 else "")

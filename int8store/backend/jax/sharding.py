@@ -196,8 +196,9 @@ def start_processes(coordinator, num_processes, process_id):
         jax.distributed.initialize(coordinator_address=coordinator,
                                    num_processes=int(num_processes), process_id=int(process_id))
     except Exception as error:  # noqa: BLE001 - JAX's own kinds (a deadline, a refused port)
-        raise Int8StoreError(f"process {process_id} of {num_processes} could not join the "
-                             f"others at the coordinator {coordinator} ({quoted(error)})") from error
+        raise Int8StoreError(
+            f"process {process_id} of {num_processes} could not join the others at the "
+            f"coordinator {coordinator} ({quoted(error)})") from error
 
 
 def is_main_process():
