@@ -86,10 +86,7 @@ def say_if_sorted_by_class(labels, origin, split="train", report=None, store=Fal
                 f"{'convert the source again' if store else 'read or convert the source'} "
                 "without keep_order (--keep-order): a source sorted by class is then shuffled; "
                 "or take it in a new order each epoch (seed=, --seed)")
-        if report is not None:
-            report(line)
-        else:
-            print(line, file=sys.stderr)
+        _say(line, report)
     return runs.sorted
 
 

@@ -257,59 +257,55 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
         is not in the working folder is looked for in ``../data/`` beside it,
         as the classic tutorials did (see :mod:`.locate`).
     """
-    # Each reader is imported when it is needed: a loader's own imports count
-    # in the memory it takes.
-    from importlib import import_module
-
-    def reader(name):
-        return import_module(f".{name}", __name__)
-
     if isinstance(dataset, (list, tuple)) and len(dataset) == 1:
         dataset = dataset[0]  # one name keeps its meaning ("mnist", "digits")
-    kind, path = _kind(dataset, caller, reader)
+    kind, path = _kind(dataset, caller)
     if path is None and kind in _NAMED:
         _check_not_shadowing(kind, cache_dir)
     # (refused before the reading, which may take long)
     check_source_options(path or dataset, kind, resize=resize, keys=keys)
     if kind == "idx files":
-        return reader("idx").read_idx_files(path)
+        return _reader("idx").read_idx_files(path)
     if kind == "digits":
-        return reader("digits").read_digits()
+        return _reader("digits").read_digits()
     if kind == "mnist":
-        return reader("mnist").read_mnist(cache_dir)
+        return _reader("mnist").read_mnist(cache_dir)
     if kind == "cifar10":
-        return reader("cifar10").read_cifar10(cache_dir)
+        return _reader("cifar10").read_cifar10(cache_dir)
     if kind == "idx folder":
-        return reader("idx").read_idx_folder(path)
+        return _reader("idx").read_idx_folder(path)
     if kind == "cifar10 folder":
-        return reader("cifar10").read_cifar10_folder(path)
+        return _reader("cifar10").read_cifar10_folder(path)
     if kind == "cifar10 archive":
-        return reader("cifar10").read_cifar10_archive(path)
+        return _reader("cifar10").read_cifar10_archive(path)
     if kind == "image folder":
-        return reader("images").read_image_folder(path, resize)
+        return _reader("images").read_image_folder(path, resize)
     if kind == "image archive":
-        return reader("images").read_image_archive(path, resize)
+        return _reader("images").read_image_archive(path, resize)
     if kind == "pickle":
-        return reader("pickled").read_mnist_pickle(path)
+        return _reader("pickled").read_mnist_pickle(path)
     if kind == "npz":
-        return reader("npz").read_npz(path, keys)
+        return _reader("npz").read_npz(path, keys)
     if kind == "store":  # (its magic already read: not again through read_hdf5)
-        return reader("hdf5").read_store(path)
-    return reader("hdf5").read_hdf5(path, keys)
+        return _reader("hdf5").read_store(path)
+    return _reader("hdf5").read_hdf5(path, keys)
 
 
 def class_folder_trees(dataset):
     """The folders among ``dataset`` (a path, or several) read as trees of
     class folders, where every file not hidden must be an image: a file
     written there would become part of the source."""
-    from importlib import import_module
-
-    def reader(name):
-        return import_module(f".{name}", __name__)
-
     paths = dataset if isinstance(dataset, (list, tuple)) else [dataset]
     return [Path(p) for p in paths if isinstance(p, (str, os.PathLike)) and Path(p).is_dir()
-            and _kind(p, None, reader)[0] == "image folder"]
+            and _kind(p, None)[0] == "image folder"]
+
+
+def _reader(name):
+    """The reader module ``name``, imported when it is needed: a loader's own
+    imports count in the memory it takes."""
+    from importlib import import_module
+
+    return import_module(f".{name}", __name__)
 
 
 #: The options each kind of source takes (others are refused, not ignored).
@@ -333,13 +329,13 @@ def _check_not_shadowing(name, cache_dir):
                             f"the data set")
 
 
-def _kind(dataset, caller, reader):
+def _kind(dataset, caller):
     """``(kind, path)`` of ``dataset``: what :func:`read_source` reads it as."""
     if isinstance(dataset, (list, tuple)):
         paths = [Path(p) for p in dataset]
         _check_exist(paths)
         for path in paths:
-            if path.is_dir() or not reader("idx").looks_like_idx(path):
+            if path.is_dir() or not _reader("idx").looks_like_idx(path):
                 raise SourceFormatError(
                     f"{path}: several sources are read as the IDX files of one data set "
                     "(train-images-idx3-ubyte and the like), and this is not one: give other "
@@ -361,9 +357,9 @@ def _kind(dataset, caller, reader):
             return "mnist", None
         _check_exist(candidates, either=True)
     if path.is_dir():
-        if reader("idx").holds_idx_files(path):
+        if _reader("idx").holds_idx_files(path):
             return "idx folder", path
-        if reader("cifar10").holds_cifar10_batches(path):
+        if _reader("cifar10").holds_cifar10_batches(path):
             return "cifar10 folder", path
         return "image folder", path
     from ..store.file_format import is_store
@@ -380,11 +376,11 @@ def _kind(dataset, caller, reader):
         return "npz", path
     if name.endswith((".h5", ".hdf5")):
         return "hdf5", path
-    if name.endswith((".tar", ".tar.gz", ".tgz")) and reader("cifar10").is_cifar10_archive(path):
+    if name.endswith((".tar", ".tar.gz", ".tgz")) and _reader("cifar10").is_cifar10_archive(path):
         return "cifar10 archive", path
     if name.endswith((".zip", ".tar", ".tar.gz", ".tgz")):
         return "image archive", path
-    if reader("idx").looks_like_idx(path):
+    if _reader("idx").looks_like_idx(path):
         return "idx files", [path]
     raise SourceFormatError(
         f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, .h5, "

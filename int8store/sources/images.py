@@ -53,7 +53,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplemented
 _SPLIT_FOLDERS = {"train": "train", "training": "train", "valid": "valid",
                   "validation": "valid", "val": "valid", "test": "test", "testing": "test"}
 # Files that may hold a whole data set (CIFAR-10's archive in a download folder).
-_DATA_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".npz", ".pkl.gz", ".h5", ".hdf5", ".gz")
+_DATA_SUFFIXES = (".gz", ".tgz", ".tar", ".zip", ".npz", ".h5", ".hdf5")
 # How an archive of class folders names its files, for messages.
 _LAYOUT = "an archive of class folders names its files CLASS/IMAGE"
 class _Tree:
