@@ -38,7 +38,7 @@ OUTCOMES = ("error", "same", "changed", "crash", "hang")
 
 def write_small_store(folder):
     """A store with 3 splits of 4x4 grey images, class names, and its contents."""
-    from int8store.codes.encoding import quantize
+    from int8store.codes.survey import quantize
     from int8store.store.writer import StoreWriter
 
     rng = np.random.default_rng(7)

@@ -312,8 +312,8 @@ def main(argv=None):
     print(f"{activate().describe()}, JAX {jax.__version__} on {device.platform}: "
           f"{device.device_kind}; {EXAMPLES} int8 28x28 images resident; medians of "
           f"{args.rounds} alternating rounds of {args.steps} steps")
-    print(f"| model | batch | mode | way | steps per call | ms/step | vs int8store K=1 | "
-          f"vs plain jax.jit |")
+    print("| model | batch | mode | way | steps per call | ms/step | vs int8store K=1 | "
+          "vs plain jax.jit |")
     print("|---|---:|---|---|---:|---:|---:|---:|", flush=True)
     for rows in measure(args.cases, ks, args.rounds, args.steps, args.c_rows):
         for model, batch, mode, how, k, seconds, vs_one, vs_plain in rows:

@@ -66,7 +66,7 @@ BATCHES = {"logistic regression": 600, "LeNet5": 500}
 def write_store(folder, examples):
     from synthetic import digit_like_images
 
-    from int8store.codes.encoding import quantize
+    from int8store.codes.survey import quantize
     from int8store.store.writer import StoreWriter
 
     images, labels = digit_like_images(examples, seed=0)
@@ -285,8 +285,8 @@ def main(argv=None):
                               for m in args.models]))
         return
     if args.big_store:
-        print(f"| model | store (bytes) | --max-memory | shard (examples) | examples/s "
-              f"| peak RSS (MB) | RSS before loading (MB) |")
+        print("| model | store (bytes) | --max-memory | shard (examples) | examples/s "
+              "| peak RSS (MB) | RSS before loading (MB) |")
         print("|---|---:|---|---:|---:|---:|---:|")
         for model in args.models:
             child = subprocess.run([sys.executable, __file__, "--child", "--big-store",

@@ -53,7 +53,7 @@ _LAZY = {
     "SharedDataset": ".dataset.shared",
     "StreamingSplit": ".streaming.split",
     "dequantize": ".dataset.symbolic",
-    "quantize": ".codes.encoding",
+    "quantize": ".codes.survey",
     "Encoding": ".codes.encoding",
     "convert": ".converter",
     "plan_splits": ".plan.splits",

@@ -235,7 +235,7 @@ def test_offline_with_an_empty_cache_says_what_to_put_where(tmp_path, monkeypatc
     monkeypatch.setenv("INT8STORE_OFFLINE", "1")
     with pytest.raises(DatasetNotFoundError, match="INT8STORE_OFFLINE is set") as error:
         read_source("cifar10", cache_dir=tmp_path)
-    assert f"Put cifar-10-python.tar.gz (170,498,071 bytes" in str(error.value)
+    assert "Put cifar-10-python.tar.gz (170,498,071 bytes" in str(error.value)
     assert str(tmp_path / "cifar10") in str(error.value)
 
 

@@ -6,7 +6,8 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from int8store import Encoding, EncodingError, quantize
-from int8store.codes.encoding import choose_encoding, encode
+from int8store.codes.encoding import encode
+from int8store.codes.survey import choose_encoding
 
 pytestmark = pytest.mark.graph_free
 

@@ -11,7 +11,6 @@ import io
 import os
 import pickle
 import shutil
-import signal
 import struct
 import tarfile
 import tracemalloc

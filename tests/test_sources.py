@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from archives import (fake_mnist, fake_mnist_pickle_content, idx_bytes, python2_pickle,
-                      write_idx, write_mnist_idx_folder, write_pickle_gz)
+                      write_mnist_idx_folder, write_pickle_gz)
 from int8store import (DatasetNotFoundError, EncodingError, SourceFormatError,
                        UnsafePickleError, load_data, load_splits)
 from int8store.backend import activate
@@ -381,7 +381,8 @@ def test_floats_encoded_as_read_are_the_codes_of_the_whole_array(levels, divisor
     choice), or the floats themselves where none holds them: here runs of
     k/256, k/255 (0: a value neither holds) values, in any order."""
     from int8store.codes import precoded
-    from int8store.codes.encoding import encode, float_candidates
+    from int8store.codes.encoding import encode
+    from int8store.codes.survey import float_candidates
     from int8store.errors import EncodingError
 
     runs = [np.array(levels, dtype) / d if d else np.array(levels, dtype) / 256 + 1e-3

@@ -10,12 +10,9 @@ An :class:`Encoding` says how an int8 code ``c`` maps back to a value:
 * **codebook** — the value is ``codebook[c + 128]``: any data with at most 256
   distinct values, still lossless.
 
-Anything else is refused with an :class:`~int8store.errors.EncodingError` that
-says what was seen, unless lossy quantization is asked for explicitly.
-Values are never wrapped around: every conversion checks its range first.
-
-:func:`quantize` encodes one array; :func:`choose_encoding` finds one encoding
-for several arrays (the splits of a dataset) and :func:`encode` applies it.
+:func:`encode` applies an encoding, and refuses any value it does not hold:
+values are never wrapped around, every conversion checks its range first.
+Which encoding a data set takes is :mod:`.survey`'s question.
 """
 
 from dataclasses import dataclass
@@ -25,18 +22,15 @@ import numpy as np
 
 from ..errors import EncodingError
 
-__all__ = ["Encoding", "quantize", "choose_encoding", "survey_encoding", "float_candidates",
-           "encode", "EncodingSurvey", "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "encode", "new_codes", "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
 DEFAULT_DIVISOR = 256
 
-# Float divisors recognised as lossless, in the order they are tried.
-_FLOAT_DIVISORS = (256, 255)
 # Elements converted at a time: bounds the temporaries, and a block this size
 # stays in the processor's cache between the passes over it.
-_CHUNK_ELEMENTS = 1 << 18
+CHUNK_ELEMENTS = 1 << 18
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,9 +55,10 @@ class Encoding:
     Examples
     --------
     >>> import numpy as np
-    >>> codes, enc = quantize(np.array([0, 128, 255], dtype=np.uint8))
-    >>> codes.tolist(), enc.offset, enc.divisor
-    ([-128, 0, 127], 128, 256)
+    >>> enc = Encoding(offset=128, divisor=256)
+    >>> codes = encode(np.array([0, 128, 255], dtype=np.uint8), enc)
+    >>> codes.tolist()
+    [-128, 0, 127]
     >>> enc.decode(codes).tolist()
     [0.0, 0.5, 0.99609375]
     """
@@ -132,8 +127,8 @@ class Encoding:
         table = self.table(dtype)
         out = np.empty(codes.shape, dtype=table.dtype)
         flat_codes, flat_out = codes.reshape(-1), out.reshape(-1)
-        for start in range(0, flat_codes.size, _CHUNK_ELEMENTS):
-            index = flat_codes[start:start + _CHUNK_ELEMENTS].view(np.uint8) ^ np.uint8(0x80)
+        for start in range(0, flat_codes.size, CHUNK_ELEMENTS):
+            index = flat_codes[start:start + CHUNK_ELEMENTS].view(np.uint8) ^ np.uint8(0x80)
             flat_out[start:start + index.size] = table[index]
         return out
 
@@ -146,199 +141,13 @@ class Encoding:
         return f"level / {self.divisor}, level = code + {self.offset}"
 
 
-def quantize(values, divisor=None, lossy=False, name="data"):
-    """Encode ``values`` as int8 codes, exactly, or refuse.
-
-    Parameters
-    ----------
-    values : array_like
-        uint8/int8 (or other integer) pixels, or floats.
-    divisor : int, optional
-        For integer data, the divisor of its unit scale (default 256, the
-        mnist.pkl.gz convention). For float data, the divisor to insist on;
-        by default 256 and then 255 are tried.
-    lossy : bool
-        If the data cannot be stored exactly, quantize it to 256 evenly spaced
-        levels instead of refusing; ``encoding.max_error`` reports the error.
-    name : str
-        How the data is named in error messages (a file or split name).
-
-    Returns
-    -------
-    codes : ndarray of int8, same shape as ``values``
-    encoding : Encoding
-
-    Raises
-    ------
-    EncodingError
-        If the data cannot be stored losslessly (and ``lossy`` is false).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.array([0, 3, 255], dtype=np.float32) / 256
-    >>> codes, enc = quantize(x)
-    >>> bool((enc.decode(codes) == x).all()), enc.divisor
-    (True, 256)
-    """
-    values = np.asarray(values)
-    encoding = choose_encoding([values], divisor=divisor, lossy=lossy, names=[name])
-    return encode(values, encoding, name=name), encoding
-
-
-def choose_encoding(arrays, divisor=None, lossy=False, names=None):
-    """One :class:`Encoding` that stores every array in ``arrays`` (see :func:`quantize`)."""
-    names = names or ["data"] * len(arrays)
-    return survey_encoding(lambda: zip(names, arrays), divisor=divisor, lossy=lossy)
-
-
-def survey_encoding(chunks, divisor=None, lossy=False):
-    """The one encoding for data seen a chunk at a time.
-
-    ``chunks()`` yields ``(name, array)`` pairs, every chunk of every split;
-    it is called again only when no affine encoding fits (to collect the
-    distinct values for a codebook, or the range for a lossy one), so an
-    archive of any size is surveyed in bounded memory.
-    """
-    survey = EncodingSurvey(divisor)
-    for name, chunk in chunks():
-        survey.add(chunk, name)
-    if survey.needs_distinct_values():
-        for name, chunk in chunks():
-            survey.add_distinct(chunk)
-    if survey.too_many_values and lossy:
-        return _lossy_encoding(chunks, survey)
-    if survey.too_many_values:  # the error says how many: one more pass, on failure only
-        survey.distinct_count = _count_distinct(chunks)
-    return survey.encoding()
-
-
-# Integers up to this magnitude are exact in float64.
-_FLOAT64_EXACT = 2 ** 53
-
-
-class EncodingSurvey:
-    """Finds one lossless encoding for data seen a chunk at a time.
-
-    Call :meth:`add` with every chunk of every split; if
-    :meth:`needs_distinct_values`, call :meth:`add_distinct` with every chunk
-    again; then :meth:`encoding`. It keeps a few numbers and at most 256
-    distinct values, and makes no temporary larger than a block of
-    ``_CHUNK_ELEMENTS`` values.
-    """
-
-    def __init__(self, divisor=None):
-        if divisor is not None and (isinstance(divisor, bool) or int(divisor) != divisor
-                                    or divisor < 1):
-            raise EncodingError(f"divisor={divisor!r}: expected a positive integer (256 for "
-                                "pixels k/256, 255 for k/255)")
-        self.divisor = divisor
-        self.integer = True
-        self.all_int8 = True
-        self.all_bool = True
-        self.low = self.high = None
-        self.fits = set((divisor,) if divisor else _FLOAT_DIVISORS)
-        self.float_dtypes = set()
-        self.distinct = np.empty(0)  # None once there are more than 256
-        self.distinct_count = None  # how many there are, if counted (for the error)
-        self.names = []
-
-    def add(self, chunk, name="data"):
-        self.all_bool &= np.asarray(chunk).dtype == np.bool_
-        chunk = _as_numeric(chunk, name)
-        if not chunk.size:
-            return
-        if name not in self.names:
-            self.names.append(name)
-        self.all_int8 &= chunk.dtype == np.int8
-        low, high = chunk.min(), chunk.max()
-        self.low = low if self.low is None else min(self.low, low)
-        self.high = high if self.high is None else max(self.high, high)
-        if not np.issubdtype(chunk.dtype, np.integer):
-            self.integer = False
-            self.float_dtypes.add(chunk.dtype)
-            if not (np.isfinite(low) and np.isfinite(high)):
-                raise EncodingError(f"{name}: contains NaN or infinite values; images must be finite")
-            self.fits = {d for d in self.fits if _fits_divisor(chunk, d)}
-
-    def _affine(self):
-        """The affine encoding that fits, or None."""
-        # (booleans are the values 0 and 1, as numpy widens them)
-        default = self.divisor or (1 if self.all_bool else DEFAULT_DIVISOR)
-        if self.low is None:
-            return Encoding(128, default)
-        if self.integer:
-            if self.all_int8:
-                return Encoding(0, default)  # signed bytes stay as they are
-            if 0 <= self.low and self.high <= 255:
-                return Encoding(128, default)
-            if -128 <= self.low and self.high <= 127:
-                return Encoding(0, default)
-            return None
-        return next((e for e in float_candidates(self.divisor, self.float_dtypes)
-                     if e.divisor in self.fits), None)
-
-    def needs_distinct_values(self):
-        return self._affine() is None and not (self.divisor and not self.integer)
-
-    def add_distinct(self, chunk):
-        if self.distinct is None or not np.asarray(chunk).size:
-            return
-        flat = np.asarray(chunk).reshape(-1)
-        for start in range(0, flat.size, _CHUNK_ELEMENTS):
-            self.distinct = np.union1d(self.distinct, np.unique(flat[start:start + _CHUNK_ELEMENTS]))
-            if self.distinct.size > 256:
-                self.distinct = None
-                return
-
-    @property
-    def too_many_values(self):
-        return self.distinct is None
-
-    def encoding(self):
-        """The encoding, or an :class:`EncodingError` saying why there is none."""
-        affine = self._affine()
-        if affine is not None:
-            return affine
-        names = ", ".join(self.names)
-        if self.divisor and not self.integer:
-            raise EncodingError(f"{names}: not every value is k/{self.divisor} for an integer k "
-                                "in 0..255")
-        if self.distinct is not None:
-            if self.integer and self.distinct.size and \
-                    max(abs(int(self.distinct[0])), abs(int(self.distinct[-1]))) > _FLOAT64_EXACT:
-                raise EncodingError(
-                    f"{names}: holds integers beyond ±2**53 (from {self.low!r} to {self.high!r}): "
-                    "float64, the widest view, cannot tell such neighbours apart, so they "
-                    "cannot be stored losslessly; rescale them first")
-            padding = np.repeat(self.distinct[-1:], 256 - self.distinct.size)
-            return Encoding(codebook=np.concatenate([self.distinct, padding]))
-        count = (f"{self.distinct_count:,}" if self.distinct_count and self.distinct_count <= _COUNT_CAP
-                 else f"more than {_COUNT_CAP if self.distinct_count else 256:,}")
-        raise EncodingError(
-            f"{names}: cannot be stored losslessly as int8: {count} distinct values "
-            f"(at most 256 fit) ranging from {self.low} to {self.high}, and they are not "
-            "all k/256 or k/255 for integers k in 0..255. Pass lossy=True (command line: "
-            "--lossy) to quantize to 256 levels and report the largest error."
-        )
-
-
-def float_candidates(divisor, dtypes):
-    """The affine encodings float data of ``dtypes`` may fit, in the order they
-    are tried: ``divisor`` if given, else k/256 then k/255; computed in the
-    data's precision."""
-    precision = "float64" if any(np.dtype(d).itemsize > 4 for d in dtypes) else "float32"
-    # (float16 is decoded in float32, as :func:`_exact_levels` checks)
-    return [Encoding(128, d, precision=precision) for d in ((divisor,) if divisor else _FLOAT_DIVISORS)]
-
-
 def encode(values, encoding, name="data", overwrite=False):
     """int8 codes of ``values`` under ``encoding``; raises if any value does not fit.
 
     For a lossy encoding the nearest codebook entry is used. Works a block of
     values at a time: no temporary larger than a block. ``overwrite``: the
     caller gives up ``values`` (uint8 pixels are then flipped in place)."""
-    values = _as_numeric(values, name)
+    values = as_numeric(values, name)
     if encoding.is_codebook:
         return _encode_by_codebook(values, encoding, name)
     if values.dtype == np.uint8 and encoding.offset == 128:
@@ -368,14 +177,14 @@ def new_codes(shape):
 @np.errstate(invalid="ignore")  # casts of out-of-range values, caught where they happen
 def _encode_blocks(flat_in, encoding, flat_out, name):
     low, high = -128 + encoding.offset, 127 + encoding.offset
-    for start in range(0, flat_in.size, _CHUNK_ELEMENTS):
-        chunk = flat_in[start:start + _CHUNK_ELEMENTS]
-        if _encode_scaled_exactly(chunk, encoding, flat_out[start:start + chunk.size]):
+    for start in range(0, flat_in.size, CHUNK_ELEMENTS):
+        chunk = flat_in[start:start + CHUNK_ELEMENTS]
+        if encode_scaled_exactly(chunk, encoding, flat_out[start:start + chunk.size]):
             continue
         if np.issubdtype(chunk.dtype, np.integer):
             levels = chunk
         else:
-            levels = _exact_levels(chunk, encoding.divisor)
+            levels = exact_levels(chunk, encoding.divisor)
             if levels is None:
                 raise EncodingError(f"{name}: not every value is k/{encoding.divisor} for an "
                                     f"integer k in {low}..{high}, so it cannot use this encoding")
@@ -387,7 +196,7 @@ def _encode_blocks(flat_in, encoding, flat_out, name):
                     casting="unsafe")  # in range: checked just above
 
 
-def _encode_scaled_exactly(chunk, encoding, out):
+def encode_scaled_exactly(chunk, encoding, out):
     """The fast road for float data and a power-of-two divisor: ``chunk *
     divisor`` is exact, and its cast to 8 bits is the code when, and only
     when, the cast gives back the very same number. Writes ``out`` and
@@ -409,7 +218,7 @@ def _encode_scaled_exactly(chunk, encoding, out):
     return True
 
 
-def _as_numeric(values, name):
+def as_numeric(values, name):
     values = np.asarray(values)
     if values.dtype == np.bool_:
         return values.view(np.uint8)
@@ -419,10 +228,10 @@ def _as_numeric(values, name):
     return values
 
 
-def _exact_levels(chunk, divisor):
+def exact_levels(chunk, divisor):
     """Integer levels (as float64) if every value is exactly ``k / divisor``,
     else None. (Powers of two in range take the faster road first:
-    :func:`_encode_scaled_exactly`.)"""
+    :func:`encode_scaled_exactly`.)"""
     levels = np.rint(chunk.astype(np.float64) * divisor)
     # The division the decoder does, in the precision it does it in
     # (:func:`float_candidates`): the data's own, but float32 for float16,
@@ -433,51 +242,7 @@ def _exact_levels(chunk, divisor):
     return levels
 
 
-@np.errstate(invalid="ignore")
-def _fits_divisor(values, divisor):
-    flat = values.reshape(-1)
-    scratch = np.empty(min(flat.size, _CHUNK_ELEMENTS), dtype=np.int8)
-    probe = Encoding(128, divisor)
-    for start in range(0, flat.size, _CHUNK_ELEMENTS):
-        chunk = flat[start:start + _CHUNK_ELEMENTS]
-        if _encode_scaled_exactly(chunk, probe, scratch[:chunk.size]):
-            continue
-        levels = _exact_levels(chunk, divisor)
-        if levels is None or levels.min() < 0 or levels.max() > 255:
-            return False
-    return True
-
-
-# Distinct values counted for an error message, at most (bounds its memory).
-_COUNT_CAP = 1 << 20
-
-
-def _count_distinct(chunks):
-    """How many distinct values the chunks hold, or ``_COUNT_CAP + 1`` if more."""
-    seen = np.empty(0)
-    for _, chunk in chunks():
-        flat = np.asarray(chunk).reshape(-1)
-        for start in range(0, flat.size, _CHUNK_ELEMENTS):
-            seen = np.union1d(seen, flat[start:start + _CHUNK_ELEMENTS])
-            if seen.size > _COUNT_CAP:
-                return _COUNT_CAP + 1
-    return int(seen.size)
-
-
-def _lossy_encoding(chunks, survey):
-    """256 evenly spaced levels over the data's range, with the largest error."""
-    codebook = np.linspace(float(survey.low), float(survey.high), 256)
-    error = 0.0
-    for _, chunk in chunks():
-        flat = np.asarray(chunk).reshape(-1)
-        for start in range(0, flat.size, _CHUNK_ELEMENTS):
-            block = flat[start:start + _CHUNK_ELEMENTS]
-            if block.size:
-                error = max(error, float(np.abs(codebook[_nearest(block, codebook)] - block).max()))
-    return Encoding(codebook=codebook, max_error=error)
-
-
-def _nearest(values, codebook):
+def nearest_entry(values, codebook):
     """Index of the nearest entry of an evenly spaced ``codebook``."""
     step = (codebook[-1] - codebook[0]) / 255 or 1.0
     index = np.rint((values.astype(np.float64) - codebook[0]) / step)
@@ -488,10 +253,10 @@ def _encode_by_codebook(values, encoding, name):
     book = np.asarray(encoding.codebook)
     codes = np.empty(values.shape, dtype=np.int8)
     flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
-    for start in range(0, flat_in.size, _CHUNK_ELEMENTS):
-        block = flat_in[start:start + _CHUNK_ELEMENTS]
+    for start in range(0, flat_in.size, CHUNK_ELEMENTS):
+        block = flat_in[start:start + CHUNK_ELEMENTS]
         if not encoding.lossless:
-            index = _nearest(block, book)
+            index = nearest_entry(block, book)
         else:
             index = np.clip(np.searchsorted(book, block), 0, 255)
             if not np.array_equal(book[index], block):

@@ -4,7 +4,7 @@ A float source (the classic ``mnist.pkl.gz``: 219.5 MB of float32 pixels
 ``k/256``) was read whole before the planning step chose its encoding and
 encoded it: every split's floats in memory at once, 4.2 times the codes
 kept. Read a block at a time, each block encoded as it comes under the
-first candidate the planning step would try (:func:`~.encoding.float_candidates`)
+first candidate the planning step would try (:func:`~.survey.float_candidates`)
 that holds every value so far, the floats are never all in memory: a block
 that no candidate holds turns the codes so far back into floats (exactly:
 each code was checked to give its value back) and the rest is read as it is.
@@ -19,7 +19,8 @@ import math
 import numpy as np
 
 from ..errors import EncodingError
-from .encoding import encode, float_candidates, new_codes
+from .encoding import encode, new_codes
+from .survey import float_candidates
 
 __all__ = ["Precoded", "read_encoded", "read_into"]
 

@@ -18,7 +18,7 @@ from ..backend.ops.minibatch import minibatch
 from ..backend.ops.shared_rows import shared_rows
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
-from ..codes.encoding import quantize
+from ..codes.survey import quantize
 from ..errors import ArgumentError
 from ..order.position import check_start
 from ..order.shuffle import check_seed

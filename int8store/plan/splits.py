@@ -15,7 +15,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..codes.encoding import Encoding, encode, float_candidates, survey_encoding
+from ..codes.encoding import Encoding, encode
+from ..codes.survey import float_candidates, survey_encoding
 from ..errors import ArgumentError, EncodingError, SourceFormatError, shortened
 from ..codes.labels import as_int32_labels
 from ..sources import SourceData, Split
