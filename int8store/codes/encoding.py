@@ -55,10 +55,8 @@ class Encoding:
     Examples
     --------
     >>> import numpy as np
-    >>> enc = Encoding(offset=128, divisor=256)
-    >>> codes = encode(np.array([0, 128, 255], dtype=np.uint8), enc)
-    >>> codes.tolist()
-    [-128, 0, 127]
+    >>> enc = Encoding(offset=128, divisor=256)   # uint8 pixel u is code u - 128
+    >>> codes = np.array([-128, 0, 127], dtype=np.int8)   # pixels 0, 128, 255
     >>> enc.decode(codes).tolist()
     [0.0, 0.5, 0.99609375]
     """

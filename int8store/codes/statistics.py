@@ -14,7 +14,7 @@ tutorials' learning rates were chosen for (:func:`scale_notice`).
 import numpy as np
 
 from .channels import PER_CHANNEL, ChannelStatistics
-from .histogram import mean_of_code_counts
+from .histogram import channel_means, channel_stds, mean_of_code_counts
 
 __all__ = ["normalization_statistics", "scale_notice"]
 
@@ -49,13 +49,11 @@ def scale_notice(encoding, origin, normalize, code_counts):
     if np.abs(values).max() <= _LARGEST_SCALED:
         return None
     counts = code_counts()
-    counts = np.ones(256) if counts is None else \
-        np.roll(np.asarray(counts, dtype=np.float64), 128)  # code c's at c + 128
-    mean = counts @ values / counts.sum()
-    deviation = np.sqrt(counts @ (values - mean) ** 2 / counts.sum())
+    counts = np.ones((1, 256), np.int64) if counts is None else np.asarray(counts)[None]
+    mean, deviation = channel_means(counts, encoding)[0], channel_stds(counts, encoding)[0]
     if abs(mean) <= _LARGEST_SCALED and deviation <= _LARGEST_SCALED:
         return None
-    used = values[counts > 0]
+    used = values[np.roll(counts[0], 128) > 0]  # (bin of code c at c + 128)
     return (f"int8store: the images of {origin} hold values {used.min():g} to "
             f"{used.max():g}, not pixels in [0, 1) as the tutorials' learning rates expect: "
             "normalize='standard' (--normalize standard) centres and scales them")
