@@ -22,10 +22,11 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from ..errors import OutputError
+from ..errors import ArgumentError, OutputError
+from ..runtime.npz import NpzArchive
 from .atomic import atomic_output
 
-__all__ = ["save_checkpoint", "npz_path", "checkpoint_writes", "CheckpointWrites",
+__all__ = ["save_checkpoint", "npz_path", "open_checkpoint", "checkpoint_writes", "CheckpointWrites",
            "RUN_DESCRIPTION"]
 
 #: The member that holds a run checkpoint's description
@@ -39,6 +40,17 @@ def npz_path(path):
     """``path`` as ``numpy.savez`` writes it: ``.npz`` added to a name without it."""
     path = str(path)
     return path if path.endswith(".npz") else path + ".npz"
+
+
+def open_checkpoint(path, kind):
+    """The ``.npz`` at :func:`npz_path` of ``path``, its headers read
+    (:class:`~int8store.runtime.npz.NpzArchive`); an
+    :class:`~int8store.ArgumentError` saying "no such ``kind``" where
+    there is none."""
+    path = npz_path(path)
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such {kind}")
+    return NpzArchive(path)
 
 
 def save_checkpoint(path, *arrays, **named):

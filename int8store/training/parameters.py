@@ -10,13 +10,12 @@ read with any floating dtype, cast to the model's (a model saved under
 ``floatX=float64`` predicts under float32).
 """
 
-import os
 
 import numpy as np
 
 from ..errors import ArgumentError, shortened
-from ..runtime.npz import NpzArchive, describe_array
-from ..store.checkpoint import RUN_DESCRIPTION, npz_path
+from ..runtime.npz import describe_array
+from ..store.checkpoint import RUN_DESCRIPTION, open_checkpoint
 
 __all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label"]
 
@@ -67,12 +66,9 @@ def open_saved_model(path, keys=None):
     when there is none, when it cannot be read, and when it is a run's
     checkpoint, which holds its parameters under other names (unless
     ``keys`` name the arrays to read)."""
-    path = npz_path(path)
-    if not os.path.exists(path):
-        raise ArgumentError(f"{path}: no such saved model")
-    archive = NpzArchive(path)
+    archive = open_checkpoint(path, "saved model")
     if RUN_DESCRIPTION in archive and keys is None:
-        raise ArgumentError(f"{path}: not a saved model (a run's checkpoint: --checkpoint "
+        raise ArgumentError(f"{archive.path}: not a saved model (a run's checkpoint: --checkpoint "
                             "writes those; --save-model writes the best model's parameters, "
                             "which --predict reads)")
     return archive

@@ -38,15 +38,13 @@ and each parameter's shape and dtype against the model's, read only then.
 
 import itertools
 import json
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
-from ..runtime.npz import NpzArchive
-from ..store.checkpoint import RUN_DESCRIPTION, npz_path, save_checkpoint
+from ..store.checkpoint import RUN_DESCRIPTION, npz_path, open_checkpoint, save_checkpoint
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
@@ -145,10 +143,8 @@ def open_run_checkpoint(path):
     description, the fields and their types checked; what needs no run.
     Refused when there is none, when it cannot be read and when it is no
     run's (a best model's)."""
-    path = npz_path(path)
-    if not os.path.exists(path):
-        raise ArgumentError(f"{path}: no such checkpoint")
-    archive = NpzArchive(path)
+    archive = open_checkpoint(path, "checkpoint")
+    path = archive.path
     if RUN_DESCRIPTION not in archive:
         raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
                             "perhaps: --save-model writes those; --checkpoint writes runs)")
