@@ -204,8 +204,8 @@ def test_a_cached_mnist_pickle_beyond_the_memory_ceiling_is_not_told_to_be_delet
     from int8store.runtime.limits import memory_ceiling
 
     (tmp_path / "mnist").mkdir()
-    with gzip.open(tmp_path / "mnist" / "mnist.pkl.gz", "wb") as cached:
-        pickle.dump(fake_mnist_pickle_content(n=(4000, 10, 10), width=784), cached)
+    with gzip.open(tmp_path / "mnist" / "mnist.pkl.gz", "wb", compresslevel=1) as cached:
+        pickle.dump(fake_mnist_pickle_content(n=(1000, 10, 10), width=784), cached)
     with memory_ceiling("1MiB"), pytest.raises(SourceFormatError) as error:
         read_mnist(tmp_path, mirrors=[])
     assert "ceiling" in str(error.value) and "delete it" not in str(error.value)
