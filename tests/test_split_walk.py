@@ -152,11 +152,33 @@ def test_an_index_past_a_shard_is_refused(mode):
     index = T.lscalar()
     take = theano.function([index], stream.y[index * 10:(index + 1) * 10],
                            mode=function_mode(mode))
-    batches = list(stream.minibatches(0, 10))
-    assert [b.index for b in batches] == [0, 1, 2, 3] * 2 + [0, 1]
-    assert [b.ends_shard for b in batches].count(True) == 3
+    assert [b.index for b in stream.minibatches(0, 10)] == [0, 1, 2, 3] * 2 + [0, 1]
+    assert [b.ends_shard for b in stream.minibatches(0, 10)].count(True) == 3
     with pytest.raises(MinibatchIndexError):
         take(4)
+    stream.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_streamed_minibatch_kept_past_its_shard_is_refused_not_read_from_another(mode):
+    # A list of the epoch's minibatches made first ran the whole pass: every
+    # index then read the last shard, and a step trained on it in silence.
+    from int8store import StreamError, quantize
+    from int8store.streaming.sources import ArrayShards
+    from int8store.streaming.split import StreamingSplit
+
+    codes, encoding = quantize(np.arange(100 * 4, dtype=np.uint8).reshape(100, 4))
+    stream = StreamingSplit(ArrayShards(codes, np.arange(100)), 40, encoding, (4,), mode=mode,
+                            prefetch=0)
+    index = T.lscalar()
+    take = theano.function([index], stream.y[index * 10:(index + 1) * 10],
+                           mode=function_mode(mode))
+    as_reached = [np.asarray(take(b.index)).tolist() for b in stream.minibatches(0, 10)]
+    assert sorted(sum(as_reached, [])) == list(range(100))
+    batches = list(stream.minibatches(0, 10))
+    with pytest.raises(StreamError, match="minibatch 0 of epoch 0 lay in a shard that has left"):
+        batches[0].index
+    assert [np.asarray(take(b.index)).tolist() for b in batches[-2:]] == as_reached[-2:]
     stream.close()
 
 

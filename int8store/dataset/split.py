@@ -19,26 +19,51 @@ way, and none asks which kind of split it holds:
   once (:mod:`int8store.order.windows`), a plan a call.
 """
 
-from typing import NamedTuple
-
 from ..errors import ArgumentError
 
 __all__ = ["Split", "Batch"]
 
 
-class Batch(NamedTuple):
-    """A whole minibatch of an epoch, as :meth:`Split.minibatches` gives it."""
+class Batch:
+    """A whole minibatch of an epoch, as :meth:`Split.minibatches` gives it:
+    ``number``, ``index`` and ``ends_shard`` (below).
 
-    #: Its number in the epoch (0 to ``n_batches - 1``).
-    number: int
-    #: What the compiled step takes to read it (``train_model(index)``): the
-    #: number itself held whole; with the epoch in it for a shuffled split
-    #: (``epoch * n_batches + number``); its place in the shard now loaded
-    #: when streamed.
-    index: int
-    #: Whether the split's shard in the shared variables is replaced after
-    #: this minibatch (streamed): a call of many steps ends here.
-    ends_shard: bool = False
+    A streamed split's index is a place in the shard loaded when the
+    minibatch was given, and means nothing once that shard has left the
+    device: read then (a list of the epoch's minibatches made first), it
+    raises :class:`~int8store.StreamError` rather than name the rows of
+    another shard. ``check`` is what asks (None: always valid)."""
+
+    __slots__ = ("number", "_index", "ends_shard", "_check")
+
+    def __init__(self, number, index, ends_shard=False, check=None):
+        #: Its number in the epoch (0 to ``n_batches - 1``).
+        self.number = number
+        self._index = index
+        #: Whether the split's shard in the shared variables is replaced after
+        #: this minibatch (streamed): a call of many steps ends here.
+        self.ends_shard = ends_shard
+        self._check = check
+
+    @property
+    def index(self):
+        """What the compiled step takes to read it (``train_model(index)``):
+        the number itself held whole; with the epoch in it for a shuffled
+        split (``epoch * n_batches + number``); its place in the shard now
+        loaded when streamed."""
+        if self._check is not None:
+            self._check(self)
+        return self._index
+
+    def __eq__(self, other):
+        return isinstance(other, Batch) and \
+            (self.number, self._index, self.ends_shard) == (other.number, other._index, other.ends_shard)
+
+    def __hash__(self):
+        return hash((self.number, self._index, self.ends_shard))
+
+    def __repr__(self):
+        return f"Batch(number={self.number}, index={self._index}, ends_shard={self.ends_shard})"
 
 
 class Split:

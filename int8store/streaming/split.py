@@ -178,8 +178,10 @@ class StreamingSplit(Split):
             place([self.dataset], mode)
         self.x, self.y = self.dataset.x, self.dataset.y
         self._pool, self._reader = self._make_reader(row)
-        # The shard in the shared variables (a reader's Prepared), or None.
-        self._loaded = None
+        # The shard in the shared variables (a reader's Prepared), or None,
+        # and how many times it changed (a streamed Batch's index is valid
+        # while this count is the one it was given under).
+        self._loaded, self._loads = None, 0
         # A split that is one shard in its own order is read once and kept
         # in the shared variables.
         self._whole = self.n_shards == 1 and seed is None
@@ -308,15 +310,29 @@ class StreamingSplit(Split):
         :class:`~int8store.dataset.split.Batch` whose index is its place in
         the shard now loaded, each shard loaded before its minibatches (none
         before the one that holds ``start`` is read): ``train_model(index)``
-        with the classic ``givens`` reads the right rows."""
+        with the classic ``givens`` reads the right rows. Its index is valid
+        while its shard is loaded (read later, it raises :class:`StreamError`)."""
         first, number, skip = self.layout.start_of(epoch, batch_size, start)
         with closing(self.epoch(epoch, None, first)) as shards:
             for shard in shards:
                 self.dataset.set_epoch(epoch, number)  # an augmented view's draws
                 count = shard.count // batch_size
+                check = self._still_loaded(epoch, self._loads)
                 for index in range(skip, count):
-                    yield Batch(number + index, index, index == count - 1)
+                    yield Batch(number + index, index, index == count - 1, check)
                 number, skip = number + count, 0
+
+    def _still_loaded(self, epoch, loads):
+        """A :class:`Batch`'s check: its shard, loaded at count ``loads``, is
+        still the one in the shared variables."""
+        def check(batch):
+            if self._loads != loads:
+                raise StreamError(
+                    f"{self.name}: minibatch {batch.number} of epoch {epoch} lay in a shard "
+                    "that has left the device, so its index would read another shard's rows. "
+                    "Take each minibatch as the loop reaches it (for batch in "
+                    "split.minibatches(...)), not from a list of them made first.")
+        return check
 
     def scoring_plans(self, chunk_size, classic_count=False):
         """A plan a shard, in the split's own order, each yielded while its
@@ -451,6 +467,7 @@ class StreamingSplit(Split):
             self._reader.done_with(prepared)
             raise
         previous, self._loaded = self._loaded, prepared
+        self._loads += 1
         if previous is not None:
             self._reader.done_with(previous)
         if self.mode != "c":
@@ -459,6 +476,7 @@ class StreamingSplit(Split):
     def _unload(self):
         """Forget the shard in the shared variables, giving back what holds it."""
         previous, self._loaded = self._loaded, None
+        self._loads += 1
         if previous is not None:
             self._reader.done_with(previous)
 
