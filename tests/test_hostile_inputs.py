@@ -12,7 +12,10 @@ import os
 import pickle
 import shutil
 import struct
+import subprocess
+import sys
 import tarfile
+import textwrap
 import tracemalloc
 import zipfile
 import zlib
@@ -23,7 +26,7 @@ import pytest
 
 from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_zeros,
                       write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
-from int8store import EncodingError, SourceFormatError, load_splits, open_store
+from int8store import EncodingError, SourceFormatError, load_data, load_splits, open_store
 from int8store.cli import main
 from int8store.sources import read_source
 
@@ -671,10 +674,59 @@ def test_an_hdf5_source_that_crashes_the_library_is_one_error(tmp_path, capsys):
     refused(tmp_path, capsys, [path], str(path), "the file is damaged")
 
 
-def test_an_hdf5_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path, capsys):
-    fifo = tmp_path / "pipe.h5"
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["pipe.h5", "pipe.npz", "mnist.pkl.gz", "pipe.zip", "pipe.tar.gz",
+                                  "train-images-idx3-ubyte"])
+def test_a_source_that_is_a_pipe_is_refused_not_waited_on(tmp_path, capsys, name):
+    # Only an .h5 was refused: the other readers opened a FIFO, which waits
+    # for a writer for ever (and /dev/zero never ends).
+    fifo = tmp_path / name
     os.mkfifo(fifo)
-    refused(tmp_path, capsys, [fifo], str(fifo), "not a regular file")
+    refused(tmp_path, capsys, [fifo], f"{fifo}: is not a regular file (a FIFO)")
+    with pytest.raises(SourceFormatError, match="is not a regular file"):
+        load_data(str(fifo))
+
+
+@pytest.mark.timeout(60)
+def test_a_source_linked_to_a_device_is_refused(tmp_path, capsys):
+    link = tmp_path / "zeros.npz"
+    link.symlink_to("/dev/zero")
+    refused(tmp_path, capsys, [link], f"{link}: is not a regular file (a character device)")
+
+
+UNREADABLE = textwrap.dedent("""
+    import os, sys
+    from int8store import Int8StoreError, load_data
+    try:
+        load_data(sys.argv[1])
+    except Int8StoreError as error:
+        print(type(error).__name__, error)
+""")
+
+
+@pytest.mark.parametrize("what", ["mnist.pkl.gz", "data.npz", "idx file", "idx folder"])
+def test_a_source_that_cannot_be_read_is_one_error_naming_it(tmp_path, what):
+    # A permission denied was Python's PermissionError, from the readers'
+    # first look at the file (its gzip magic, the folder's listing).
+    from archives import fake_mnist_pickle_content, write_pickle_gz
+
+    if what == "mnist.pkl.gz":
+        source = denied = write_pickle_gz(tmp_path / what, fake_mnist_pickle_content())
+    elif what == "data.npz":
+        source = denied = save_npz(tmp_path, np.zeros((12, 2, 2), np.uint8))
+    else:
+        source = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+        denied = source if what == "idx folder" else next(source.glob("train-images*"))
+    denied.chmod(0)
+    command = [sys.executable, "-c", UNREADABLE, str(source)]
+    if os.geteuid() == 0:  # (root reads anything: without the capability that lets it)
+        if shutil.which("setpriv") is None:
+            pytest.skip("run as root, and no setpriv to drop the capability to read anything")
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] + command
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    denied.chmod(0o700)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert run.stdout == f"SourceFormatError {denied}: cannot read (Permission denied)\n"
 
 
 # -- data that would change silently ---------------------------------------------

@@ -1,7 +1,8 @@
 """What every part of int8store leans on, and nothing else: the memory
 ceiling and the checks of sizes a file announces (:mod:`.limits`), the one
 reader of ``.npz`` archives, which checks them (:mod:`.npz`: data sources,
-checkpoints and saved models), signals
+checkpoints and saved models), what a file to read must be
+(:mod:`.files`), signals
 (:mod:`.interrupts`), helper processes (:mod:`.processes`), temporary
 files a killed run leaves (:mod:`.temporaries`), glibc's
 allocator after a load (:mod:`.allocator`) and the package version

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import SourceFormatError, located, quoted, shortened
+from .files import cannot_read, check_regular_file
 from .limits import check_memory, check_zip_member
 
 __all__ = ["NpzArchive", "NpzMember", "describe_array"]
@@ -66,6 +67,7 @@ class NpzArchive:
 
     def __init__(self, path):
         self.path = str(path)
+        check_regular_file(path)
         try:
             size = os.path.getsize(path)
             with zipfile.ZipFile(path) as archive:
@@ -90,6 +92,8 @@ class NpzArchive:
         except _READ_ERRORS as error:
             if isinstance(error, SourceFormatError):
                 raise
+            if isinstance(error, PermissionError):
+                raise cannot_read(self.path, error) from error
             raise SourceFormatError(f"{self.path}: not a readable .npz archive "
                                     f"({quoted(error)}): cut short, damaged, or not an .npz"
                                     ) from error

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..codes.precoded import Precoded
 from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
+from ..runtime.files import cannot_read, check_regular_file
 
 __all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees"]
 
@@ -259,6 +260,13 @@ def read_source(dataset, cache_dir=None, resize=None, keys=None, caller=None):
     """
     if isinstance(dataset, (list, tuple)) and len(dataset) == 1:
         dataset = dataset[0]  # one name keeps its meaning ("mnist", "digits")
+    try:
+        return _read_source(dataset, cache_dir, resize, keys, caller)
+    except PermissionError as error:  # (a file or folder of the source, named)
+        raise cannot_read(error.filename or dataset, error) from error
+
+
+def _read_source(dataset, cache_dir, resize, keys, caller):
     kind, path = _kind(dataset, caller)
     if path is None and kind in _NAMED:
         _check_not_shadowing(kind, cache_dir)
@@ -335,6 +343,7 @@ def _kind(dataset, caller):
         paths = [Path(p) for p in dataset]
         _check_exist(paths)
         for path in paths:
+            check_regular_file(path)
             if path.is_dir() or not _reader("idx").looks_like_idx(path):
                 raise SourceFormatError(
                     f"{path}: several sources are read as the IDX files of one data set "
@@ -364,10 +373,10 @@ def _kind(dataset, caller):
         return "image folder", path
     from ..store.file_format import is_store
 
+    check_regular_file(path)  # (a FIFO is never opened: that waits for a writer)
     # A store by its magic, whatever its name (convert writes one under any
-    # name, and the streams read it so). A FIFO is not opened here: the
-    # readers refuse what is no regular file.
-    if path.is_file() and is_store(path):
+    # name, and the streams read it so).
+    if is_store(path):
         return "store", path
     name = path.name.lower()
     if name.endswith((".pkl.gz", ".pkl")):

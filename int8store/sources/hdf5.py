@@ -10,11 +10,9 @@ refused, each dataset's shape is checked against the bytes it stores, and
 its chunks against :data:`~.hdf5_process.MAX_CHUNK_BYTES`.
 """
 
-import os
-
 import numpy as np
 
-from ..errors import SourceFormatError
+from ..runtime.files import check_regular_file
 from . import SourceData, Split
 from .hdf5_process import Hdf5Process
 
@@ -30,9 +28,7 @@ def read_hdf5(path, keys=None, time_limit=None):
     """
     from ..store.reader import is_store
 
-    if not os.path.isfile(path):
-        raise SourceFormatError(f"{path}: not a regular file (int8store reads HDF5 files, "
-                                "not pipes or devices)")
+    check_regular_file(path)
     if is_store(path):
         return read_store(path)
     process = Hdf5Process(path, time_limit)

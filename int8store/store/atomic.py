@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ArgumentError, OutputError, OutputExistsError
+from ..runtime.files import kind_of_file
 from ..runtime.interrupts import interrupts_deferred, raise_if_interrupted
 from ..runtime.temporaries import new_temporary, remove_stale_temporaries as remove_stale
 
@@ -81,21 +82,13 @@ def check_can_write(path, force=False):
     if kind is not None and stat.S_ISDIR(kind):
         raise OutputError(f"{path}: is a folder; give the path of the file to write")
     if kind is not None and not stat.S_ISREG(kind):
-        raise OutputError(f"{path}: is not a regular file ({_kind_name(kind)}); "
+        raise OutputError(f"{path}: is not a regular file ({kind_of_file(kind)}); "
                           "give the path of a file to write, even with --force")
     if (kind is not None or linked) and not force:
         raise OutputExistsError(f"{path}: already exists"
                                 f"{f' (a link to {target})' if target != path else ''}; "
                                 "pass --force (force=True) to replace it")
     return target
-
-
-def _kind_name(mode):
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def remove_stale_temporaries(path):

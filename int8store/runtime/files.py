@@ -1,0 +1,44 @@
+"""What a file to be read must be: a regular file, not a pipe, a device or a
+socket (opening a FIFO waits for a writer, and ``/dev/zero`` never ends),
+and readable; each refusal one error that names the file
+(:func:`check_regular_file`, :func:`cannot_read`). Outputs are checked by
+:func:`int8store.store.atomic.check_can_write`, with the same words for a
+file's kind (:func:`kind_of_file`).
+"""
+
+import os
+import stat
+
+from ..errors import SourceFormatError
+
+__all__ = ["check_regular_file", "cannot_read", "kind_of_file"]
+
+
+def check_regular_file(path):
+    """Refuse ``path`` where it exists and is no regular file (a link is
+    followed), naming what it is; before anything opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return  # (the reader says so, as it always has)
+    except OSError as error:
+        raise cannot_read(path, error) from error
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise SourceFormatError(f"{path}: is not a regular file ({kind_of_file(mode)}); "
+                                "int8store reads files and folders, not pipes or devices")
+
+
+def cannot_read(path, error):
+    """The error to raise where ``path`` cannot be opened or read
+    (``error``: the :class:`OSError`, a permission denied say)."""
+    return SourceFormatError(f"{path}: cannot read ({error.strerror or error})")
+
+
+def kind_of_file(mode):
+    """What a file of ``st_mode`` ``mode`` is, in words ("a FIFO")."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
