@@ -87,6 +87,31 @@ def test_dataset_and_none_normalizations():
     np.testing.assert_array_equal(compile_dequantize(enc, "none")(codes), codes.astype(np.float32))
 
 
+def test_the_centred_normalizations_span_about_minus_one_to_one_whatever_the_divisor():
+    # They divided levels by 128 whatever the encoding: the digits' levels
+    # 0..16 (k/16) came out within [-0.04, 0.09], and the logistic tutorial
+    # with --normalize dataset ended at 69 % validation error against 6 %.
+    from int8store import Encoding
+
+    assert [Encoding(128, d).spread for d in (256, 255, 16, 1)] == [128, 128, 8, 0.5]
+    levels = np.array([[0, 4, 16], [16, 8, 0]], dtype=np.uint8)
+    codes, enc = quantize(levels, divisor=16)
+    mean = normalization_mean(codes, enc)
+    for normalize in ("batch", "dataset"):
+        result = compile_dequantize(enc, normalize, mean if normalize == "dataset" else None)(codes)
+        np.testing.assert_allclose(result, (levels - levels.mean()) / 8, rtol=0, atol=1e-6)
+        assert -1.5 < result.min() < -0.5 and 0.5 < result.max() < 1.5
+
+
+def test_decoding_refuses_what_is_no_int8_code():
+    from int8store import EncodingError, Encoding
+
+    assert Encoding().decode(np.array([-128, 127])).tolist() == [0.0, 0.99609375]
+    for codes in (np.array([300]), np.array([-129]), np.array([0.5])):
+        with pytest.raises(EncodingError, match="int8 codes"):
+            Encoding().decode(codes)
+
+
 @pytest.mark.parametrize("normalize, mean", [("unit", None), ("batch", None), ("dataset", 1.5),
                                              ("none", None)])
 def test_dtype_follows_floatx_unless_given(normalize, mean):

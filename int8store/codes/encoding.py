@@ -15,6 +15,7 @@ values are never wrapped around, every conversion checks its range first.
 Which encoding a data set takes is :mod:`.survey`'s question.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -93,6 +94,20 @@ class Encoding:
     def lossless(self):
         return self.max_error == 0.0
 
+    @property
+    def spread(self):
+        """What the centred normalizations divide by (``(x - mean) /
+        spread``): half the span of the values, so that the result spans
+        about [-1, 1]. For levels, half the divisor, whose values k/divisor
+        span [0, 1], rounded to a power of two so that the division is
+        exact in every mode: 128 for 8-bit pixels (k/256 and k/255 alike),
+        8 for scikit-learn's digits (k/16). For a codebook, half its range."""
+        if self.is_codebook:
+            book = np.asarray(self.codebook, dtype=np.float64)
+            half = (book.max() - book.min()) / 2
+            return float(half) if half > 0 else 1.0
+        return 2.0 ** round(math.log2(self.divisor / 2))
+
     def levels(self, codes):
         """Integer levels ``codes + offset`` (int16, so 127 + 128 cannot wrap)."""
         return np.asarray(codes, dtype=np.int16) + np.int16(self.offset)
@@ -121,7 +136,7 @@ class Encoding:
         A lookup in :meth:`table`, a chunk at a time: no temporary larger
         than the result.
         """
-        codes = np.asarray(codes, dtype=np.int8)
+        codes = _as_codes(codes)
         table = self.table(dtype)
         out = np.empty(codes.shape, dtype=table.dtype)
         flat_codes, flat_out = codes.reshape(-1), out.reshape(-1)
@@ -158,6 +173,19 @@ def encode(values, encoding, name="data", overwrite=False):
     flat_in, flat_out = values.reshape(-1), codes.reshape(-1)
     _encode_blocks(flat_in, encoding, flat_out, name)
     return codes
+
+
+def _as_codes(codes):
+    """``codes`` as int8, refused where a value is no code (300 wrapped to 44)."""
+    codes = np.asarray(codes)
+    if codes.dtype == np.int8:
+        return codes
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise EncodingError(f"codes of dtype {codes.dtype}: expected int8 codes (integers)")
+    if codes.size and (codes.min() < -128 or codes.max() > 127):
+        raise EncodingError(f"codes from {codes.min()} to {codes.max()}: int8 codes lie in "
+                            "-128..127")
+    return codes.astype(np.int8)
 
 
 def new_codes(shape):

@@ -55,6 +55,9 @@ class Batch:
             self._check(self)
         return self._index
 
+    def __iter__(self):  # (``number, index, ends_shard = batch``, as of a tuple)
+        return iter((self.number, self.index, self.ends_shard))
+
     def __eq__(self, other):
         return isinstance(other, Batch) and \
             (self.number, self._index, self.ends_shard) == (other.number, other._index, other.ends_shard)

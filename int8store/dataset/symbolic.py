@@ -7,12 +7,12 @@ with one of four normalizations:
     The data's own scale: ``(c + 128) / 256`` for mnist.pkl.gz, which gives the
     very floats the classic tutorial stored (one correctly rounded division).
 ``"batch"``
-    ``(x - mean(x)) / 128`` over the tensor given — the minibatch when the
+    ``(x - mean(x)) / s`` over the tensor given — the minibatch when the
     codes are sliced first, as :class:`~int8store.SharedDataset` does.
 ``"dataset"``
-    ``(x - dataset_mean) / 128`` with a mean computed once (the training split's).
+    ``(x - dataset_mean) / s`` with a mean computed once (the training split's).
 ``"channel"``
-    ``(x - mean_c) / 128`` with each channel's mean (images stored
+    ``(x - mean_c) / s`` with each channel's mean (images stored
     channels-last; the training split's, :class:`~int8store.codes.channels.ChannelStatistics`).
 ``"standard"``
     ``(x - mean_c) / std_c``: each channel centred and scaled by its
@@ -22,9 +22,12 @@ with one of four normalizations:
 ``"none"``
     The raw codes as floats.
 
-``x`` above is the pixel level ``c + offset``. A codebook encoding has no
-levels: there ``x`` is the looked-up value and 128 becomes half the codebook's
-range, so the result still spans about [-1, 1].
+``x`` above is the pixel level ``c + offset``, and ``s`` half the span of
+the levels' values (:attr:`~int8store.codes.encoding.Encoding.spread`):
+128 for 8-bit pixels, 8 for the digits' levels 0..16, a power of two
+(an exact division). A codebook encoding has no levels: there ``x`` is the
+looked-up value and ``s`` half the codebook's range. Either way the result
+spans about [-1, 1].
 
 The result's dtype follows the library's ``floatX`` unless ``dtype`` is given, as
 the classic tutorials' shared variables did: float32 and float64 views both
@@ -44,10 +47,6 @@ from ..codes.vocabulary import NORMALIZATIONS, check_choice
 from ..errors import ArgumentError
 
 __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
-
-# Half the range of 256 levels: the divisor of the "batch" and "dataset" recipes.
-_HALF_RANGE = 128.0
-
 
 def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
                channel_statistics=None):
@@ -139,9 +138,9 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
         )
     if encoding.is_codebook:
         return _lookup(codes, (_bases(encoding, dtype) - np.asarray(dataset_mean, dtype))
-                       / np.asarray(_spread(encoding), dtype), dtype)
+                       / np.asarray(encoding.spread, dtype), dtype)
     return _centred(codes, encoding, _held(dataset_mean, dtype, "dataset_mean"), dtype) \
-        / api.float_constant(_HALF_RANGE, dtype)
+        / api.float_constant(encoding.spread, dtype)
 
 
 def per_batch_stage(x, encoding, normalize, dtype=None):
@@ -151,7 +150,7 @@ def per_batch_stage(x, encoding, normalize, dtype=None):
     if normalize != "batch":
         return x
     dtype = api.float_dtype(dtype)
-    return (x - api.at.mean(x)) / api.float_constant(_spread(encoding), dtype)
+    return (x - api.at.mean(x)) / api.float_constant(encoding.spread, dtype)
 
 
 def normalization_mean(codes, encoding):
@@ -164,7 +163,7 @@ def normalization_mean(codes, encoding):
 
 
 def _per_channel(codes, encoding, normalize, statistics, dtype):
-    """``(x - mean_c) / 128`` (``"channel"``) or ``(x - mean_c) * r_c``
+    """``(x - mean_c) / s`` (``"channel"``) or ``(x - mean_c) * r_c``
     (``"standard"``, ``r_c = 1 / std_c`` rounded to the view's dtype), the
     statistics repeated along each row of channels-last pixels; for a
     codebook, a table of its 256 values per channel (numpy's), the channel
@@ -182,14 +181,14 @@ def _per_channel(codes, encoding, normalize, statistics, dtype):
     reciprocal = (1.0 / np.asarray(statistics.std, dtype=np.float64)).astype(dtype)
     if encoding.is_codebook:  # (the codebook is looked up anyway: the whole value is)
         centred = _bases(encoding, dtype) - np.asarray(statistics.mean, dtype)[:, None]
-        table = (centred / np.asarray(_spread(encoding), dtype) if normalize == "channel"
+        table = (centred / np.asarray(encoding.spread, dtype) if normalize == "channel"
                  else centred * reciprocal[:, None])
         return _lookup(codes, table, dtype, parts=np.arange(width) % statistics.channels)
     api = activate()
     centred = _centred(codes, encoding, _row(statistics.mean, repeat, dtype, "channel_mean"),
                        dtype)
     if normalize == "channel":
-        return centred / api.float_constant(_HALF_RANGE, dtype)
+        return centred / api.float_constant(encoding.spread, dtype)
     return centred * _row(reciprocal, repeat, dtype, "channel_reciprocal")
 
 
@@ -263,14 +262,6 @@ def _lookup(codes, table, dtype, parts=None):
             (128 + 256 * np.asarray(parts)).astype(np.int32))
     table = api.float_constant(table.reshape(-1), dtype)
     return table[index.flatten()].reshape(codes.shape, ndim=codes.ndim)
-
-
-def _spread(encoding):
-    if not encoding.is_codebook:
-        return _HALF_RANGE
-    book = np.asarray(encoding.codebook, dtype=np.float64)
-    half = (book.max() - book.min()) / 2
-    return half if half > 0 else 1.0
 
 
 def _check_normalize(normalize):

@@ -54,8 +54,8 @@ def decode_recipe(encoding, normalize, dataset_mean, dtype):
         return 0.0, 0.0, 1.0
     offset = float(encoding.offset)
     if normalize == "dataset":
-        # (levels - mean) / 128, the mean rounded to the view's dtype first
-        return offset, float(np.asarray(dataset_mean, dtype=dtype)), 1.0 / 128.0
+        # (levels - mean) / spread (a power of two), the mean rounded to the view's dtype first
+        return offset, float(np.asarray(dataset_mean, dtype=dtype)), 1.0 / encoding.spread
     divisor = int(encoding.divisor)
     if divisor < 1 or divisor & (divisor - 1):
         return None
