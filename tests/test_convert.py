@@ -669,6 +669,10 @@ def test_conversion_memory_is_bounded_by_the_chunk_size_for_every_format(tmp_pat
     assert count * 100 * 100 > 14 << 20
     assert peak < 8 << 20, peak
     assert sum(open_store(tmp_path / "out.h5").splits.values()) == count
+    # ... and so a memory ceiling below the whole source does not refuse it
+    # (an .npz member was held to it whole, though read a chunk at a time)
+    convert(source, tmp_path / "capped.h5", chunk_bytes=1 << 20, max_memory="8MiB")
+    assert open_store(tmp_path / "capped.h5").splits == open_store(tmp_path / "out.h5").splits
 
 
 def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):

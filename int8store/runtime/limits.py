@@ -131,12 +131,15 @@ def check_memory(announced, what, origin):
             "--max-memory; by default half the physical memory)")
 
 
-def check_zip_member(info, where, archive_size):
+def check_zip_member(info, where, archive_size, whole=True):
     """Check the sizes a zip member (``info``, a :class:`zipfile.ZipInfo`)
     announces before it is read: zipfile allocates the compressed size it
-    is told before reading."""
+    is told before reading. ``whole``: the member is read at once, so its
+    size is held to the memory ceiling too (an ``.npy`` member, read a
+    chunk at a time, checks what it reads at once itself)."""
     check_in_file(info.compress_size, archive_size, "its compressed size", where)
-    check_memory(info.file_size, "the member", where)
+    if whole:
+        check_memory(info.file_size, "the member", where)
     check_in_file(info.file_size, info.compress_size, "the member", where,
                   compressed=info.compress_type != zipfile.ZIP_STORED)
 

@@ -120,7 +120,7 @@ class NpzMember:
     def __init__(self, archive, info, path, archive_size):
         self.path, self.name, self.key = path, info.filename, info.filename[:-4]
         self.where = located(path, info.filename)
-        check_zip_member(info, self.where, archive_size)
+        check_zip_member(info, self.where, archive_size, whole=False)
         try:
             with archive.open(info) as f:
                 version = np.lib.format.read_magic(f)
