@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from .errors import ArgumentError
+from .codes.labels import class_count
+from .errors import ArgumentError, EncodingError
 from .store.atomic import check_can_write, check_not_a_source
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
@@ -111,6 +112,10 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
         untrained = _untrained_classes(labels, plan.label_names)
         if untrained:
             report(f"note: {untrained}")
+        try:  # (a store of identifiers is still the user's data: said, not refused)
+            class_count(labels.values(), plan.origin)
+        except EncodingError as error:
+            report(f"note: {error} (the tutorials refuse it as it is)")
     total = sum(s.count for s in plan.splits.values())
     with StoreWriter(output, plan.encoding, plan.image_shape, labels, label_names=plan.label_names,
                      source=plan.origin, command_line=command_line, force=force,

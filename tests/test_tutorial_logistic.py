@@ -56,6 +56,31 @@ def test_cli_reports_a_bad_dataset_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "m.npz").exists()
 
 
+def test_labels_that_are_identifiers_not_class_numbers_are_refused_in_one_line(tmp_path, capsys):
+    # Labels 0, 1,000,000, ... made a model of 29,000,001 outputs, which died
+    # allocating 7 GiB with numpy's traceback; convert and budget said nothing.
+    from int8store.cli import main
+
+    images = np.zeros((30, 4, 4), np.uint8)
+    np.savez(tmp_path / "ids.npz", x_train=images, y_train=np.arange(30) * 1_000_000,
+             x_test=images[:6], y_test=np.arange(6) * 1_000_000)
+    said = ("labels run to 29,000,000, and only 30 distinct values occur: a classifier takes "
+            "labels as class numbers 0..K-1, one output each, so this one would have "
+            "29,000,001 outputs; renumber the classes 0..29 first")
+    assert main(["convert", str(tmp_path / "ids.npz"), "-o", str(tmp_path / "ids.h5")]) == 0
+    assert f"note: {tmp_path / 'ids.npz'}: {said} (the tutorials refuse it" in capsys.readouterr().out
+    for command in (["budget", "--dataset", str(tmp_path / "ids.h5"), "--model", "logistic"],):
+        assert main(command) == 2
+        assert capsys.readouterr().err == f"error: {tmp_path / 'ids.h5'}: {said}\n"
+    assert logistic_sgd.main(["--dataset", str(tmp_path / "ids.h5"), "--epochs", "1"]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'ids.h5'}: {said}\n"
+    # class numbers used sparsely are still class numbers: a subset of 10,000
+    # classes (every third), or a few of many
+    from int8store.codes.labels import class_count
+    assert class_count([np.arange(0, 10_000, 3), np.array([2])], "d") == 10_000
+    assert class_count([np.array([0, 9, 1000])], "d") == 1001
+
+
 def test_predict_uses_the_saved_model(tmp_path, capsys):
     model = tmp_path / "model.npz"
     assert logistic_sgd.main(["--dataset", "digits", "--epochs", "20", "--save-model", str(model)]) == 0

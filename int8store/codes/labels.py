@@ -4,7 +4,7 @@ import numpy as np
 
 from ..errors import EncodingError
 
-__all__ = ["as_int32_labels"]
+__all__ = ["as_int32_labels", "class_count"]
 
 _INT32 = np.iinfo(np.int32)
 
@@ -44,3 +44,33 @@ def as_int32_labels(labels, name="labels"):
             f"({_INT32.min}..{_INT32.max})"
         )
     return labels.astype(np.int32)
+
+
+# More class numbers than this that no label uses, and ten times more than
+# those used, are taken for identifiers, not class numbers (:func:`class_count`).
+_MOST_UNUSED_CLASSES = 1024
+
+
+def class_count(label_arrays, origin):
+    """How many outputs a classifier of these labels has: the largest label
+    plus one (class numbers 0..K-1, as the classic tutorials take them).
+    Refused where the labels look like identifiers instead: more than
+    1,024 numbers below the largest that no label uses, and ten times more
+    of them than are used (labels 0, 1,000,000, 2,000,000 made a model of
+    7 GiB, which died allocating it).
+
+    >>> class_count([np.array([0, 2, 1]), np.array([3])], "d.npz")
+    4
+    """
+    used = np.unique(np.concatenate([np.unique(np.asarray(labels)) for labels in label_arrays]))
+    if not used.size:
+        return 0
+    count = int(used[-1]) + 1
+    unused = count - used.size
+    if unused > _MOST_UNUSED_CLASSES and unused > 10 * used.size:
+        raise EncodingError(
+            f"{origin}: labels run to {int(used[-1]):,}, and only {used.size:,} distinct "
+            f"values occur: a classifier takes labels as class numbers 0..K-1, one output "
+            f"each, so this one would have {count:,} outputs; renumber the classes "
+            f"0..{used.size - 1} first")
+    return count

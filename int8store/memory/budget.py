@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..codes.labels import class_count
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
@@ -30,7 +31,7 @@ def dataset_summary(dataset):
 
     plan = plan_splits(read_source(dataset))
     counts = {name: split.count for name, split in plan.splits.items()}
-    n_classes = 1 + max(int(plan.labels(name).max()) for name in plan.splits if counts[name])
+    n_classes = class_count([plan.labels(name) for name in plan.splits if counts[name]], dataset)
     return counts, tuple(plan.image_shape), n_classes
 
 

@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from ..codes.labels import class_count
 from ..errors import ArgumentError
 from ..order.batch_size import check_over_devices, fitted_batch_size
 from ..runtime.interrupts import arm_stop_requests, stop_requested
@@ -125,7 +126,7 @@ class Run:
         train, valid, test = splits["train"], splits["valid"], splits["test"]
         self.splits = [train, valid, test]
         self.batch_size = self._batch_size(int(batch_size))
-        self.n_classes = 1 + int(max(np.max(split.labels) for split in self.splits))
+        self.n_classes = class_count([split.labels for split in self.splits], dataset)
         self.n_features = train.n_features
         train_x = self._augmented(train, dataset)
         return [(train_x, train.y), (valid.x, valid.y), (test.x, test.y)]
