@@ -41,6 +41,32 @@ def store(tmp_path):
     return path
 
 
+def test_reading_rows_outside_a_split_or_into_the_wrong_array_is_refused(store):
+    # count_codes('train', -10) counted 10 rows twice in silence; read_rows
+    # past the end was an IndexError, and repeated positions left rows unwritten.
+    from int8store import ArgumentError
+
+    opened = open_store(store)
+    count, row = opened.splits["train"], int(opened.count_codes("train", 0, 1).sum())
+    assert opened.count_codes("train", 0, 5).sum() == 5 * row
+    for start, stop in ((-10, None), (0, count + 1), (5, 4), (0.5, 2), (True, 3)):
+        with pytest.raises(ArgumentError, match=rf"expected integers with 0 <= start <= stop <= {count}"):
+            opened.count_codes("train", start, stop)
+    with pytest.raises(ArgumentError, match=rf"<= {count}, the split's examples"):
+        opened.read_rows("train", count - 2, count + 2, np.empty((4, row), np.int8))
+    with pytest.raises(ArgumentError, match="out: expected an int8 array of 3 rows"):
+        opened.read_rows("train", 0, 3, None)
+    with pytest.raises(ArgumentError, match="out: expected an int8 array of 3 rows"):
+        opened.read_rows("train", 0, 3, np.empty((3, row), np.float32))
+    with pytest.raises(ArgumentError, match="positions: expected a permutation of 0..2"):
+        opened.read_rows("train", 0, 3, np.empty((3, row), np.int8), positions=[0, 0, 0])
+    out = np.empty((3, row), np.int8)
+    opened.read_rows("train", 0, 3, out, positions=[2, 0, 1])
+    whole = np.empty((3, row), np.int8)
+    opened.read_rows("train", 0, 3, whole)
+    assert (out[[2, 0, 1]] == whole).all()
+
+
 def swap_groups(f):
     f.move("train", "tmp")
     f.move("test", "train")

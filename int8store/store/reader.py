@@ -18,7 +18,8 @@ import numpy as np
 
 from .checksums import SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
-from ..errors import DatasetNotFoundError, EncodingError, StoreChecksumError, StoreFormatError
+from ..errors import (ArgumentError, DatasetNotFoundError, EncodingError, StoreChecksumError,
+                      StoreFormatError)
 from .chunk_reading import ChunkBuffer, ChunkReader, damaged_error
 from .encoding_entry import read_encoding
 from .file_format import (FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for, changed_store_error,
@@ -211,7 +212,7 @@ class Store:
         16 MiB at a time; with ``channels``, channel by channel (channels
         last: ``(channels, 256)``)."""
         layout = self._split(name)
-        stop = layout.count if stop is None else stop
+        start, stop = self._range(name, start, layout.count if stop is None else stop)
         counts = np.zeros(256 if channels is None else (channels, 256), dtype=np.int64)
         rows = max(1, (16 << 20) // layout.row_bytes)
         buffer = np.empty((min(rows, max(stop - start, 0)), layout.row_bytes), dtype=np.int8)
@@ -246,6 +247,19 @@ class Store:
         handle, so calls may run in several threads (each with its own
         ``scratch``)."""
         layout = self._split(name)
+        start, stop = self._range(name, start, stop)
+        if not (isinstance(out, np.ndarray) and out.dtype == np.int8 and len(out) == stop - start
+                and out.size == (stop - start) * layout.row_bytes):
+            raise ArgumentError(f"out: expected an int8 array of {stop - start} rows of "
+                                f"{layout.row_bytes} codes (examples {start} to {stop} of "
+                                f"{name}), got {_described(out)}")
+        if positions is not None:
+            positions = np.asarray(positions)
+            if positions.shape != (stop - start,) or positions.dtype.kind not in "iu" or \
+                    (positions.size and (positions.min() < 0 or positions.max() >= positions.size
+                                         or np.bincount(positions).max() > 1)):
+                raise ArgumentError(f"positions: expected a permutation of 0..{stop - start - 1} "
+                                    f"(each row of out once), got {_described(positions)}")
         if scratch is None:
             scratch = ChunkBuffer(self.chunk_bytes(name))
         with self._reading(), open(self.file, "rb", buffering=0) as f:
@@ -352,6 +366,16 @@ class Store:
         return sum(n for layout in self._layout.values()
                    for _, n, _ in layout.chunks + layout.labels)
 
+    def _range(self, name, start, stop):
+        """``(start, stop)``, examples of split ``name``, checked: integers,
+        ``0 <= start <= stop <=`` its count."""
+        count = self._split(name).count
+        ok = all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in (start, stop))
+        if not ok or not 0 <= start <= stop <= count:
+            raise ArgumentError(f"examples {start!r} to {stop!r} of {name}: expected integers "
+                                f"with 0 <= start <= stop <= {count}, the split's examples")
+        return int(start), int(stop)
+
     def _split(self, name):
         if name not in self.splits:
             raise StoreFormatError(f"{self.path}: no split {name!r}; it has {', '.join(self.splits)}")
@@ -359,6 +383,12 @@ class Store:
 
     def __repr__(self):
         return f"Store({str(self.path)!r}, splits={self.splits})"
+
+
+def _described(array):
+    """``int8 array of shape (3, 4)``, or the type of what is no array."""
+    return (f"{array.dtype} array of shape {array.shape}" if isinstance(array, np.ndarray)
+            else type(array).__name__)
 
 
 def open_store(path, verify=True):
