@@ -208,6 +208,21 @@ def test_pickle_of_object_arrays_is_refused(tmp_path):
         load_data(path)
 
 
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_a_pickle_with_an_empty_split_is_named_so_not_called_unsafe(tmp_path, protocol):
+    # Python 3 writes an empty array's data into a protocol-2 pickle as
+    # bytes(), which the restricted unpickler refused as an unsafe global.
+    train, _, test = fake_mnist_pickle_content()
+    empty = (train[0][:0], train[1][:0])
+    path = write_pickle_gz(tmp_path / "mnist.pkl.gz", (train, empty, test), protocol)
+    with pytest.raises(SourceFormatError, match="split 'valid' holds no examples"):
+        load_data(path)
+    sneaky = tmp_path / "bytes.pkl"  # bytes(5) is refused still: only bytes() is empty
+    sneaky.write_bytes(b"\x80\x02c__builtin__\nbytes\nK\x05\x85R.")
+    with pytest.raises(SourceFormatError, match=r"bytes\(\) is allowed only without arguments"):
+        load_data(sneaky)
+
+
 def test_truncated_pickle_gz(tmp_path):
     path = write_pickle_gz(tmp_path / "mnist.pkl.gz", fake_mnist_pickle_content())
     data = path.read_bytes()

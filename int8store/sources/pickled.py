@@ -59,6 +59,13 @@ def _latin1_bytes(text, encoding="latin1"):
     return text.encode("latin1")
 
 
+def _no_bytes(*args):
+    # ... and empty bytes (an empty array's data) as bytes(), with no argument.
+    if args:
+        raise pickle.UnpicklingError("bytes() is allowed only without arguments (empty bytes)")
+    return b""
+
+
 # (module, name) -> the callable given to the pickle instead. Old and new
 # numpy module paths both appear in the wild.
 _ALLOWED = {
@@ -69,6 +76,8 @@ _ALLOWED = {
     ("numpy.core.numeric", "_frombuffer"): _frombuffer,
     ("numpy._core.numeric", "_frombuffer"): _frombuffer,
     ("_codecs", "encode"): _latin1_bytes,
+    ("__builtin__", "bytes"): _no_bytes,
+    ("builtins", "bytes"): _no_bytes,
 }
 
 
