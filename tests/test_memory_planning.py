@@ -90,6 +90,16 @@ def test_max_batch_size_fits_and_the_next_does_not(budget, fixed, slope, curve):
         assert estimate(found) <= budget < estimate(found + 1)
 
 
+def test_max_batch_size_refuses_a_budget_or_estimate_that_is_no_number():
+    # NaN compares false with everything: a batch of 1 was said to fit
+    for budget, estimate, said in ((float("nan"), lambda b: 10 * b, "budget=nan"),
+                                   (float("inf"), lambda b: 10 * b, "budget=inf"),
+                                   (100, lambda b: float("nan"), r"estimate\(1\) gave nan")):
+        with pytest.raises(ArgumentError, match=said):
+            max_batch_size(estimate, budget, margin=0)
+    assert max_batch_size(lambda b: 10 * b, 5, margin=0) == 0
+
+
 def test_max_batch_size_for_a_real_model_and_a_margin():
     estimate = step_estimator("lenet5", (8, 8), 10)
     budget = 20 << 20

@@ -261,11 +261,15 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
         raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1)")
     if isinstance(budget, str):
         budget = parse_size(budget, "budget")
-    elif isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+    elif isinstance(budget, bool) or not isinstance(budget, numbers.Real) \
+            or not math.isfinite(budget):
         raise ArgumentError(f"budget={budget!r}: expected bytes (a number, or text such as "
                             "'1GiB')")
     usable = budget * (1 - margin)
-    if estimate(1) > usable:
+    first = estimate(1)
+    if isinstance(first, bool) or not isinstance(first, numbers.Real) or math.isnan(first):
+        raise ArgumentError(f"estimate(1) gave {first!r}: expected bytes (a number)")
+    if not first <= usable:
         return 0
     guess = getattr(estimate, "guess", None)
     start = guess(usable) if guess is not None else None
