@@ -182,6 +182,30 @@ def test_images_far_from_pixel_scale_are_said_once_and_pixels_are_not(tmp_path, 
     assert "not pixels" not in capsys.readouterr().err
 
 
+def test_arguments_of_the_wrong_kind_are_one_error_each(tmp_path):
+    # Each was a raw TypeError, AttributeError or numpy's ValueError (user trial).
+    from int8store import SharedDataset, load_data, memory_table, model_memory
+    from int8store.training import save_checkpoint
+
+    arrays = (np.zeros((3, 4), np.uint8), np.zeros(3, np.int64))
+    with pytest.raises(ArgumentError, match=r"a list or tuple names IDX files, and this one "
+                                            r"holds ndarray: .*shared_dataset\(\(images, labels\)\)"):
+        load_data(arrays)
+    with pytest.raises(ArgumentError, match=r"memory_table: \[1, 2\] to tabulate"):
+        memory_table([1, 2])
+    with pytest.raises(ArgumentError, match="image_shape='x': expected a shape"):
+        model_memory("logistic", 10, "x")
+    with pytest.raises(ArgumentError, match="n_classes=0: expected 1 or more"):
+        model_memory("logistic", 10, (8, 8), n_classes=0)
+    assert model_memory("logistic", 10, 784).parameter_bytes == \
+        model_memory("logistic", 10, (784,)).parameter_bytes
+    with pytest.raises(ArgumentError, match="encoding=None: expected an int8store.Encoding"):
+        SharedDataset(np.zeros((3, 4), np.int8), np.zeros(3, np.int32), None)
+    with pytest.raises(ArgumentError, match="W is an array of Python objects"):
+        save_checkpoint(tmp_path / "m", W=np.array([object()]))
+    assert not list(tmp_path.iterdir())
+
+
 def test_memory_table_of_nothing_and_a_codebooks_repr_and_a_resize_as_text(tmp_path):
     from int8store import convert, memory_table, open_store
 

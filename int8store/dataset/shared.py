@@ -18,8 +18,9 @@ from ..backend.ops.minibatch import minibatch
 from ..backend.ops.shared_rows import shared_rows
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..codes.histogram import channels_of
+from ..codes.encoding import Encoding
 from ..codes.survey import quantize
-from ..errors import ArgumentError
+from ..errors import ArgumentError, shortened
 from ..order.position import check_start
 from ..order.shuffle import check_seed
 from ..store.checksums import split_digest
@@ -121,6 +122,9 @@ class SharedDataset(Split):
                 "every image needs exactly one label"
             )
         check_choice("storage", storage, STORAGES)
+        if not isinstance(encoding, Encoding):
+            raise ArgumentError(f"{name}: encoding={shortened(repr(encoding))}: expected an "
+                                "int8store.Encoding (quantize gives the codes and theirs)")
         self.name = name
         self.encoding = encoding
         self.normalize = normalize

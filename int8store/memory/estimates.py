@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..codes.vocabulary import check_mode
-from ..errors import ArgumentError
+from ..errors import ArgumentError, shortened
 from ..runtime.allocator import give_back_freed_memory
 from ..runtime.limits import parse_size, physical_memory
 
@@ -60,13 +60,16 @@ def memory_table(splits):
     train      1197  8x8        76,608        306,432          0.25  int8
     ...
     """
+    given = splits
     if isinstance(splits, (list, tuple)):  # load_data's [(x, y)] or a list of splits
         from ..codes.vocabulary import SPLITS
         splits = {name: split[0].dataset if isinstance(split, tuple) else split
                   for name, split in zip(SPLITS, splits)}
-    if not splits:
-        raise ArgumentError("memory_table: no splits to tabulate (expected load_data's result, "
-                            "or a dict of split names to splits)")
+    if not splits or not isinstance(splits, dict) \
+            or not all(hasattr(split, "describe_holding") for split in splits.values()):
+        raise ArgumentError(f"memory_table: {'no splits' if not splits else shortened(repr(given))}"
+                            " to tabulate; expected load_data's result, or a dict of split names "
+                            "to splits")
     rows = [("split", "examples", "image", "int8 bytes", "float32 bytes", "int8/float32",
              "held as")]
     totals = [0, 0, 0]
@@ -178,6 +181,14 @@ def model_memory(model, batch_size, image_shape, n_classes=10, dtype="float32", 
     if dtype not in FLOAT_TYPES:
         raise ArgumentError(f"dtype={dtype!r}: expected one of {', '.join(FLOAT_TYPES)}")
     mode = check_mode(mode)
+    if isinstance(image_shape, numbers.Integral):
+        image_shape = (image_shape,)  # (flat rows of so many values)
+    if not (isinstance(image_shape, (tuple, list)) and image_shape
+            and all(isinstance(n, numbers.Integral) and n >= 1 for n in image_shape)):
+        raise ArgumentError(f"image_shape={image_shape!r}: expected a shape such as (28, 28), "
+                            "(32, 32, 3) or (784,)")
+    if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral) or n_classes < 1:
+        raise ArgumentError(f"n_classes={n_classes!r}: expected 1 or more classes")
     key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype, mode)
     if key not in _ESTIMATES:
         from ..backend import activate, c_mode

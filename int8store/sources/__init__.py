@@ -340,6 +340,12 @@ def _check_not_shadowing(name, cache_dir):
 def _kind(dataset, caller):
     """``(kind, path)`` of ``dataset``: what :func:`read_source` reads it as."""
     if isinstance(dataset, (list, tuple)):
+        if not all(isinstance(p, (str, os.PathLike)) for p in dataset):
+            raise ArgumentError(
+                f"dataset: a list or tuple names IDX files, and this one holds "
+                f"{', '.join(sorted({type(p).__name__ for p in dataset}))}: to hold arrays of "
+                "your own, int8store.shared_dataset((images, labels)) takes them, or save them "
+                "in an .npz (x_train, y_train, x_test, y_test) for load_data")
         paths = [Path(p) for p in dataset]
         _check_exist(paths)
         for path in paths:

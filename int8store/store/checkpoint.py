@@ -66,6 +66,11 @@ def save_checkpoint(path, *arrays, **named):
     """
     path = npz_path(path)
     named = _named(arrays, named)
+    for key, value in named.items():  # (before the write: the previous file stays)
+        if np.asanyarray(value).dtype.hasobject:
+            raise ArgumentError(f"{path}: {key} is an array of Python objects, which a "
+                                "checkpoint does not hold (it could not be read back without "
+                                "unpickling); save numbers")
     writes = _writes.get()
     try:
         with atomic_output(path, force=True) as temporary:
@@ -89,7 +94,7 @@ def _named(arrays, named):
     """``numpy.savez``'s names: ``arr_0``, ``arr_1``... for ``arrays``."""
     positional = {f"arr_{i}": array for i, array in enumerate(arrays)}
     if positional.keys() & named.keys():
-        raise ValueError(f"cannot name an array {sorted(positional.keys() & named.keys())[0]} "
+        raise ArgumentError(f"cannot name an array {sorted(positional.keys() & named.keys())[0]} "
                          "and give arrays without names too")
     return {**positional, **named}
 
