@@ -6,12 +6,14 @@
     int8store info FILE
     int8store verify [--strong] FILE
     int8store manifest FILE
-    int8store budget --dataset D --model logistic|mlp|lenet5 [--batch-size B]
+    int8store budget [--dataset D] [--model logistic|mlp|lenet5] [--batch-size B]
                      [--device-memory SIZE] [--margin F] [--devices N] [--mode M] [--dtype T]
     int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
-ceiling reached) print one line on stderr and exit with status 2; an
+ceiling reached) and a mistyped command line (an option it does not know
+named, with the nearest it does) print one line on stderr and exit with
+status 2; an
 interrupt (Ctrl-C, SIGTERM) exits with 128 + the signal's number, leaving
 no output; a closed pipe (``int8store manifest FILE | head -1``) ends it
 quietly with 128 + SIGPIPE. A traceback means a bug in int8store.
@@ -100,8 +102,43 @@ def _add_planning_options(parser, seed_note):
                              "(default: such a source is shuffled)")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, as every other error of
+    the command (its usage block made 3 to 6), pointing to ``--help``; an
+    option it does not know is named first, with the nearest it does
+    (``--ouptut`` was reported as "-o/--output is required" only)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # (the error names them)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message):
+        given = getattr(self, "_given", [])
+        parser = self._command(given)
+        known = [o for o in parser._option_string_actions if o.startswith("--")]
+        unknown = [a.split("=")[0] for a in given if a.startswith("--")
+                   and not any(o.startswith(a.split("=")[0]) for o in known)]  # (abbreviations)
+        if unknown:
+            import difflib
+
+            nearest = difflib.get_close_matches(unknown[0], known, n=1)
+            message = (f"{unknown[0]} is not an option of {parser.prog}"
+                       + (f" (did you mean {nearest[0]}?)" if nearest else ""))
+        self.exit(2, f"error: {message}; {parser.prog} --help lists the options\n")
+
+    def _command(self, given):
+        """The parser of the command ``given`` names, or this one (the words
+        a command did not take are refused by the parser above it)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                word = next((w for w in given if not w.startswith("-")), None)
+                if word in action.choices:
+                    return action.choices[word]
+        return self
+
+
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="int8store", description="Convert image archives into int8store files and inspect them.")
     parser.add_argument("--version", action=_PrintVersion)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -300,6 +337,7 @@ def _run(args, argv):
     else:
         import os
         import time
+        from .store.checksums import CHECKSUM_NAMES
         from .store.reader import open_store
         started = time.perf_counter()
         store = open_store(args.file, verify=False)
@@ -310,7 +348,7 @@ def _run(args, argv):
         print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
               f"datasets match their checksums (every byte of the file was checked: "
               f"{size:,} bytes in {seconds:.2f} s, {_rate(size / max(seconds, 1e-9))}, "
-              f"{store.chunk_checksum.upper().replace('_', '-')} per chunk"
+              f"{CHECKSUM_NAMES[store.chunk_checksum]} per chunk"
               f"{', BLAKE3 per split' if args.strong else ''})")
 
 

@@ -29,6 +29,26 @@ def subcommands():
 
 
 @pytest.mark.graph_free
+@pytest.mark.parametrize("argv, said", [
+    (["convert", "d.npz", "--ouptut", "x.h5"],
+     "--ouptut is not an option of int8store convert (did you mean --output?); "
+     "int8store convert --help lists the options"),
+    (["convert", "d.npz", "--out", "x.h5", "--lossyy"],  # (--out: an abbreviation argparse takes)
+     "--lossyy is not an option of int8store convert (did you mean --lossy?)"),
+    (["budget", "--modl", "mlp"], "--modl is not an option of int8store budget (did you mean --model?)"),
+    (["verify", "a.h5", "b.h5"], "unrecognized arguments: b.h5; int8store verify --help"),
+    (["info"], "the following arguments are required: file; int8store info --help lists"),
+])
+def test_a_mistyped_command_line_is_one_line_naming_the_mistake(argv, said, capsys):
+    # argparse printed its usage block too (3 to 6 lines), and a mistyped
+    # --output was reported as "-o/--output is required", the typo unnamed.
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and err.startswith(f"error: {said}") and err.count("\n") == 1, err
+
+
+@pytest.mark.graph_free
 @pytest.mark.parametrize("name", ["convert", "info", "verify", "manifest", "budget", "preview"])
 def test_every_subcommand_has_a_description_and_every_option_names_its_default(name, capsys):
     command = subcommands()[name]

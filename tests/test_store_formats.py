@@ -28,7 +28,7 @@ def test_a_format2_store_written_before_format3_loads_and_verifies(tmp_path, cap
     assert train_y.get_value(borrow=True)[:10].tolist() == list(range(10))  # digits' first labels
     assert test_x.get_value().shape == (50, 64)
     assert main(["verify", str(FORMAT2)]) == 0
-    assert "SHA256 per chunk" in capsys.readouterr().out
+    assert "SHA-256 per chunk" in capsys.readouterr().out
     # A flipped bit in a format-2 chunk is still caught, by SHA-256.
     damaged = tmp_path / "damaged.h5"
     shutil.copy(FORMAT2, damaged)

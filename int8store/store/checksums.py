@@ -35,11 +35,13 @@ import numpy as np
 
 from ..errors import StoreFormatError
 
-__all__ = ["CHUNK_CHECKSUMS", "SPLIT_DIGEST", "ROWS_DIGEST", "chunk_hasher", "chunk_digest",
+__all__ = ["CHUNK_CHECKSUMS", "CHECKSUM_NAMES", "SPLIT_DIGEST", "ROWS_DIGEST", "chunk_hasher", "chunk_digest",
            "digest_digits", "split_digest"]
 
 #: The chunk checksum of each format version that has one.
 CHUNK_CHECKSUMS = {2: "sha256", 3: "xxh3_128"}
+#: How messages name them.
+CHECKSUM_NAMES = {"sha256": "SHA-256", "xxh3_128": "XXH3-128", "blake3": "BLAKE3"}
 #: The strong digest's hash, and its field in a split's entry of a store
 #: written before 0.3.1 (format 3, optional): the stored chunks, padding included.
 SPLIT_DIGEST = "blake3"

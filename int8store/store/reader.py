@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checksums import SPLIT_DIGEST, chunk_hasher
+from .checksums import CHECKSUM_NAMES, SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import (ArgumentError, DatasetNotFoundError, EncodingError, StoreChecksumError,
                       StoreFormatError)
@@ -340,7 +340,7 @@ class Store:
         if self._computed_digest(name, layout.strong_padded) != layout.strong:
             raise StoreChecksumError(
                 f"{self.path}: split {name!r} does not match its BLAKE3 digest, though each of "
-                f"its chunks matches its {self.chunk_checksum.upper().replace('_', '-')} "
+                f"its chunks matches its {CHECKSUM_NAMES[self.chunk_checksum]} "
                 "checksum: its data was replaced on purpose (or the manifest edited): do not "
                 "use this file")
 
