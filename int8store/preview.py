@@ -167,9 +167,10 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
 def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     """The codes augmented as one minibatch of ``epoch`` under ``seed``."""
     from .augment.draws import augment as augmented_codes
-    from .augment.spec import Augmentation, fill_code
+    from .augment.spec import Augmentation, fill_code, refuse_flipped_digits
 
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
+    refuse_flipped_digits(spec, dataset)
     grid = spec.grid(shape, str(dataset))
     with np.errstate(over="ignore"):
         flat = augmented_codes(codes.reshape(len(codes), -1), spec, grid, int(seed),

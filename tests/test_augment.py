@@ -331,13 +331,17 @@ def test_the_tutorial_augments_alike_in_c_and_jax_modes(capsys, streaming):
         assert np.allclose(c, j, rtol=1e-4, atol=1e-5)
 
 
-def test_the_tutorial_refuses_to_flip_digits():
+def test_the_tutorial_and_the_preview_refuse_to_flip_digits(tmp_path):
     with pytest.raises(ArgumentError, match="a mirrored digit is another shape"):
         convolutional_mlp.evaluate_lenet5(dataset="digits", n_epochs=1, augment="translate=1,flip")
+    from int8store.preview import preview  # (it drew mirrored digits, "as the tutorials take it")
+
+    with pytest.raises(ArgumentError, match="a mirrored digit is another shape"):
+        preview("digits", tmp_path / "grid.png", augment="flip", augmented=1)
 
 
 def test_digits_are_told_by_the_words_of_the_name_not_a_part_of_one():
-    from int8store.training.runner import names_digits
+    from int8store.augment.spec import names_digits
 
     # "split_digital_photos" was refused, as "digit" is part of it
     said = {name: names_digits(name) for name in (

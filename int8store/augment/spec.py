@@ -2,13 +2,15 @@
 command line takes (``"translate=2,flip,cutout=8"``) and checked against
 the images it is for."""
 
+import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ArgumentError
 
-__all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code"]
+__all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code", "refuse_flipped_digits", "names_digits"]
 
 #: What a translation brings in at the border: the code of a black pixel,
 #: the nearest edge pixel, or the pixels mirrored about the edge (not
@@ -124,3 +126,20 @@ def fill_code(encoding):
     if encoding.is_codebook:
         return int(np.argmin(np.abs(np.asarray(encoding.codebook, dtype=np.float64)))) - 128
     return int(np.clip(-encoding.offset, -128, 127))
+
+
+def refuse_flipped_digits(augmentation, dataset):
+    """Refuse a flip of ``dataset``'s images where its name says digits: a
+    mirrored digit is another shape. The tutorials and the preview ask alike."""
+    if augmentation.flip != "none" and names_digits(dataset):
+        raise ArgumentError(
+            f"--augment flip on {dataset}: a mirrored digit is another shape (a mirrored 2 "
+            "is no digit, and some 3s read as Es): leave flip out for digits")
+
+
+def names_digits(dataset):
+    """Whether ``dataset``'s name says digits: a word of it is ``mnist``,
+    ``digit`` or ``digits`` (``digital_photos`` is none, and Fashion-MNIST's
+    clothes may be mirrored)."""
+    words = set(re.split(r"[^a-z0-9]+", os.path.basename(str(dataset)).lower()))
+    return bool(words & {"mnist", "digit", "digits"}) and "fashion" not in words

@@ -55,8 +55,15 @@ class Batch:
             self._check(self)
         return self._index
 
-    def __iter__(self):  # (``number, index, ends_shard = batch``, as of a tuple)
+    # (read as the tuple it was: ``number, index, ends_shard = batch``, ``batch[1]``)
+    def __iter__(self):
         return iter((self.number, self.index, self.ends_shard))
+
+    def __getitem__(self, item):
+        return tuple(self)[item]
+
+    def __len__(self):
+        return 3
 
     def __eq__(self, other):
         return isinstance(other, Batch) and \

@@ -21,9 +21,6 @@ one call:
         run.save(epoch, minibatch_index, best_params, finished, patience=patience, ...)
 """
 
-import os
-import re
-
 import numpy as np
 
 from ..codes.labels import class_count
@@ -34,14 +31,6 @@ from ..runtime.progress import EpochLines
 from ..store.checkpoint import npz_path
 
 __all__ = ["Run"]
-
-
-def names_digits(dataset):
-    """Whether ``dataset``'s name says digits: a word of it is ``mnist``,
-    ``digit`` or ``digits`` (``digital_photos`` is none, and Fashion-MNIST's
-    clothes may be mirrored)."""
-    words = set(re.split(r"[^a-z0-9]+", os.path.basename(str(dataset)).lower()))
-    return bool(words & {"mnist", "digit", "digits"}) and "fashion" not in words
 
 
 class Run:
@@ -175,13 +164,10 @@ class Run:
         which a mirror turns into other shapes."""
         if not self.augment:
             return train.x
-        from ..augment.spec import Augmentation
+        from ..augment.spec import Augmentation, refuse_flipped_digits
 
         augmentation = Augmentation.parse(self.augment)
-        if augmentation.flip != "none" and names_digits(dataset):
-            raise ArgumentError(
-                f"--augment flip on {dataset}: a mirrored digit is another shape (a mirrored 2 "
-                "is no digit, and some 3s read as Es): leave flip out for digits")
+        refuse_flipped_digits(augmentation, dataset)
         print(f"... augmenting the training minibatches: {augmentation.describe()}")
         return train.augment(augmentation, self.augment_seed)
 
