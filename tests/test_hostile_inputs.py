@@ -446,7 +446,7 @@ def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_t
         == [(0, 0, 0), (9, 99, 199)]
     (root / "dog" / "colour.png").unlink()
     Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "tall.png")
-    refused(tmp_path, capsys, [root], "is 5x3 grey but", "int8store convert --resize HxW")
+    refused(tmp_path, capsys, [root], "is 5x3 grey but", "--resize HxW resizes every image: int8store convert and preview take it")
     # A colour image of another size names the grey one the size came from
     # (it named itself on both sides: "colour.png is 5x3 colour but colour.png is 6x5").
     (root / "dog" / "tall.png").unlink()

@@ -116,7 +116,7 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
         chosen = stratified_pick(labels, count, seed, TEST_STREAM)
         drawn["train"], drawn["test"] = train.part(~chosen), train.part(chosen)
         cuts["test"] = "stratified"
-        test = (f"{count} of the {n} training examples ({asked}), stratified by class, drawn "
+        test = (f"{count:,} of the {n:,} training examples ({asked}), stratified by class, drawn "
                 f"with seed {seed}")
     if "valid" in splits:
         if valid_size is not None or (valid_seed is not None and not _draws(drawn, cuts)):
@@ -142,7 +142,7 @@ def arrange(source, valid_size=None, valid_seed=None, test_size=None, keep_order
             cuts["valid"], picked = "stratified", f"stratified by class, drawn with seed {seed}"
         drawn["train"], drawn["valid"] = train.part(~chosen), train.part(chosen)
         what = "training examples left by the test split" if left else "training examples"
-        validation = f"{count} of the {n} {what} ({asked}), {picked}"
+        validation = f"{count:,} of the {n:,} {what} ({asked}), {picked}"
     ordered = [n for n in SPLITS if n in drawn] + [n for n in drawn if n not in SPLITS]
     drawn = {name: drawn[name] for name in ordered}
     order = {"seed": seed if _draws(drawn, cuts) else None,

@@ -416,8 +416,8 @@ def _readers(tree, names, shape, first, resize):
             raise SourceFormatError(
                 f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} is "
                 f"{_size(shape)}; all images must share a size"
-                + ("" if resize else " (int8store convert --resize HxW makes a store of them "
-                   "resized)"))
+                + ("" if resize else " (--resize HxW resizes every image: int8store convert and "
+                   "preview take it, and load_data reads the store convert makes)"))
         return image
 
     def read_chunks(rows):
