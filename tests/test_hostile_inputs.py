@@ -452,7 +452,7 @@ def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_t
     (root / "dog" / "tall.png").unlink()
     Image.fromarray(np.zeros((5, 3, 3), np.uint8)).save(root / "dog" / "colour.png")
     err = refused(tmp_path, capsys, [root], "colour.png: is 5x3 colour but", "is 3x3; all images "
-                  "must share a size (int8store convert --resize HxW")
+                  "must share a size (--resize HxW resizes every image")
     assert err.count("colour.png") == 1
 
 
