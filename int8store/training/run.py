@@ -85,11 +85,22 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
         "seed": None if seed is None else int(seed),
         "augmentation": None if not augmentation else _augmentation_key(augmentation),
         "augment_seed": None if not augmentation else int(augment_seed),
-        "normalize": str(normalize),
+        "normalize": _normalization_key(normalize, splits),
         "learning_rate": None if learning_rate is None else float(learning_rate),
         "shuffled_as": None if seed is None or not splits else _held(splits[0]),
         "classic_count": None if classic_count is None else bool(classic_count),
     }
+
+
+def _normalization_key(normalize, splits):
+    """``normalize``, and for a centred one the spread it divides by where
+    that is not 128: int8store 0.3.1 divided by 128 whatever the encoding
+    (:attr:`~int8store.codes.encoding.Encoding.spread`), so its checkpoints
+    of such runs are refused, not resumed on other values."""
+    spreads = {split.encoding.spread for split in splits} if normalize in ("batch", "dataset",
+                                                                           "channel") else set()
+    return str(normalize) if spreads <= {128.0} else \
+        f"{normalize} / {', '.join(f'{s:g}' for s in sorted(spreads))}"
 
 
 def _encoding_key(encoding):
