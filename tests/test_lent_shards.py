@@ -16,7 +16,8 @@ from int8store.store import mapped
 from int8store.store.reader import open_store
 from int8store.store.writer import StoreWriter
 from int8store.streaming.sources import ArrayShards, StoreShards
-from int8store.streaming.split import StreamingSplit, stream, worker_threads
+from int8store.streaming.of_loaded import stream
+from int8store.streaming.split import StreamingSplit, worker_threads
 
 
 @pytest.fixture

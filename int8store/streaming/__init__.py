@@ -2,7 +2,8 @@
 :class:`~.split.StreamingSplit` (:mod:`.split`: one shard in the shared
 variables, one pass at a time), the readers that get each shard ready
 (:mod:`.readers`), where shards come from (:mod:`.sources`), which examples
-each holds (:mod:`.layout`), the buffers they are copied into
+each holds (:mod:`.layout`), a split already loaded, streamed
+(:mod:`.of_loaded`), the buffers they are copied into
 (:mod:`.buffers`), the process that reads a store's shards
 (:mod:`.shard_process`, which imports the sources, never the stream).
 ``load_streams`` is the one loading road's (:mod:`int8store.loading`).
@@ -16,7 +17,7 @@ from ..runtime.exports import lazy_exports
 
 _LAZY = {
     "StreamingSplit": ".split",
-    "stream": ".split",
+    "stream": ".of_loaded",
     "StoreShards": ".sources",
     "ArrayShards": ".sources",
 }
