@@ -114,6 +114,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         given = getattr(self, "_given", [])
+        given = given[:given.index("--")] if "--" in given else given  # (then no options)
         parser = self._command(given)
         known = [o for o in parser._option_string_actions if o.startswith("--")]
         unknown = [a.split("=")[0] for a in given if a.startswith("--")

@@ -15,6 +15,7 @@ __all__ = [
     "ArgumentError",
     "EncodingError",
     "SourceFormatError",
+    "SourceReadError",
     "UnsafePickleError",
     "DatasetNotFoundError",
     "DownloadError",
@@ -48,6 +49,10 @@ class SourceFormatError(Int8StoreError, ValueError):
 
 class UnsafePickleError(SourceFormatError):
     """A pickle asked for something other than numpy arrays and tuples."""
+
+
+class SourceReadError(Int8StoreError, OSError):
+    """A data file or folder cannot be read: a permission denied, say."""
 
 
 class DatasetNotFoundError(Int8StoreError, FileNotFoundError):

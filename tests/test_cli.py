@@ -38,6 +38,7 @@ def subcommands():
     (["budget", "--modl", "mlp"], "--modl is not an option of int8store budget (did you mean --model?)"),
     (["verify", "a.h5", "b.h5"], "unrecognized arguments: b.h5; int8store verify --help"),
     (["info"], "the following arguments are required: file; int8store info --help lists"),
+    (["verify", "a.h5", "--", "--b.h5"], "unrecognized arguments: --b.h5"),  # (no option after --)
 ])
 def test_a_mistyped_command_line_is_one_line_naming_the_mistake(argv, said, capsys):
     # argparse printed its usage block too (3 to 6 lines), and a mistyped

@@ -688,6 +688,30 @@ def test_a_source_that_is_a_pipe_is_refused_not_waited_on(tmp_path, capsys, name
 
 
 @pytest.mark.timeout(60)
+def test_a_pipe_is_not_opened_by_info_verify_preview_nor_among_class_folders(tmp_path, capsys):
+    # (the review: each of these opened a pipe before any check)
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    for command in (["info", str(fifo)], ["verify", str(fifo)],
+                    ["preview", str(fifo), "-o", str(tmp_path / "g.png")]):
+        assert main(command) == 2
+        assert f"{fifo}: is not a regular file (a FIFO)" in capsys.readouterr().err
+    write_image_folder(tmp_path / "imgs", np.zeros((6, 4, 4), np.uint8), np.arange(6) % 2)
+    os.mkfifo(tmp_path / "imgs" / "1" / "late.png")
+    refused(tmp_path, capsys, [tmp_path / "imgs"], "late.png: is not a regular file (a FIFO)")
+
+
+def test_an_npz_row_beyond_the_memory_ceiling_is_refused_before_it_is_read(tmp_path, capsys):
+    # An .npz member is read a chunk of rows at a time, not held to the ceiling
+    # whole; a single row of 6 MiB (zeros: 6 kB deflated) must still be refused.
+    wide = np.zeros((4, 6 << 20), np.uint8)
+    np.savez_compressed(tmp_path / "wide.npz", x_train=wide[:3], y_train=np.arange(3) % 2,
+                        x_test=wide[3:], y_test=np.zeros(1, np.uint8))
+    refused(tmp_path, capsys, [tmp_path / "wide.npz"], "wide.npz:x_train.npy", "ceiling",
+            extra=["--max-memory", "4MiB"])
+
+
+@pytest.mark.timeout(60)
 def test_a_source_linked_to_a_device_is_refused(tmp_path, capsys):
     link = tmp_path / "zeros.npz"
     link.symlink_to("/dev/zero")
@@ -726,7 +750,7 @@ def test_a_source_that_cannot_be_read_is_one_error_naming_it(tmp_path, what):
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     denied.chmod(0o700)
     assert run.returncode == 0 and run.stderr == "", run.stderr
-    assert run.stdout == f"SourceFormatError {denied}: cannot read (Permission denied)\n"
+    assert run.stdout == f"SourceReadError {denied}: cannot read (Permission denied)\n"
 
 
 # -- data that would change silently ---------------------------------------------

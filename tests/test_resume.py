@@ -224,6 +224,25 @@ def test_a_stream_resumed_mid_epoch_reads_no_shard_before_its_start(tmp_path, re
         stream.close()
 
 
+def test_a_centred_normalization_is_recorded_with_its_spread_where_0_3_1_used_another():
+    # 0.3.1 divided levels by 128 whatever the divisor, and a codebook by half
+    # its range as now: only the first kind of run is recorded anew.
+    from int8store import SharedDataset, quantize
+    from int8store.training.run import run_identity
+
+    def identity(values, normalize, **kwargs):
+        codes, encoding = quantize(values, **kwargs)
+        split = SharedDataset(codes, np.zeros(len(codes), np.int32), encoding, normalize=normalize,
+                              dtype="float32")
+        return run_identity("p", [split], [], 10, normalize=normalize)["normalize"]
+
+    pixels = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    assert identity(pixels, "dataset") == "dataset"
+    assert identity(pixels % 17, "batch", divisor=16) == "batch / 8"
+    assert identity(np.array([[0.0, 3.7], [1000.0, 2.5]]), "dataset") == "dataset"  # (a codebook)
+    assert identity(pixels % 17, "unit", divisor=16) == "unit"
+
+
 def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_path):
     run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)

@@ -178,6 +178,7 @@ def test_a_streamed_minibatch_kept_past_its_shard_is_refused_not_read_from_anoth
     batches = list(stream.minibatches(0, 10))
     with pytest.raises(StreamError, match="minibatch 0 of epoch 0 lay in a shard that has left"):
         batches[0].index
+    assert (batches[0].number, batches[0][0], batches[0][2]) == (0, 0, False)  # (no index read)
     assert [np.asarray(take(b.index)).tolist() for b in batches[-2:]] == as_reached[-2:]
     stream.close()
 

@@ -54,10 +54,12 @@ def test_reading_rows_outside_a_split_or_into_the_wrong_array_is_refused(store):
             opened.count_codes("train", start, stop)
     with pytest.raises(ArgumentError, match=rf"<= {count}, the split's examples"):
         opened.read_rows("train", count - 2, count + 2, np.empty((4, row), np.int8))
-    with pytest.raises(ArgumentError, match="out: expected an int8 array of 3 rows"):
+    with pytest.raises(ArgumentError, match="out: expected a C-contiguous int8 array of 3 rows"):
         opened.read_rows("train", 0, 3, None)
-    with pytest.raises(ArgumentError, match="out: expected an int8 array of 3 rows"):
+    with pytest.raises(ArgumentError, match="out: expected a C-contiguous int8 array of 3 rows"):
         opened.read_rows("train", 0, 3, np.empty((3, row), np.float32))
+    with pytest.raises(ArgumentError, match="C-contiguous"):  # (a strided out was left unwritten)
+        opened.read_rows("train", 0, 3, np.empty((6, row), np.int8)[::2])
     with pytest.raises(ArgumentError, match="positions: expected a permutation of 0..2"):
         opened.read_rows("train", 0, 3, np.empty((3, row), np.int8), positions=[0, 0, 0])
     out = np.empty((3, row), np.int8)

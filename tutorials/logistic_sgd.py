@@ -279,7 +279,7 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
 
     # int8store: the model the data calls for (its image size, its classes),
     # and the saved W and b checked against it before they are set
-    n_out = 1 + int(max(y.get_value(borrow=True).max() for _, y in datasets))
+    n_out = training.class_count([y.get_value(borrow=True) for _, y in datasets], dataset)
     classifier = LogisticRegression(input=T.matrix('x'), n_in=test_set_x.dataset.n_features,
                                     n_out=n_out)
     training.load_parameters(model_path, classifier.params)

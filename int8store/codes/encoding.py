@@ -97,11 +97,15 @@ class Encoding:
     @property
     def spread(self):
         """What the centred normalizations divide by (``(x - mean) /
-        spread``): half the span of the values, so that the result spans
-        about [-1, 1]. For levels, half the divisor, whose values k/divisor
-        span [0, 1], rounded to a power of two so that the division is
-        exact in every mode: 128 for 8-bit pixels (k/256 and k/255 alike),
-        8 for scikit-learn's digits (k/16). For a codebook, half its range."""
+        spread``), so that the result spans about [-1, 1] on the encoding's
+        own scale. For levels, half the divisor (values ``k/divisor`` span
+        [0, 1]: the result is ``2 * (value - mean)``), rounded to a power of
+        two so that the division is exact in every mode: 128 for 8-bit
+        pixels (k/256 and k/255 alike), 8 for scikit-learn's digits (k/16),
+        0.5 for 0/1 images. It follows the scale the encoding gives the
+        values, as ``"unit"`` does, not the levels a set happens to use
+        (uint8 levels 0..16 stored as k/256 stay within about ±0.06). For a
+        codebook, half its range."""
         if self.is_codebook:
             book = np.asarray(self.codebook, dtype=np.float64)
             half = (book.max() - book.min()) / 2

@@ -60,7 +60,9 @@ class Batch:
         return iter((self.number, self.index, self.ends_shard))
 
     def __getitem__(self, item):
-        return tuple(self)[item]
+        if isinstance(item, slice) or item in (1, -2):
+            return tuple(self)[item]
+        return (self.number, None, self.ends_shard)[item]  # (not the index: nothing to check)
 
     def __len__(self):
         return 3

@@ -1,7 +1,9 @@
 """What a file to be read must be: a regular file, not a pipe, a device or a
 socket (opening a FIFO waits for a writer, and ``/dev/zero`` never ends),
 and readable; each refusal one error that names the file
-(:func:`check_regular_file`, :func:`cannot_read`). Outputs are checked by
+(:func:`check_regular_file`; :func:`cannot_read`, a
+:class:`~int8store.SourceReadError`, an :class:`OSError` as a permission
+denied is). Outputs are checked by
 :func:`int8store.store.atomic.check_can_write`, with the same words for a
 file's kind (:func:`kind_of_file`).
 """
@@ -9,7 +11,7 @@ file's kind (:func:`kind_of_file`).
 import os
 import stat
 
-from ..errors import SourceFormatError
+from ..errors import SourceFormatError, SourceReadError
 
 __all__ = ["check_regular_file", "cannot_read", "kind_of_file"]
 
@@ -31,7 +33,7 @@ def check_regular_file(path):
 def cannot_read(path, error):
     """The error to raise where ``path`` cannot be opened or read
     (``error``: the :class:`OSError`, a permission denied say)."""
-    return SourceFormatError(f"{path}: cannot read ({error.strerror or error})")
+    return SourceReadError(f"{path}: cannot read ({error.strerror or error})")
 
 
 def kind_of_file(mode):

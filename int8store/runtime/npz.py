@@ -171,6 +171,8 @@ class NpzMember:
                 yield array[start:start + rows]
             return
         row_bytes = self.nbytes // self.shape[0] if self.shape[0] else 0
+        check_memory(min(rows, self.shape[0]) * row_bytes, f"{min(rows, self.shape[0])} rows",
+                     self.where)  # (the member is not held whole: a chunk of it is)
         with self._data() as f:
             for start in range(0, self.shape[0], rows):
                 count = min(rows, self.shape[0] - start)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SizeLimitError, SourceFormatError, quoted, shown
+from ..runtime.files import check_regular_file
 from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
 from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream
@@ -138,8 +139,7 @@ def read_cifar10_folder(folder):
         path = folder / name
         if not path.exists():
             continue  # (_source names every missing batch)
-        if not path.is_file():
-            raise SourceFormatError(f"{path}: is not a regular file")
+        check_regular_file(path)
         size = path.stat().st_size
         _check_size(name, size, str(path))
         with open(path, "rb") as f:

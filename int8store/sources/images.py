@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SourceFormatError, located, quoted, shortened
+from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.limits import check_zip_member
 from . import SourceData, Split
 from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
@@ -103,6 +104,8 @@ def _folder_tree(folder):
                     subfolders.append((name, depth + 1))
                     folders.append(name)
             else:
+                if not entry.is_file():  # (a pipe or a device: opening it could wait for ever)
+                    check_regular_file(os.path.join(folder, name))
                 names.append(name)
         pending += reversed(subfolders)
     names.sort()
@@ -113,7 +116,7 @@ def _folder_tree(folder):
             with open(path, "rb") as f:
                 return read_image_file(f, os.fstat(f.fileno()).st_size, path)
         except OSError as error:
-            raise SourceFormatError(f"{path}: cannot read ({error.strerror})") from error
+            raise cannot_read(path, error) from error
 
     return _Tree(str(folder), names, read, separator="/", folders=folders)
 

@@ -36,6 +36,8 @@ version, naming the release that reads it. The store itself is read by
 :mod:`int8store.store.reader`.
 """
 
+import os
+
 from ..errors import StoreChecksumError, StoreFormatError
 from ..runtime.version import package_version
 from .checksums import CHUNK_CHECKSUMS
@@ -58,8 +60,11 @@ def axes_for(image_shape):
 
 
 def is_store(path):
-    """Whether ``path`` starts with an int8store manifest (read without HDF5)."""
+    """Whether ``path`` starts with an int8store manifest (read without HDF5);
+    a pipe or a device is not opened (that could wait for ever): no store."""
     try:
+        if not os.path.isfile(path):
+            return False
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC
     except OSError:

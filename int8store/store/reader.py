@@ -20,6 +20,7 @@ from .checksums import CHECKSUM_NAMES, SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import (ArgumentError, DatasetNotFoundError, EncodingError, StoreChecksumError,
                       StoreFormatError)
+from ..runtime.files import check_regular_file
 from .chunk_reading import ChunkBuffer, ChunkReader, damaged_error
 from .encoding_entry import read_encoding
 from .file_format import (FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for, changed_store_error,
@@ -82,6 +83,7 @@ class Store:
             raise StoreFormatError(f"{self.path}: cannot read ({error.strerror or error})") from error
 
     def _read_header(self):
+        check_regular_file(self.path)
         if not is_store(self.path):
             refuse_non_store(self.path)
         manifest = read_manifest(self.path)
@@ -249,9 +251,9 @@ class Store:
         layout = self._split(name)
         start, stop = self._range(name, start, stop)
         if not (isinstance(out, np.ndarray) and out.dtype == np.int8 and len(out) == stop - start
-                and out.size == (stop - start) * layout.row_bytes):
-            raise ArgumentError(f"out: expected an int8 array of {stop - start} rows of "
-                                f"{layout.row_bytes} codes (examples {start} to {stop} of "
+                and out.size == (stop - start) * layout.row_bytes and out.flags.c_contiguous):
+            raise ArgumentError(f"out: expected a C-contiguous int8 array of {stop - start} rows "
+                                f"of {layout.row_bytes} codes (examples {start} to {stop} of "
                                 f"{name}), got {_described(out)}")
         if positions is not None:
             positions = np.asarray(positions)

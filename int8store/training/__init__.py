@@ -61,6 +61,7 @@ _LAZY = {
     "stop_requested": "..runtime.interrupts",
     "save_checkpoint": "..store.checkpoint",
     "checkpoint_writes": "..store.checkpoint",
+    "class_count": "..codes.labels",
 }
 
 __all__ = list(_LAZY)

@@ -94,11 +94,12 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
 
 def _normalization_key(normalize, splits):
     """``normalize``, and for a centred one the spread it divides by where
-    that is not 128: int8store 0.3.1 divided by 128 whatever the encoding
-    (:attr:`~int8store.codes.encoding.Encoding.spread`), so its checkpoints
-    of such runs are refused, not resumed on other values."""
-    spreads = {split.encoding.spread for split in splits} if normalize in ("batch", "dataset",
-                                                                           "channel") else set()
+    that is not 128 for levels: int8store 0.3.1 divided levels by 128
+    whatever the divisor (:attr:`~int8store.codes.encoding.Encoding.spread`;
+    a codebook by half its range, as now), so its checkpoints of such runs
+    are refused, not resumed on other values."""
+    spreads = {split.encoding.spread for split in splits if not split.encoding.is_codebook} \
+        if normalize in ("batch", "dataset", "channel") else set()
     return str(normalize) if spreads <= {128.0} else \
         f"{normalize} / {', '.join(f'{s:g}' for s in sorted(spreads))}"
 
