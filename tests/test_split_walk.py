@@ -140,8 +140,9 @@ def test_an_index_past_the_epoch_is_refused(mode, seed):
     assert labels.shape == (B,) and images.shape == (B, 64)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_an_index_past_a_shard_is_refused(mode):
+def stream_of_100(mode):
+    """A stream of 100 examples (labels 0..99) in shards of 40, and a
+    function giving minibatch ``index``'s 10 labels."""
     from int8store.streaming.sources import ArrayShards
     from int8store.streaming.split import StreamingSplit
     from int8store import quantize
@@ -150,8 +151,13 @@ def test_an_index_past_a_shard_is_refused(mode):
     stream = StreamingSplit(ArrayShards(codes, np.arange(100)), 40, encoding, (4,), mode=mode,
                             prefetch=0)
     index = T.lscalar()
-    take = theano.function([index], stream.y[index * 10:(index + 1) * 10],
-                           mode=function_mode(mode))
+    return stream, theano.function([index], stream.y[index * 10:(index + 1) * 10],
+                                   mode=function_mode(mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_index_past_a_shard_is_refused(mode):
+    stream, take = stream_of_100(mode)
     assert [b.index for b in stream.minibatches(0, 10)] == [0, 1, 2, 3] * 2 + [0, 1]
     assert [b.ends_shard for b in stream.minibatches(0, 10)].count(True) == 3
     with pytest.raises(MinibatchIndexError):
@@ -163,16 +169,9 @@ def test_an_index_past_a_shard_is_refused(mode):
 def test_a_streamed_minibatch_kept_past_its_shard_is_refused_not_read_from_another(mode):
     # A list of the epoch's minibatches made first ran the whole pass: every
     # index then read the last shard, and a step trained on it in silence.
-    from int8store import StreamError, quantize
-    from int8store.streaming.sources import ArrayShards
-    from int8store.streaming.split import StreamingSplit
+    from int8store import StreamError
 
-    codes, encoding = quantize(np.arange(100 * 4, dtype=np.uint8).reshape(100, 4))
-    stream = StreamingSplit(ArrayShards(codes, np.arange(100)), 40, encoding, (4,), mode=mode,
-                            prefetch=0)
-    index = T.lscalar()
-    take = theano.function([index], stream.y[index * 10:(index + 1) * 10],
-                           mode=function_mode(mode))
+    stream, take = stream_of_100(mode)
     as_reached = [np.asarray(take(b.index)).tolist() for b in stream.minibatches(0, 10)]
     assert sorted(sum(as_reached, [])) == list(range(100))
     batches = list(stream.minibatches(0, 10))
