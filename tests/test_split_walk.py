@@ -155,6 +155,25 @@ def stream_of_100(mode):
                                    mode=function_mode(mode))
 
 
+@pytest.mark.parametrize("held", ["whole", "streamed"])
+def test_an_epoch_or_batch_size_that_is_no_whole_number_is_refused(held):
+    # n_batches(True) counted minibatches of 1, and minibatches(-1, ...) drew
+    # an order of its own (a user trial)
+    from int8store import ArgumentError
+
+    split = load_splits("digits", residency=held, max_device_bytes=None if held == "whole"
+                        else 20000, batch_size=20)["train"]
+    for bad in (True, 0, 2.5, "20"):
+        with pytest.raises(ArgumentError, match="batch_size must be a positive integer"):
+            split.n_batches(bad)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ArgumentError, match=f"epoch {bad!r}: expected a whole number from 0"):
+            next(iter(split.minibatches(bad, 20)))
+    assert split.n_batches(np.int64(20)) == split.n_batches(20) > 0
+    if held == "streamed":
+        split.close()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_index_past_a_shard_is_refused(mode):
     stream, take = stream_of_100(mode)

@@ -21,7 +21,7 @@ from ..codes.histogram import channels_of
 from ..codes.encoding import Encoding
 from ..codes.survey import quantize
 from ..errors import ArgumentError, shortened
-from ..order.position import check_start
+from ..order.position import check_batch_size, check_epoch, check_start
 from ..order.shuffle import check_seed
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
@@ -323,6 +323,7 @@ class SharedDataset(Split):
         its index is its number unless the split is shuffled (then the index
         also says the epoch). An augmented split (:meth:`augment`) is drawn
         for ``epoch``."""
+        epoch = check_epoch(epoch, self.name)
         self.set_epoch(epoch)
         count = self.n_batches(batch_size)
         check_start(start, count, self.name)
@@ -371,11 +372,10 @@ class SharedDataset(Split):
     def n_batches(self, batch_size):
         """Number of whole minibatches of ``batch_size`` (the remainder is left out,
         as in the classic tutorials)."""
-        if int(batch_size) != batch_size or batch_size < 1:
-            raise ArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = check_batch_size(batch_size, self.name)
         if self.blocks is not None:  # over several devices: each fills its part
-            return self.blocks.n_batches(int(batch_size))
-        return self.n_examples // int(batch_size)
+            return self.blocks.n_batches(batch_size)
+        return self.n_examples // batch_size
 
     def minibatch(self, index, batch_size, augment=False):
         """Symbolic ``(x, y)`` of minibatch ``index`` (a scalar variable or int).

@@ -2,9 +2,11 @@
 (a run resumed mid-epoch), checked the same way for a split held whole and
 a streamed one."""
 
+import numbers
+
 from ..errors import ArgumentError
 
-__all__ = ["check_start"]
+__all__ = ["check_start", "check_epoch", "check_batch_size"]
 
 
 def check_start(start, count, name):
@@ -13,3 +15,19 @@ def check_start(start, count, name):
     if int(start) != start or not 0 <= start <= count:
         raise ArgumentError(f"{name}: an epoch of {count} minibatches cannot start at "
                             f"minibatch {start!r}")
+
+
+def check_epoch(epoch, name):
+    """Refuse an epoch that is not a whole number from 0 (-1 drew an order
+    of its own; the orders' arithmetic takes epochs to unsigned integers)."""
+    if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+        raise ArgumentError(f"{name}: epoch {epoch!r}: expected a whole number from 0")
+    return int(epoch)
+
+
+def check_batch_size(batch_size, name):
+    """Refuse a batch size that is not a positive whole number (True was 1)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+            or batch_size < 1:
+        raise ArgumentError(f"{name}: batch_size must be a positive integer, got {batch_size!r}")
+    return int(batch_size)

@@ -58,6 +58,7 @@ import numpy as np
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
+from ..order.position import check_batch_size, check_epoch
 from ..order.shuffle import check_seed
 from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
@@ -303,7 +304,7 @@ class StreamingSplit(Split):
 
     def n_batches(self, batch_size):
         """Whole minibatches in an epoch: each shard's, its remainder dropped."""
-        return self.layout.n_batches(batch_size)
+        return self.layout.n_batches(check_batch_size(batch_size, self.name))
 
     def minibatches(self, epoch, batch_size, start=0):
         """Each whole minibatch of epoch ``epoch`` from number ``start`` on, a
@@ -312,6 +313,7 @@ class StreamingSplit(Split):
         before the one that holds ``start`` is read): ``train_model(index)``
         with the classic ``givens`` reads the right rows. Its index is valid
         while its shard is loaded (read later, it raises :class:`StreamError`)."""
+        epoch, batch_size = check_epoch(epoch, self.name), check_batch_size(batch_size, self.name)
         first, number, skip = self.layout.start_of(epoch, batch_size, start)
         with closing(self.epoch(epoch, None, first)) as shards:
             for shard in shards:
