@@ -22,12 +22,12 @@ with one of four normalizations:
 ``"none"``
     The raw codes as floats.
 
-``x`` above is the pixel level ``c + offset``, and ``s`` half the span of
-the levels' values (:attr:`~int8store.codes.encoding.Encoding.spread`):
-128 for 8-bit pixels, 8 for the digits' levels 0..16, a power of two
-(an exact division). A codebook encoding has no levels: there ``x`` is the
-looked-up value and ``s`` half the codebook's range. Either way the result
-spans about [-1, 1].
+``x`` above is the pixel level ``c + offset``, and ``s`` half the
+encoding's divisor rounded to a power of two (an exact division;
+:attr:`~int8store.codes.encoding.Encoding.spread`): 128 for 8-bit pixels,
+8 for the digits' k/16, so the result is ``2 * (value - mean)`` on the
+scale ``"unit"`` gives, about [-1, 1]. A codebook encoding has no levels:
+there ``x`` is the looked-up value and ``s`` half the codebook's range.
 
 The result's dtype follows the library's ``floatX`` unless ``dtype`` is given, as
 the classic tutorials' shared variables did: float32 and float64 views both
