@@ -33,6 +33,7 @@ from .codes.statistics import normalization_statistics, scale_notice
 from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 from .errors import ArgumentError, SourceFormatError
 from .order.shuffle import check_seed
+from .runtime.words import counted
 
 __all__ = ["load_data", "load_splits", "load_streams", "fits_in_memory", "find_store",
            "check_splits", "say_if_sorted_by_class"]
@@ -336,8 +337,9 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
     if report is not None:
         for stream in streams.values():
             how = ("held whole" if stream.n_shards == 1 else
-                   f"streamed in {stream.n_shards} shards of {stream.shard_size} examples")
-            report(f"... {stream.name}: {stream.n_examples} examples {how}")
+                   f"streamed in {counted(stream.n_shards, 'shard')} of "
+                   f"{counted(stream.shard_size, 'example')}")
+            report(f"... {stream.name}: {counted(stream.n_examples, 'example')} {how}")
     return streams
 
 

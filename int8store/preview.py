@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ArgumentError, SourceFormatError, shortened
+from .runtime.words import counted
 
 __all__ = ["preview", "Preview", "display_bytes"]
 
@@ -41,11 +42,6 @@ _GAP = 1  # pixels between cells
 _MIN_CELL = 32  # cells are scaled up (by an integer factor) to at least this
 # Names of formats the grid is not written in (JPEG would blur its pixels).
 _OTHER_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
-
-
-def _plural(count, noun):
-    """``"1 class"``, ``"3 classes"``."""
-    return f"{count} {noun}{'' if count == 1 else ('es' if noun.endswith('s') else 's')}"
 
 
 @dataclass
@@ -84,8 +80,8 @@ class Preview:
                       f"fewer than {self.count}: "
                       + ", ".join(f"{named([name])} ({held})" for name, held in self.fewer.items()))
         up_to = "up to " if self.fewer or self.lacking else ""
-        return (f"{self.path}: {_plural(len(self.classes), 'class')} x {up_to}"
-                f"{_plural(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "
+        return (f"{self.path}: {counted(len(self.classes), 'class')} x {up_to}"
+                f"{counted(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "
                 f"{self.scale}x), one row per class ({named(self.classes)}); {self.shown}{lacks}")
 
 

@@ -146,7 +146,7 @@ def test_the_grid_is_as_wide_as_the_images_there_are(tmp_path):
     result = preview("digits", tmp_path / "g.png", count=100_000)  # (at most 133 of a class)
     with Image.open(tmp_path / "g.png") as grid:
         assert grid.size[0] < 133 * (8 * 4 + 4) + 200  # (not 100,000 cells wide)
-    assert "10 classes x up to 100000 images" in result.describe()
+    assert "10 classes x up to 100,000 images" in result.describe()
 
 
 def test_a_colour_store_is_drawn_in_colour_with_its_exact_pixels(tmp_path, capsys):

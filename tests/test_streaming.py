@@ -224,7 +224,7 @@ def test_the_tutorial_streams_and_matches_the_resident_run(capsys):
     common = ["--dataset", "digits", "--epochs", "20", "--save-model", ""]
     assert logistic_sgd.main(common + ["--max-device-bytes", "16384"]) == 0
     streamed = capsys.readouterr().out
-    assert "train: 1197 examples streamed in 5 shards of 240 examples" in streamed
+    assert "train: 1,197 examples streamed in 5 shards of 240 examples" in streamed
     # The same batch size and the split's own order: the same minibatches.
     assert logistic_sgd.main(common + ["--batch-size", "240"]) == 0
     resident = capsys.readouterr().out
@@ -254,7 +254,7 @@ def test_shards_are_sized_for_the_batch_cut_to_the_smallest_split(capsys):
     common = ["--dataset", "digits", "--epochs", "3", "--save-model", ""]
     assert logistic_sgd.main(common + ["--max-device-bytes", str(400 * (64 + 4))]) == 0
     streamed = capsys.readouterr().out
-    assert "train: 1197 examples streamed in 4 shards of 300 examples" in streamed
+    assert "train: 1,197 examples streamed in 4 shards of 300 examples" in streamed
     assert logistic_sgd.main(common) == 0
     resident = capsys.readouterr().out
     for out in (streamed, resident):

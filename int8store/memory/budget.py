@@ -10,6 +10,7 @@ from ..codes.labels import class_count
 from ..codes.vocabulary import check_mode
 from ..errors import ArgumentError
 from ..runtime.limits import describe_bytes, parse_size
+from ..runtime.words import counted
 from ..order.batch_size import fitted_batch_size
 from .estimates import (accelerator, examples_that_fit, jax_device, max_batch_size, model_memory,
                         device_memory, host_memory, split_bytes, step_estimator, xla_step_memory)
@@ -105,7 +106,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     each = "" if devices == 1 else " per device"
     lines = [
         f"dataset:  {dataset}: " + ", ".join(f"{n:,} {name}" for name, n in counts.items())
-        + f" images of {shape}, {n_classes} classes",
+        + f" images of {shape}, {counted(n_classes, 'class')}",
         f"device:   {describe_bytes(budget)} ({where}); planning for {describe_bytes(usable)}, "
         f"keeping {margin:.0%} free",
         f"model:    {model}, {memory.parameters:,} parameters "

@@ -10,5 +10,5 @@ their classes: sorted by class or not, shuffled, cut in proportion
 stream, the reading process, the benchmarks and the graph ops all take
 their orders from here, so none of them needs a backend to know one.
 
-May import: :mod:`int8store.errors`.
+May import: :mod:`int8store.errors`, :mod:`int8store.runtime`.
 """

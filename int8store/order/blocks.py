@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, MinibatchIndexError
+from ..runtime.words import counted
 from .shuffle import CLASSES, permuted_in_classes
 from .windows import block_windows
 
@@ -63,7 +64,7 @@ class Blocks:
         self.rows_per_device = math.ceil(self.n_examples / self.devices)
         if self.n_examples < self.devices:
             what = ("the split is empty: there is nothing to split" if self.n_examples < 1 else
-                    f"{_count(self.n_examples, 'example')} cannot be split")
+                    f"{counted(self.n_examples, 'example')} cannot be split")
             raise ArgumentError(f"{self._split()}{what} over {self.devices} devices: each needs "
                                 f"at least one real row (use at most {max(self.n_examples, 1)} "
                                 "devices)")
@@ -118,8 +119,8 @@ class Blocks:
         what = f"{name}: " if name else self._split()
         valid = f"is outside 0..{whole - 1}" if whole else "cannot be taken"
         raise MinibatchIndexError(
-            f"{what}minibatch index {index} {valid}: {_count(self.n_examples, 'example')} make "
-            f"{_count(whole, 'whole minibatch')} of {batch_size} (over {self.devices} devices "
+            f"{what}minibatch index {index} {valid}: {counted(self.n_examples, 'example')} make "
+            f"{counted(whole, 'whole minibatch')} of {batch_size} (over {self.devices} devices "
             f"as on one). Count them with dataset.n_batches({batch_size})")
 
     def positions(self, batch_size, n_batches=None):
@@ -131,8 +132,8 @@ class Blocks:
         count = whole if n_batches is None else int(n_batches)
         if not 0 <= count <= whole:
             raise ArgumentError(
-                f"{self._split()}n_batches={n_batches}: {_count(self.n_examples, 'example')} "
-                f"make {_count(whole, 'whole minibatch')} of {batch_size}; ask for 0 to {whole}")
+                f"{self._split()}n_batches={n_batches}: {counted(self.n_examples, 'example')} "
+                f"make {counted(whole, 'whole minibatch')} of {batch_size}; ask for 0 to {whole}")
         minibatch = np.arange(count)[:, None, None] * batch_size
         device = np.arange(self.devices)[None, :, None]
         return (minibatch + device + self.devices * np.arange(per)[None, None, :]).reshape(-1)
@@ -193,8 +194,3 @@ def check_shuffled_over(devices, what=""):
                             "1, 2, 4 or 8 devices, or no seed")
 
 
-def _count(number, noun):
-    """``"1 row"``, ``"2 rows"``, ``"2 whole minibatches"``."""
-    if number == 1:
-        return f"1 {noun}"
-    return f"{number} {noun}{'es' if noun.endswith('ch') else 's'}"

@@ -5,8 +5,8 @@ checkpoints and saved models), what a file to read must be
 (:mod:`.files`), signals
 (:mod:`.interrupts`), helper processes (:mod:`.processes`), temporary
 files a killed run leaves (:mod:`.temporaries`), glibc's
-allocator after a load (:mod:`.allocator`) and the package version
-(:mod:`.version`).
+allocator after a load (:mod:`.allocator`), counts in messages
+(:mod:`.words`) and the package version (:mod:`.version`).
 
 May import: :mod:`int8store.errors` only.
 """

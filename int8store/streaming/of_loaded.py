@@ -4,6 +4,7 @@ device in shards that fit a byte budget: :func:`stream`."""
 import numpy as np
 
 from ..order.shard_size import LABEL_BYTES, fitting_shard_size
+from ..runtime.words import counted
 from .sources import ArrayShards
 from .split import StreamingSplit
 
@@ -33,6 +34,6 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
         if split.shard_size < batch_size:
             report(f"... batch size {batch_size} does not fit in {max_device_bytes} device "
                    f"bytes: using {split.shard_size}")
-        report(f"... streaming {split.name} in {split.n_shards} shards of {split.shard_size} "
-               "examples")
+        report(f"... streaming {split.name} in {counted(split.n_shards, 'shard')} of "
+               f"{counted(split.shard_size, 'example')}")
     return split
