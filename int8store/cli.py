@@ -31,9 +31,14 @@ __all__ = ["main"]
 
 
 def _valid(text):
+    """A count (``500``, ``1e3``: a whole number of at least one written with
+    an exponent is a count too) or a fraction (``0.1``, ``1e-1``)."""
     try:
-        return float(text) if any(c in text for c in ".eE") else int(text)
-    except ValueError:
+        if not any(c in text for c in ".eE"):
+            return int(text)
+        value = float(text)
+        return int(value) if "." not in text and value >= 1 and value.is_integer() else value
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(
             f"expected an integer count or a fraction such as 0.1, got {text!r}") from None
 

@@ -780,7 +780,10 @@ def test_negative_labels_are_refused(tmp_path, capsys):
 def test_valid_size_says_how_it_was_read(tmp_path, capsys):
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=20))
     for given, said in (("0.1", "2 of the 20 training examples (valid_size=0.1, read as a fraction)"),
-                        ("3", "3 of the 20 training examples (valid_size=3, read as a count)")):
+                        ("3", "3 of the 20 training examples (valid_size=3, read as a count)"),
+                        # a whole number with an exponent is a count, as it reads; 1e-1 a fraction
+                        ("1e1", "10 of the 20 training examples (valid_size=10, read as a count)"),
+                        ("1e-1", "2 of the 20 training examples (valid_size=0.1, read as a fraction)")):
         out = tmp_path / f"{given}.h5"
         assert main(["convert", str(folder), "-o", str(out), "--valid-size", given]) == 0
         assert said in capsys.readouterr().out
