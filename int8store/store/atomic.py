@@ -87,7 +87,7 @@ def check_can_write(path, force=False):
     if (kind is not None or linked) and not force:
         raise OutputExistsError(f"{path}: already exists"
                                 f"{f' (a link to {target})' if target != path else ''}; "
-                                "pass --force (force=True) to replace it")
+                                "pass --force (in Python, force=True) to replace it")
     return target
 
 
@@ -207,7 +207,7 @@ def _publish(temporary, path, force):
         except FileExistsError:
             raise OutputExistsError(
                 f"{path}: appeared while this file was being written (another run?); "
-                "it was left as it is: pass --force (force=True) to replace it") from None
+                "it was left as it is: pass --force (in Python, force=True) to replace it") from None
         except OSError as error:
             if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                 raise
