@@ -28,7 +28,8 @@ __all__ = ["convert"]
 #: writes elsewhere): a store so named would be taken for one.
 _OTHER_FORMAT_SUFFIXES = {".npz", ".npy", ".pkl", ".pickle", ".gz", ".zip", ".tar", ".tgz",
                           ".bz2", ".xz", ".idx", ".png", ".jpg", ".jpeg", ".gif", ".bmp",
-                          ".webp", ".tif", ".tiff", ".json", ".csv"}
+                          ".webp", ".tif", ".tiff", ".json", ".csv", ".txt", ".md", ".py",
+                          ".pt", ".pth", ".ckpt", ".safetensors", ".parquet", ".tfrecord"}
 
 
 def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resize=None,

@@ -424,7 +424,7 @@ def test_the_command_says_its_version(capsys):
     assert done.value.code == 0 and capsys.readouterr().out == f"int8store {__version__}\n"
 
 
-@pytest.mark.parametrize("name", ["x.npz", "x.pkl.gz", "x.PNG"])
+@pytest.mark.parametrize("name", ["x.npz", "x.pkl.gz", "x.PNG", "x.txt", "x.pt"])
 def test_convert_refuses_a_store_named_as_another_format(tmp_path, capsys, name):
     assert main(["convert", "digits", "-o", str(tmp_path / name)]) == 2
     suffix = name.rsplit(".", 1)[-1].lower()
