@@ -91,6 +91,10 @@ def test_predict_uses_the_saved_model(tmp_path, capsys):
         expected = np.argmax(test_x.get_value()[:10] @ saved["W"] + saved["b"], axis=1)
     np.testing.assert_array_equal(predicted, expected)
     assert "Predicted values for the first 10 examples in test set:" in capsys.readouterr().out
+    # asked for more than the test split holds: all of them, and said so
+    assert len(logistic_sgd.predict(model, "digits", count=10_000)) == len(test_x.get_value())
+    assert (f"Predicted values for the first {len(test_x.get_value())} examples in test set:"
+            in capsys.readouterr().out)
 
 
 def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, capsys):

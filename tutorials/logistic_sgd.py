@@ -290,7 +290,8 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
     test_set_x = test_set_x.get_value()
 
     predicted_values = predict_model(test_set_x[:count])
-    print('Predicted values for the first %i examples in test set:' % count)
+    # int8store: the count shown is the one predicted (a small test split holds fewer)
+    print('Predicted values for the first %i examples in test set:' % len(predicted_values))
     print(predicted_values)
     return predicted_values
 
