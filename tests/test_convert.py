@@ -673,6 +673,10 @@ def test_conversion_memory_is_bounded_by_the_chunk_size_for_every_format(tmp_pat
     # (an .npz member was held to it whole, though read a chunk at a time)
     convert(source, tmp_path / "capped.h5", chunk_bytes=1 << 20, max_memory="8MiB")
     assert open_store(tmp_path / "capped.h5").splits == open_store(tmp_path / "out.h5").splits
+    # nor with the default chunks, 16 MiB, which now shrink to an eighth of it
+    # (every format refused a chunk of 16 MiB beyond the ceiling)
+    convert(source, tmp_path / "default.h5", max_memory="8MiB")
+    assert open_store(tmp_path / "default.h5").splits == open_store(tmp_path / "out.h5").splits
 
 
 def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):

@@ -19,6 +19,7 @@ from ..codes.encoding import Encoding, encode
 from ..codes.survey import float_candidates, survey_encoding
 from ..errors import ArgumentError, EncodingError, SourceFormatError, shortened
 from ..codes.labels import as_int32_labels
+from ..runtime.limits import max_memory
 from ..sources import SourceData, Split
 from .arrangement import VALID_SHARE, arrange, check_examples, validation_count
 from .rows import drawn_chunks
@@ -27,6 +28,17 @@ __all__ = ["Plan", "plan_splits", "validation_count", "DEFAULT_CHUNK_BYTES", "VA
 
 #: Image bytes read and encoded at a time when streaming.
 DEFAULT_CHUNK_BYTES = 16 << 20
+#: A chunk takes at most this share of the memory ceiling: beside it are its
+#: codes, the encoding's temporaries and the writer's buffers.
+CEILING_SHARE = 8
+
+
+def rows_per_chunk(chunk_bytes, image_nbytes):
+    """Examples in a chunk of ``chunk_bytes`` image bytes, or fewer where
+    the memory ceiling (``--max-memory``) is under eight chunks: every
+    source is read a chunk at a time and each chunk is held to the ceiling,
+    so a fixed 16 MiB refused every file under ``--max-memory 8MiB``."""
+    return max(1, min(chunk_bytes, max_memory() // CEILING_SHARE) // max(1, image_nbytes))
 
 
 @dataclass
@@ -79,7 +91,7 @@ class Plan:
 
     def rows(self, split, chunk_bytes=DEFAULT_CHUNK_BYTES):
         """Examples per chunk of ``chunk_bytes`` image bytes."""
-        return max(1, chunk_bytes // max(1, self.splits[split].image_nbytes))
+        return rows_per_chunk(chunk_bytes, self.splits[split].image_nbytes)
 
     def labels(self, split):
         """The split's labels as int32, checked."""
@@ -102,7 +114,7 @@ class Plan:
             return codes.reshape((len(codes),) + self.image_shape)
 
         return drawn_chunks(sources, self.drawn,
-                            lambda s: max(1, chunk_bytes // max(1, s.image_nbytes)), encoded,
+                            lambda s: rows_per_chunk(chunk_bytes, s.image_nbytes), encoded,
                             spill_dir)
 
     def codes(self, split):
@@ -248,7 +260,7 @@ def _choose_encoding(plan, divisor, lossy, chunk_bytes):
 
     def chunks():
         for name, split in plan.sources.items():
-            for chunk in split.chunks(max(1, chunk_bytes // max(1, split.image_nbytes))):
+            for chunk in split.chunks(rows_per_chunk(chunk_bytes, split.image_nbytes)):
                 yield f"{plan.name_of(name)} images", chunk
 
     return survey_encoding(chunks, divisor=divisor, lossy=lossy)
