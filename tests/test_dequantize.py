@@ -142,3 +142,12 @@ def test_bad_normalization_and_missing_mean():
         dequantize(at.matrix(dtype="int8"), enc, "z-score")
     with pytest.raises(ArgumentError, match="dataset_mean"):
         dequantize(at.matrix(dtype="int8"), enc, "dataset")
+
+
+def test_dequantize_refuses_what_holds_no_int8_codes():
+    # A float matrix was cast to the codes' levels in silence: 0.5 read as code 0.
+    codes, enc = quantize(np.array([[1, 2]], np.uint8))
+    for wrong in (at.matrix(dtype="float32"), at.matrix(dtype="uint8"), codes.astype(np.int16)):
+        with pytest.raises(ArgumentError, match="expected int8 codes"):
+            dequantize(wrong, enc)
+    assert dequantize(at.matrix(dtype="int8"), enc).ndim == 2
