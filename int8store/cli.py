@@ -3,8 +3,8 @@
     int8store convert SRC... -o OUT.h5 [--valid-size N] [--test-size N] [--seed S]
                       [--keep-order] [--lossy] [--resize HxW] [--keys SPLIT=IMAGES:LABELS]
                       [--max-memory SIZE] [--force]
-    int8store info FILE
-    int8store verify [--strong] FILE
+    int8store info FILE...
+    int8store verify [--strong] FILE...
     int8store manifest FILE
     int8store budget [--dataset D] [--model logistic|mlp|lenet5] [--batch-size B]
                      [--device-memory SIZE] [--margin F] [--devices N] [--mode M] [--dtype T]
@@ -184,7 +184,7 @@ def _parser():
                     "int8 and float32, how its examples were ordered, and where it came from. "
                     "Reads the manifest only (no options, nothing to default): "
                     "'int8store verify' checks the data.")
-    info.add_argument("file", help="an int8store .h5 file")
+    info.add_argument("files", nargs="+", metavar="FILE", help="int8store .h5 files")
     verify = commands.add_parser(
         "verify", help="check every checksum of an int8store file",
         description="Check the manifest, the HDF5 metadata and every chunk of data against "
@@ -195,7 +195,9 @@ def _parser():
                         help="also recompute each split's BLAKE3 digest (about twice the "
                              "time of a plain verify); a store written before strong digests "
                              "is refused, saying so (default: XXH3-128 per chunk only)")
-    verify.add_argument("file", help="an int8store .h5 file")
+    verify.add_argument("files", nargs="+", metavar="FILE",
+                        help="int8store .h5 files, each checked whatever the one before "
+                             "showed (exit status 2 if any failed)")
     manifest = commands.add_parser(
         "manifest", help="print a store's manifest (JSON): a signature of it covers every byte "
                          "of the file once 'int8store verify --strong' passes",
@@ -291,7 +293,7 @@ def main(argv=None):
         # caught and re-wrapped on its way up (as class creation does) still
         # ends here as an interrupt, not as a traceback.
         with interrupts_remembered():
-            _run(args, argv)
+            status = _run(args, argv)
             sys.stdout.flush()  # (a closed pipe is met here, not as Python exits)
     except Int8StoreError as error:
         return _fail(str(error))
@@ -306,9 +308,31 @@ def main(argv=None):
     except RecursionError:
         return _fail("the input is nested too deeply to be read")
     except OSError as error:  # a file that cannot be read or written: the system says why
-        where = f"{error.filename}: " if error.filename else ""
-        return _fail(f"{where}{error.strerror or error}")
-    return 0
+        return _fail(_system_says(error))
+    return status or 0
+
+
+def _system_says(error):
+    """An :class:`OSError` in words: the file, and why."""
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
+
+
+def _each_file(files, action):
+    """``action(file, number)`` for each of ``files``, an error in one said
+    on its line and the others still done, as ``sha256sum -c`` does; 2 if
+    any failed."""
+    status = 0
+    for number, file in enumerate(files):
+        try:
+            action(file, number)
+        except Int8StoreError as error:
+            status = _fail(str(error))
+        except BrokenPipeError:  # (what reads the output is gone: the command ends)
+            raise
+        except OSError as error:
+            status = _fail(_system_says(error))
+    return status
 
 
 def _run(args, argv):
@@ -331,7 +355,7 @@ def _run(args, argv):
                       lossy=args.lossy, valid_size=args.valid_size, valid_seed=args.seed,
                       keep_order=args.keep_order, test_size=args.test_size).describe())
     elif args.command == "info":
-        print(describe(args.file))
+        return _each_file(args.files, lambda file, number: print("\n" * (number > 0) + describe(file)))
     elif args.command == "budget":
         from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
@@ -341,21 +365,25 @@ def _run(args, argv):
         from .store.reader import open_store
         print(json.dumps(open_store(args.file, verify=False).manifest, indent=1, sort_keys=True))
     else:
-        import os
-        import time
-        from .store.checksums import CHECKSUM_NAMES
-        from .store.reader import open_store
-        started = time.perf_counter()
-        store = open_store(args.file, verify=False)
-        checked = store.verify(strong=args.strong)
-        seconds = time.perf_counter() - started
-        datasets = [name for name in checked if "/" in name]
-        size = os.path.getsize(args.file)
-        print(f"{args.file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
-              f"datasets match their checksums (every byte of the file was checked: "
-              f"{size:,} bytes in {seconds:.2f} s, {_rate(size / max(seconds, 1e-9))}, "
-              f"{CHECKSUM_NAMES[store.chunk_checksum]} per chunk"
-              f"{', BLAKE3 per split' if args.strong else ''})")
+        return _each_file(args.files, lambda file, _: _verify(file, args.strong))
+
+
+def _verify(file, strong):
+    import os
+    import time
+    from .store.checksums import CHECKSUM_NAMES
+    from .store.reader import open_store
+    started = time.perf_counter()
+    store = open_store(file, verify=False)
+    checked = store.verify(strong=strong)
+    seconds = time.perf_counter() - started
+    datasets = [name for name in checked if "/" in name]
+    size = os.path.getsize(file)
+    print(f"{file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
+          f"datasets match their checksums (every byte of the file was checked: "
+          f"{size:,} bytes in {seconds:.2f} s, {_rate(size / max(seconds, 1e-9))}, "
+          f"{CHECKSUM_NAMES[store.chunk_checksum]} per chunk"
+          f"{', BLAKE3 per split' if strong else ''})")
 
 
 def _rate(per_second):

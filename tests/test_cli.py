@@ -36,9 +36,9 @@ def subcommands():
     (["convert", "d.npz", "--out", "x.h5", "--lossyy"],  # (--out: an abbreviation argparse takes)
      "--lossyy is not an option of int8store convert (did you mean --lossy?)"),
     (["budget", "--modl", "mlp"], "--modl is not an option of int8store budget (did you mean --model?)"),
-    (["verify", "a.h5", "b.h5"], "unrecognized arguments: b.h5; int8store verify --help"),
-    (["info"], "the following arguments are required: file; int8store info --help lists"),
-    (["verify", "a.h5", "--", "--b.h5"], "unrecognized arguments: --b.h5"),  # (no option after --)
+    (["manifest", "a.h5", "b.h5"], "unrecognized arguments: b.h5; int8store manifest --help"),
+    (["info"], "the following arguments are required: FILE; int8store info --help lists"),
+    (["manifest", "a.h5", "--", "--b.h5"], "unrecognized arguments: --b.h5"),  # (no option after --)
 ])
 def test_a_mistyped_command_line_is_one_line_naming_the_mistake(argv, said, capsys):
     # argparse printed its usage block too (3 to 6 lines), and a mistyped
@@ -129,6 +129,26 @@ def test_a_store_s_own_words_reach_the_terminal_escaped(tmp_path, capsys):
     assert "\x1b" not in printed and "\x07" not in printed
     assert printed.count("red\\x1b]0;owned\\x07xxx") == 3, printed  # convert, info, preview
     assert "x" * 200 not in printed
+
+
+@pytest.mark.graph_free
+def test_info_and_verify_take_several_files_and_fail_only_for_the_bad_ones(tmp_path, capsys):
+    # (as sha256sum -c: every file checked, each failure on its line, status 2)
+    good, damaged = tmp_path / "good.h5", tmp_path / "damaged.h5"
+    assert main(["convert", "digits", "-o", str(good)]) == 0
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(data)
+    capsys.readouterr()
+    assert main(["verify", str(damaged), str(good), str(tmp_path / "none.h5")]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith(f"{good}: OK: ") and out.count("\n") == 1
+    assert err.startswith(f"error: {damaged}: ") and "does not match its checksum" in err
+    assert err.endswith(f"error: {tmp_path / 'none.h5'}: no such store\n") and err.count("\n") == 2
+    assert main(["verify", str(good), str(good)]) == 0
+    assert main(["info", str(good), str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"{good}: int8store format") == 2 and "\n\n" in out
 
 
 def test_a_created_output_folder_is_said(tmp_path, capsys):
