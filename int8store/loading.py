@@ -56,6 +56,16 @@ def find_store(dataset, caller=None):
     return found if found is not None and is_store(found) else None
 
 
+def recorded_source(dataset, caller=None):
+    """The source the store ``dataset`` names was converted from, as its
+    manifest records it (``digits (scikit-learn)``, a path); None where
+    ``dataset`` names no store."""
+    from .store.reader import open_store
+
+    path = find_store(dataset, caller)
+    return None if path is None else open_store(path, verify=False).provenance["source"]
+
+
 def check_splits(origin, counts):
     """Raise unless ``counts`` (``{split: examples}``) holds the train, valid
     and test splits, each with an example (a store written from fewer than

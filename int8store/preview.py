@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ArgumentError, SourceFormatError, shortened
+from .order.position import check_epoch
+from .order.shuffle import check_seed
 from .runtime.words import counted
 
 __all__ = ["preview", "Preview", "display_bytes"]
@@ -129,6 +131,9 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     if epoch != 0 and augmented is None:
         raise ArgumentError(f"epoch={epoch!r} (--epoch) chooses the epoch of an augmented "
                             "preview: give --augment and --augmented SEED too")
+    if augmented is not None:  # (each was taken to 32 bits: -1 drew seed 2**32 - 1's images)
+        augmented = check_seed(augmented, "--augmented")
+        epoch = check_epoch(epoch, "--epoch")
     check_not_a_source(output, dataset, "show", "the grid", class_folder_trees(dataset))
     if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
@@ -141,6 +146,10 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     drawn = _drawn_shape(dataset, shape)
     how_augmented = ""
     if augment is not None:
+        # The cells row by row, each class's in the split's order, as one
+        # minibatch: the order the grid is read in, and filled in (_grid).
+        order = np.argsort(labels, kind="stable")
+        codes, labels = codes[order], labels[order]
         codes, how_augmented = _augmented(codes, augment, augmented, epoch, encoding, shape,
                                           dataset)
     classes = list(names) if names else list(range(n_classes))
@@ -165,8 +174,10 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     from .augment.draws import augment as augmented_codes
     from .augment.spec import Augmentation, fill_code, refuse_flipped_digits
 
+    from .loading import recorded_source
+
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
-    refuse_flipped_digits(spec, dataset)
+    refuse_flipped_digits(spec, dataset, recorded_source(dataset))
     grid = spec.grid(shape, str(dataset))
     with np.errstate(over="ignore"):
         flat = augmented_codes(codes.reshape(len(codes), -1), spec, grid, int(seed),

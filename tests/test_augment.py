@@ -8,6 +8,7 @@ evaluation untouched; the tutorial's --augment the same in C and JAX modes."""
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -338,6 +339,15 @@ def test_the_tutorial_and_the_preview_refuse_to_flip_digits(tmp_path):
 
     with pytest.raises(ArgumentError, match="a mirrored digit is another shape"):
         preview("digits", tmp_path / "grid.png", augment="flip", augmented=1)
+    # ... and a store of digits, named otherwise, by the source its manifest records
+    from int8store import convert
+
+    store = convert("digits", tmp_path / "d.h5")
+    said = rf"--augment flip on {re.escape(str(store))} \(converted from digits \(scikit-learn\)\)"
+    with pytest.raises(ArgumentError, match=said):
+        preview(store, tmp_path / "grid.png", augment="flip", augmented=1)
+    with pytest.raises(ArgumentError, match=said):
+        convolutional_mlp.evaluate_lenet5(dataset=str(store), n_epochs=1, augment="flip")
 
 
 def test_digits_are_told_by_the_words_of_the_name_not_a_part_of_one():
@@ -360,6 +370,12 @@ def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
                     augmented=5, epoch=1)
     assert "augmented (translate by up to 2 pixels" in shown.describe()
     codes, labels, encoding, shape, _ = _samples("digits", "train", 2, None, None)
+    # as one minibatch of the grid's cells row by row (the digits' first
+    # images interleave their classes: read in the split's order, cell (0, 0)
+    # was drawn as the minibatch's row 0 only by chance)
+    grid_order = np.argsort(labels, kind="stable")
+    assert (grid_order != np.arange(len(labels))).any()
+    codes, labels = codes[grid_order], labels[grid_order]
     want, _ = display_bytes(reference(codes.reshape(len(codes), -1), "translate=2,cutout=3",
                                       (8, 8, 1), 5, 1, 0, fill=-128), encoding)
     grid = np.asarray(Image.open(tmp_path / "grid.png"))
@@ -372,3 +388,12 @@ def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
         assert (cell == image.reshape(8, 8)).all()
     with pytest.raises(ArgumentError, match="needs both the augmentation"):
         preview("digits", tmp_path / "other.png", augmented=5)
+    # seeds and epochs beyond 32 bits were taken modulo 2**32 (-1 drew seed
+    # 2**32 - 1's images; epoch -1 was a traceback)
+    for bad, said in ((dict(augmented=-1), r"seed=-1 \(--augmented\): expected an integer"),
+                      (dict(augmented=1 << 32), "expected an integer from 0 to 4294967295"),
+                      (dict(augmented=1, epoch=-1), r"--epoch: epoch -1: expected a whole number"),
+                      (dict(augmented=1, epoch=1 << 32), "expected a whole number from 0 to")):
+        with pytest.raises(ArgumentError, match=said):
+            preview("digits", tmp_path / "other.png", augment="translate=1", **bad)
+    assert not (tmp_path / "other.png").exists()

@@ -166,7 +166,7 @@ def test_an_epoch_or_batch_size_that_is_no_whole_number_is_refused(held):
     for bad in (True, 0, 2.5, "20"):
         with pytest.raises(ArgumentError, match="batch_size must be a positive integer"):
             split.n_batches(bad)
-    for bad in (-1, 1.5, True):
+    for bad in (-1, 1.5, True, 1 << 32):  # (2**32 was epoch 0's order again)
         with pytest.raises(ArgumentError, match=f"epoch {bad!r}: expected a whole number from 0"):
             next(iter(split.minibatches(bad, 20)))
     assert split.n_batches(np.int64(20)) == split.n_batches(20) > 0

@@ -128,13 +128,17 @@ def fill_code(encoding):
     return int(np.clip(-encoding.offset, -128, 127))
 
 
-def refuse_flipped_digits(augmentation, dataset):
-    """Refuse a flip of ``dataset``'s images where its name says digits: a
-    mirrored digit is another shape. The tutorials and the preview ask alike."""
-    if augmentation.flip != "none" and names_digits(dataset):
+def refuse_flipped_digits(augmentation, dataset, source=None):
+    """Refuse a flip of ``dataset``'s images where its name, or that of the
+    ``source`` a store of it was converted from (its manifest's), says
+    digits: a mirrored digit is another shape. The tutorials and the
+    preview ask alike."""
+    if augmentation.flip != "none" and (names_digits(dataset) or
+                                        (source is not None and names_digits(source))):
+        converted = f" (converted from {source})" if source is not None else ""
         raise ArgumentError(
-            f"--augment flip on {dataset}: a mirrored digit is another shape (a mirrored 2 "
-            "is no digit, and some 3s read as Es): leave flip out for digits")
+            f"--augment flip on {dataset}{converted}: a mirrored digit is another shape (a "
+            "mirrored 2 is no digit, and some 3s read as Es): leave flip out for digits")
 
 
 def names_digits(dataset):

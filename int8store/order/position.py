@@ -18,10 +18,13 @@ def check_start(start, count, name):
 
 
 def check_epoch(epoch, name):
-    """Refuse an epoch that is not a whole number from 0 (-1 drew an order
-    of its own; the orders' arithmetic takes epochs to unsigned integers)."""
-    if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
-        raise ArgumentError(f"{name}: epoch {epoch!r}: expected a whole number from 0")
+    """Refuse an epoch that is not a whole number from 0 to 2**32 - 1 (-1
+    drew an order of its own; the orders' arithmetic takes epochs to
+    unsigned 32-bit integers, where 2**32 would be epoch 0 again)."""
+    if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) \
+            or not 0 <= epoch < 1 << 32:
+        raise ArgumentError(f"{name}: epoch {epoch!r}: expected a whole number from 0 to "
+                            f"{(1 << 32) - 1}")
     return int(epoch)
 
 

@@ -166,8 +166,10 @@ class Run:
             return train.x
         from ..augment.spec import Augmentation, refuse_flipped_digits
 
+        from ..loading import recorded_source
+
         augmentation = Augmentation.parse(self.augment)
-        refuse_flipped_digits(augmentation, dataset)
+        refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))
         print(f"... augmenting the training minibatches: {augmentation.describe()}")
         return train.augment(augmentation, self.augment_seed)
 
