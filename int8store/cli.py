@@ -26,6 +26,7 @@ import sys
 
 from .errors import ArgumentError, Int8StoreError, shortened
 from .memory.models import MODELS
+from .runtime.arguments import OneLineParser
 
 __all__ = ["main"]
 
@@ -107,44 +108,8 @@ def _add_planning_options(parser, seed_note):
                              "(default: such a source is shuffled)")
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse's parser whose errors are one line, as every other error of
-    the command (its usage block made 3 to 6), pointing to ``--help``; an
-    option it does not know is named first, with the nearest it does
-    (``--ouptut`` was reported as "-o/--output is required" only)."""
-
-    def parse_known_args(self, args=None, namespace=None):
-        self._given = list(sys.argv[1:] if args is None else args)  # (the error names them)
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message):
-        given = getattr(self, "_given", [])
-        given = given[:given.index("--")] if "--" in given else given  # (then no options)
-        parser = self._command(given)
-        known = [o for o in parser._option_string_actions if o.startswith("--")]
-        unknown = [a.split("=")[0] for a in given if a.startswith("--")
-                   and not any(o.startswith(a.split("=")[0]) for o in known)]  # (abbreviations)
-        if unknown:
-            import difflib
-
-            nearest = difflib.get_close_matches(unknown[0], known, n=1)
-            message = (f"{unknown[0]} is not an option of {parser.prog}"
-                       + (f" (did you mean {nearest[0]}?)" if nearest else ""))
-        self.exit(2, f"error: {message}; {parser.prog} --help lists the options\n")
-
-    def _command(self, given):
-        """The parser of the command ``given`` names, or this one (the words
-        a command did not take are refused by the parser above it)."""
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                word = next((w for w in given if not w.startswith("-")), None)
-                if word in action.choices:
-                    return action.choices[word]
-        return self
-
-
 def _parser():
-    parser = _OneLineParser(
+    parser = OneLineParser(
         prog="int8store", description="Convert image archives into int8store files and inspect them.")
     parser.add_argument("--version", action=_PrintVersion)
     commands = parser.add_subparsers(dest="command", required=True)

@@ -34,36 +34,13 @@ from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, ch
 from .errors import ArgumentError, SourceFormatError
 from .order.shuffle import check_seed
 from .runtime.words import counted
+from .sources.locate import find_store
 
 __all__ = ["load_data", "load_splits", "load_streams", "fits_in_memory", "find_store",
            "check_splits", "say_if_sorted_by_class"]
 
 #: Where the splits are held (see the module docstring).
 RESIDENCIES = ("whole", "streamed")
-
-
-def find_store(dataset, caller=None):
-    """The path of the int8store store ``dataset`` names, or None: the file
-    :func:`load_data` would read (the first of the places it looks that
-    exists), when that file is a store."""
-    from .sources.locate import caller_file, classic_candidates
-    from .store.reader import is_store
-
-    if not isinstance(dataset, (str, os.PathLike)):
-        return None
-    found = next((path for path in classic_candidates(dataset, caller or caller_file())
-                  if path.is_file()), None)
-    return found if found is not None and is_store(found) else None
-
-
-def recorded_source(dataset, caller=None):
-    """The source the store ``dataset`` names was converted from, as its
-    manifest records it (``digits (scikit-learn)``, a path); None where
-    ``dataset`` names no store."""
-    from .store.reader import open_store
-
-    path = find_store(dataset, caller)
-    return None if path is None else open_store(path, verify=False).provenance["source"]
 
 
 def check_splits(origin, counts):

@@ -174,7 +174,7 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     from .augment.draws import augment as augmented_codes
     from .augment.spec import Augmentation, fill_code, refuse_flipped_digits
 
-    from .loading import recorded_source
+    from .sources.locate import recorded_source
 
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
     refuse_flipped_digits(spec, dataset, recorded_source(dataset))

@@ -56,6 +56,19 @@ def test_cli_reports_a_bad_dataset_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "m.npz").exists()
 
 
+@pytest.mark.parametrize("tutorial", [logistic_sgd, mlp])
+def test_a_mistyped_option_is_one_line_naming_the_mistake(tutorial, capsys):
+    # argparse printed its 12 lines of usage, and a typo was "unrecognized" only
+    for argv, said in ((["--augmnt", "flip"], "--augmnt is not an option of "),
+                       (["--devices", "two"], "argument --devices: expected a number of devices")):
+        with pytest.raises(SystemExit) as exit:
+            tutorial.main(argv)
+        err = capsys.readouterr().err
+        assert exit.value.code == 2 and err.startswith(f"error: {said}") and err.count("\n") == 1
+        assert err.endswith(" --help lists the options\n")
+        assert ("(did you mean --augment?)" in err) == (argv[0] == "--augmnt")
+
+
 def test_labels_that_are_identifiers_not_class_numbers_are_refused_in_one_line(tmp_path, capsys):
     # Labels 0, 1,000,000, ... made a model of 29,000,001 outputs, which died
     # allocating 7 GiB with numpy's traceback; convert and budget said nothing.

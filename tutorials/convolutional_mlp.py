@@ -24,7 +24,6 @@ Learning Applied to Document Recognition, Proceedings of the IEEE,
 Run ``python tutorials/convolutional_mlp.py --help`` for the options.
 """
 
-import argparse
 import os
 import sys
 import timeit
@@ -353,7 +352,7 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
 def main(argv=None):
     """int8store: the command line (training.add_arguments: the same options in every tutorial)."""
-    parser = argparse.ArgumentParser(
+    parser = training.OneLineParser(
         description='LeNet5 (two conv/pool layers, a tanh hidden layer, logistic '
                     'regression) trained by minibatch SGD on int8-held images.')
     training.add_arguments(parser, epochs=200, learning_rate=0.1, batch_size=500)

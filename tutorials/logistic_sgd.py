@@ -23,7 +23,6 @@ options it trains on ``mnist.pkl.gz`` (looked for here, then in ../data/, then
 in int8store's cache, downloaded if missing).
 """
 
-import argparse
 import os
 import sys
 import timeit
@@ -298,7 +297,7 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
 
 def main(argv=None):
     """int8store: the command line (training.add_arguments: the same options in every tutorial)."""
-    parser = argparse.ArgumentParser(
+    parser = training.OneLineParser(
         description='Logistic regression trained by minibatch SGD on int8-held images.')
     training.add_arguments(parser, epochs=1000, learning_rate=0.13, batch_size=600,
                            save_model='best_model.npz')

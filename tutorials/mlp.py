@@ -14,7 +14,6 @@ marked ``# int8store``. LeNet5 (convolutional_mlp.py) builds on
 Run ``python tutorials/mlp.py --help`` for the options.
 """
 
-import argparse
 import os
 import sys
 import timeit
@@ -238,7 +237,7 @@ def test_mlp(learning_rate=0.01, L1_reg=0.00, L2_reg=0.0001, n_epochs=1000,
 
 def main(argv=None):
     """int8store: the command line (training.add_arguments: the same options in every tutorial)."""
-    parser = argparse.ArgumentParser(description='A one-hidden-layer MLP on int8-held images.')
+    parser = training.OneLineParser(description='A one-hidden-layer MLP on int8-held images.')
     training.add_arguments(parser, epochs=1000, learning_rate=0.01, batch_size=20)
     parser.add_argument('--hidden', type=int, default=500,
                         help='hidden units (default: %(default)s)')

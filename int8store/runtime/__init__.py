@@ -6,7 +6,8 @@ checkpoints and saved models), what a file to read must be
 (:mod:`.interrupts`), helper processes (:mod:`.processes`), temporary
 files a killed run leaves (:mod:`.temporaries`), glibc's
 allocator after a load (:mod:`.allocator`), counts in messages
-(:mod:`.words`) and the package version (:mod:`.version`).
+(:mod:`.words`), command lines whose errors are one line
+(:mod:`.arguments`) and the package version (:mod:`.version`).
 
 May import: :mod:`int8store.errors` only.
 """

@@ -8,13 +8,15 @@ who replaces the tutorial's ``load_data`` with int8store's keeps that:
 int8store looks beside the file of the code that called it, then, where a
 module ``logistic_sgd`` is loaded (the other tutorials, a user's script or
 notebook import ``load_data`` from it), beside that module's file.
+:func:`find_store` names the store found so, if it is one, and
+:func:`recorded_source` what that store was converted from.
 """
 
 import os
 import sys
 from pathlib import Path
 
-__all__ = ["caller_file", "classic_candidates"]
+__all__ = ["caller_file", "classic_candidates", "find_store", "recorded_source"]
 
 
 def caller_file():
@@ -49,3 +51,26 @@ def classic_candidates(dataset, caller=None):
         if candidate not in candidates:
             candidates.append(candidate)
     return candidates
+
+
+def find_store(dataset, caller=None):
+    """The path of the int8store store ``dataset`` names, or None: the file
+    :func:`load_data` would read (the first of the places it looks that
+    exists), when that file is a store."""
+    from ..store.reader import is_store
+
+    if not isinstance(dataset, (str, os.PathLike)):
+        return None
+    found = next((path for path in classic_candidates(dataset, caller or caller_file())
+                  if path.is_file()), None)
+    return found if found is not None and is_store(found) else None
+
+
+def recorded_source(dataset, caller=None):
+    """The source the store ``dataset`` names was converted from, as its
+    manifest records it (``digits (scikit-learn)``, a path); None where
+    ``dataset`` names no store."""
+    from ..store.reader import open_store
+
+    path = find_store(dataset, caller)
+    return None if path is None else open_store(path, verify=False).provenance["source"]

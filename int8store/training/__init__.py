@@ -13,7 +13,8 @@ with them.
   (:mod:`.early_stopping`);
 * a tutorial's run (:mod:`.runner`: :class:`~.runner.Run`, what int8store
   adds to the classic loop, a call each), its command-line options
-  (:mod:`.options`: :func:`~.options.add_arguments`) and its command
+  (:mod:`.options`: :func:`~.options.add_arguments`, parsed by a
+  :class:`OneLineParser`) and its command
   (:mod:`.command`: :func:`~.command.run_command`).
 
 Here too, as the namespace of a run's tools: JAX mode's set-up
@@ -32,6 +33,7 @@ from ..runtime.exports import lazy_exports
 _LAZY = {
     "Run": ".runner",
     "add_arguments": ".options",
+    "OneLineParser": "..runtime.arguments",
     "run_options": ".options",
     "check_options": ".options",
     "check_saved_model": ".options",

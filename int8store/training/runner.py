@@ -166,7 +166,7 @@ class Run:
             return train.x
         from ..augment.spec import Augmentation, refuse_flipped_digits
 
-        from ..loading import recorded_source
+        from ..sources.locate import recorded_source
 
         augmentation = Augmentation.parse(self.augment)
         refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))

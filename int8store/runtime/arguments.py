@@ -1,0 +1,43 @@
+"""A command line's parser whose errors are one line, naming the mistake:
+the ``int8store`` command's and the tutorials'."""
+
+import argparse
+import sys
+
+__all__ = ["OneLineParser"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, as every other error
+    int8store prints (argparse's usage block made 3 to 12), pointing to
+    ``--help``; an option it does not know is named first, with the nearest
+    it does (``--ouptut`` was reported as "-o/--output is required" only)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # (the error names them)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message):
+        given = getattr(self, "_given", [])
+        given = given[:given.index("--")] if "--" in given else given  # (then no options)
+        parser = self._command(given)
+        known = [o for o in parser._option_string_actions if o.startswith("--")]
+        unknown = [a.split("=")[0] for a in given if a.startswith("--")
+                   and not any(o.startswith(a.split("=")[0]) for o in known)]  # (abbreviations)
+        if unknown:
+            import difflib
+
+            nearest = difflib.get_close_matches(unknown[0], known, n=1)
+            message = (f"{unknown[0]} is not an option of {parser.prog}"
+                       + (f" (did you mean {nearest[0]}?)" if nearest else ""))
+        self.exit(2, f"error: {message}; {parser.prog} --help lists the options\n")
+
+    def _command(self, given):
+        """The parser of the command ``given`` names, or this one (the words
+        a command did not take are refused by the parser above it)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                word = next((w for w in given if not w.startswith("-")), None)
+                if word in action.choices:
+                    return action.choices[word]
+        return self
