@@ -19,6 +19,7 @@ it in turn, directly or through others: no import cycle anywhere.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,36 @@ def test_the_check_sees_a_cycle_through_a_function_and_a_package(tmp_path):
     assert cycles(graph) == [["int8store.a", "int8store.b.c"]]
     del graph["int8store.b.c"]["int8store.a"]
     assert cycles(graph) == []
+
+
+def test_a_name_that_moved_warns_with_the_release_the_readme_gives():
+    # the warning said "the next release", the README "until 0.4"
+    import warnings
+
+    import int8store
+    from int8store.runtime.exports import MOVED_NAMES_GO_IN
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        moved = int8store.steps_function
+    assert [str(w.message) for w in caught] == [
+        "int8store.steps_function is now int8store.training.steps_function; the old name goes "
+        f"in {MOVED_NAMES_GO_IN}"]
+    assert caught[0].category is DeprecationWarning and caught[0].filename == __file__
+    from int8store.training import steps_function
+
+    assert moved is steps_function
+    readme = (PACKAGE.parent / "README.md").read_text()
+    assert f"still work until {MOVED_NAMES_GO_IN}," in " ".join(readme.split())
+
+
+def test_the_layout_page_names_every_module_script_and_benchmark():
+    # it said "module by module" and had left nine modules out
+    page = (PACKAGE.parent / "docs" / "layout.md").read_text()
+    named = set(re.findall(r"[\w.]+\.(?:py|sh)\b", page))
+    files = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    files += [p for folder in ("bench", "scripts") for p in (PACKAGE.parent / folder).iterdir()
+              if p.suffix in (".py", ".sh")]
+    missing = sorted(str(p.relative_to(PACKAGE.parent)) for p in files
+                     if p.name not in named and p.name != "__init__.py")
+    assert missing == []

@@ -13,7 +13,10 @@ that says where they live now.
 import warnings
 from importlib import import_module
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "MOVED_NAMES_GO_IN"]
+
+#: The release without the names that moved (the README says so too).
+MOVED_NAMES_GO_IN = "0.4"
 
 
 def lazy_exports(namespace, names, moved=None, stacklevel=2):
@@ -35,7 +38,7 @@ def lazy_exports(namespace, names, moved=None, stacklevel=2):
             return value
         if name in moved:
             warnings.warn(f"{namespace}.{name} is now {moved[name]}.{name}; the old name goes "
-                          "in the next release", DeprecationWarning, stacklevel=stacklevel)
+                          f"in {MOVED_NAMES_GO_IN}", DeprecationWarning, stacklevel=stacklevel)
             return getattr(import_module(moved[name]), name)
         raise AttributeError(f"module {namespace!r} has no attribute {name!r}")
 

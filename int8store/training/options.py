@@ -74,8 +74,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                           help="minibatch size (default: %(default)s)")
     training.add_argument("--save-model", default=save_model, metavar="PATH",
                           help="where the best model's parameters go (.npz, added to a name "
-                               "without it), replaced at each improvement; with --predict, the "
-                               "model read (default: %s)" % (save_model or "not saved"))
+                               "without it), replaced at each improvement (default: %s)"
+                               % (save_model or "not saved"))
     data = parser.add_argument_group("where the splits are held and how they are fed")
     data.add_argument("--mode", choices=("c", "jax"), default="c",
                       help="'c': the library's C backend on the CPU; 'jax': JAX's default "
@@ -151,8 +151,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                             "cache folder, ~/.cache/int8store/jax, so that a second run "
                             "compiles nothing)")
     shown.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
-                       help="JAX mode on a GPU: deterministic GPU ops, the same lines held "
-                            "whole or streamed, stopped and resumed (default: on)")
+                       help="JAX mode on a GPU: deterministic GPU ops, so that a run "
+                            "stopped and resumed ends as the uninterrupted one (default: on)")
     return parser
 
 
