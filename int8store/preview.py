@@ -122,9 +122,10 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     from .store.atomic import atomic_output, check_not_a_source
 
     if not (isinstance(count, numbers.Integral) and count >= 1):
-        raise ArgumentError(f"count={count!r}: expected a positive number of images per class")
+        raise ArgumentError(f"count={count!r} (--count): expected a positive number of images "
+                            "per class")
     if scale is not None and not (isinstance(scale, numbers.Integral) and scale >= 1):
-        raise ArgumentError(f"scale={scale!r}: expected a positive integer")
+        raise ArgumentError(f"scale={scale!r} (--scale): expected a positive integer")
     if (augment is None) != (augmented is None):
         raise ArgumentError("an augmented preview needs both the augmentation (augment, "
                             "--augment LIST) and its seed (augmented, --augmented SEED)")

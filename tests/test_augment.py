@@ -51,11 +51,15 @@ def test_the_text_a_command_line_takes():
     assert not Augmentation.parse("")
     for text, message in [("rotate=3", "not understood"), ("translate=two", "whole number"),
                           ("flip=sometimes", "one of none, random, alternate"),
-                          ("translate=1,translate=2", "given twice"), ("cutout=-1", "0 or more")]:
+                          ("translate=1,translate=2", "given twice"), ("cutout=-1", "0 or more"),
+                          # a fill with nothing to fill was taken, and did nothing
+                          ("fill=edge,flip", "fill=edge fills the border a translation uncovers"),
+                          ("translate=0,fill=reflect", "give translate=R too")]:
         with pytest.raises(ArgumentError, match=message):
             Augmentation.parse(text)
-    with pytest.raises(ArgumentError, match="leaves nothing of 8x8 images"):
+    with pytest.raises(ArgumentError, match="by up to 8 pixels leaves nothing of 8x8 images"):
         Augmentation(translate=8).grid((8, 8))
+    assert Augmentation(translate=1).describe() == "translate by up to 1 pixel (zero fill)"
     with pytest.raises(ArgumentError, match="larger than the 8x8 images"):
         Augmentation(cutout=9).grid((8, 8, 3))
 

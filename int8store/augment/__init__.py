@@ -8,5 +8,5 @@ numpy, in ``jax.numpy`` and in C (the graph op in
 :mod:`int8store.backend.ops.augment`), so every mode gives the same int8
 minibatch, bit for bit.
 
-May import: :mod:`int8store.errors`, :mod:`int8store.order`.
+May import: :mod:`int8store.errors`, :mod:`int8store.runtime`, :mod:`int8store.order`.
 """

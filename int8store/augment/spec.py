@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError
+from ..runtime.words import counted
 
 __all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code", "refuse_flipped_digits", "names_digits"]
 
@@ -56,6 +57,9 @@ class Augmentation:
         if self.flip not in FLIPS:
             raise ArgumentError(f"augmentation flip must be one of {', '.join(FLIPS)}, got "
                                 f"{self.flip!r}")
+        if self.fill != "zero" and not self.translate:  # (it was taken, and did nothing)
+            raise ArgumentError(f"augmentation fill={self.fill} fills the border a translation "
+                                "uncovers: give translate=R too, or leave fill out")
 
     @classmethod
     def parse(cls, text):
@@ -92,7 +96,8 @@ class Augmentation:
     def describe(self):
         parts = []
         if self.translate:
-            parts.append(f"translate by up to {self.translate} pixels ({self.fill} fill)")
+            shift = counted(self.translate, "pixel")
+            parts.append(f"translate by up to {shift} ({self.fill} fill)")
         if self.flip != "none":
             parts.append(f"{'random' if self.flip == 'random' else 'alternating'} flip")
         if self.cutout:
@@ -110,7 +115,8 @@ class Augmentation:
         rows, columns = shape[:2]
         channels = shape[2] if len(shape) == 3 else 1
         if self.translate >= min(rows, columns):
-            raise ArgumentError(f"{name}: a translation by up to {self.translate} pixels leaves "
+            shift = counted(self.translate, "pixel")
+            raise ArgumentError(f"{name}: a translation by up to {shift} leaves "
                                 f"nothing of {rows}x{columns} images: use less than "
                                 f"{min(rows, columns)}")
         if self.cutout > min(rows, columns):

@@ -22,6 +22,6 @@ def fitting_shard_size(max_device_bytes, row_bytes, batch_size=1):
     size = shard_size_for(max_device_bytes, row_bytes, batch_size) or \
         shard_size_for(max_device_bytes, row_bytes)
     if size < 1:
-        raise ArgumentError(f"max_device_bytes={max_device_bytes}: not even one example of "
-                            f"{row_bytes + LABEL_BYTES} bytes fits")
+        raise ArgumentError(f"max_device_bytes={max_device_bytes} (--max-device-bytes): not "
+                            f"even one example of {row_bytes + LABEL_BYTES} bytes fits")
     return size
