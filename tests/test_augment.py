@@ -354,6 +354,20 @@ def test_the_tutorial_and_the_preview_refuse_to_flip_digits(tmp_path):
         convolutional_mlp.evaluate_lenet5(dataset=str(store), n_epochs=1, augment="flip")
 
 
+def test_an_augmentation_that_does_not_fit_the_images_names_the_file(tmp_path, capsys):
+    # it named the split only ("train: augmentation needs images ..."), after
+    # a line saying the minibatches were being augmented
+    flat = tmp_path / "flat.npz"
+    images, labels = np.zeros((60, 64), np.uint8), np.arange(60) % 3
+    np.savez(flat, x_train=images, y_train=labels, x_test=images[:12], y_test=labels[:12])
+    argv = ["--dataset", str(flat), "--augment", "translate=1", "--epochs", "1", "--save-model", ""]
+    assert logistic_sgd.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err == (f"error: {flat} (train): augmentation needs images of shape (rows, cols) or "
+                   "(rows, cols, channels), got (64,)\n")
+    assert "augmenting" not in out
+
+
 def test_digits_are_told_by_the_words_of_the_name_not_a_part_of_one():
     from int8store.augment.spec import names_digits
 

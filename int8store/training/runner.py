@@ -170,6 +170,7 @@ class Run:
 
         augmentation = Augmentation.parse(self.augment)
         refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))
+        augmentation.grid(train.image_shape, f"{dataset} ({train.name})")  # (the file named)
         print(f"... augmenting the training minibatches: {augmentation.describe()}")
         return train.augment(augmentation, self.augment_seed)
 
