@@ -320,3 +320,20 @@ def test_a_classic_client_runs_in_jax_mode_with_the_two_additions(tmp_path_facto
     for key in ("last_costs", "W"):
         np.testing.assert_allclose(in_jax[key], in_c[key], rtol=close, atol=close)
 
+
+
+@pytest.mark.parametrize("mode", ["c", "jax"])
+def test_a_split_shorter_than_a_minibatch_compiles_as_the_classic_did(mode):
+    # A validation split of 500 and a batch of 600: the classic compiled the
+    # slice and counted 0 minibatches; the drop-in refused it as the graph was
+    # built ("500 rows cannot fill a minibatch of 600", a trial of logistic_cg.py).
+    datasets = load_data("digits")
+    valid_x = place(datasets, mode)[1][0]
+    rows = valid_x.get_value(borrow=True)
+    index, x = at.lscalar(), at.matrix("x")
+    first = lib.function([index], x * 1, givens={x: valid_x[index * 600:(index + 1) * 600]},
+                         mode=function_mode(mode))
+    assert rows.shape[0] // 600 == 0 and rows.shape[0] < 600
+    np.testing.assert_array_equal(first(0), rows)  # the classic's short slice, all of it
+    with pytest.raises(MinibatchIndexError):
+        first(1)  # (the classic gave an empty minibatch)

@@ -182,8 +182,8 @@ def test_a_window_past_the_data_is_refused_before_jax_runs():
 def test_a_chunk_larger_than_a_split_held_whole_is_refused():
     split = digits_split(20)
     model, x, y = trained_model()
-    # (the window op refuses it as the graph is built: a split held whole has no rows past it)
-    with pytest.raises(ArgumentError, match="20 rows cannot fill a minibatch of 30"):
+    # (refused as the function is made: a split held whole has no rows past it)
+    with pytest.raises(ArgumentError, match="chunk_size=30 is larger than the 20 examples"):
         one_call(model, x, y, split, 30, False, "c")()
 
 

@@ -168,11 +168,19 @@ def _in_numba(op, node, **kwargs):
 numba.declare(Minibatch, _in_numba)
 
 
-def minibatch(data, index, size, stride=None):
+def minibatch(data, index, size, stride=None, keep_short=False):
     """Symbolic minibatch ``index`` of ``data`` (see :class:`Minibatch`): in
     a shuffled split's order when ``data`` holds one's rows
     (:meth:`~int8store.SharedDataset.shuffle`: its
-    :class:`~.shared_rows.SharedRows` say so) and the minibatch is whole."""
+    :class:`~.shared_rows.SharedRows` say so) and the minibatch is whole.
+    ``keep_short``: where ``data`` holds fewer rows than one minibatch, all
+    of them at index 0 (any other index refused), as the classic slice
+    gives them, rather than refused as the graph is built: the classic
+    compiled such a slice, and its loop, counting no whole minibatch, never
+    called it."""
+    rows = data.type.shape[0]
+    if keep_short and rows is not None and rows < size:
+        return Minibatch(rows, stride or size)(data, index)
     dataset = getattr(data, "shuffled", None)  # (a shuffled split's rows: SharedRows)
     if dataset is not None and (stride is None or stride == size):
         return Minibatch(size, size, dataset.seed, dataset.n_examples,
@@ -180,10 +188,11 @@ def minibatch(data, index, size, stride=None):
     return Minibatch(size, stride)(data, index)
 
 
-def minibatch_of_slice(node):
+def minibatch_of_slice(node, keep_short=False):
     """``Minibatch(size)(data, index)`` for a node ``data[index * size:(index + 1) * size]``
     (the classic tutorials' slice; ``size`` a constant) or ``data[begin:begin + size]``
-    with ``begin = index * size`` (the deep-network tutorials'), else None."""
+    with ``begin = index * size`` (the deep-network tutorials'), else None.
+    ``keep_short``: see :func:`minibatch`."""
     ScalarFromTensor = _api.module("tensor.basic").ScalarFromTensor
     Subtensor = _api.module("tensor.subtensor").Subtensor
 
@@ -200,15 +209,16 @@ def minibatch_of_slice(node):
     if factor is not None and factor >= 1:
         following, stop_factor = _times_constant(stop)
         if stop_factor == factor and _plus_constant(following) == (first, 1):
-            return minibatch(data, first, factor)  # index * n : (index + 1) * n
+            # index * n : (index + 1) * n
+            return minibatch(data, first, factor, keep_short=keep_short)
     begin, length = _plus_constant(stop) or (None, None)
     if start is None or begin is not start or length is None or length < 1:
         return None
     if factor is not None and factor >= 1:
         # begin = index * n; begin : begin + m (SdA, DBN; m = n is a minibatch)
-        return minibatch(data, first, length, stride=factor)
+        return minibatch(data, first, length, stride=factor, keep_short=keep_short)
     if start.ndim == 0:
-        return minibatch(data, start, length, stride=1)  # a window from any row
+        return minibatch(data, start, length, stride=1, keep_short=keep_short)  # a window
     return None
 
 

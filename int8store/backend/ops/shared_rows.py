@@ -79,13 +79,15 @@ class SharedRows(_api.module("tensor.sharedvar").TensorSharedVariable):
         ``rows[i * B:(i + 1) * B]`` is minibatch ``i`` (of the shuffled
         split's order when :attr:`shuffled` says so), ``rows[s:s + B]`` a
         window from row ``s``; either is the same rows in every mode, and an
-        index past the rows is refused (never an empty or short slice)."""
+        index past the rows is refused (never an empty or short slice). A
+        slice longer than the split is the split, at index 0 only, as the
+        classic compiled it (:func:`~.minibatch.minibatch`)."""
         from .minibatch import minibatch_of_slice
 
         sliced = super().__getitem__(key)
         if not isinstance(key, slice) or sliced.owner is None:
             return sliced
-        found = minibatch_of_slice(sliced.owner)
+        found = minibatch_of_slice(sliced.owner, keep_short=True)
         return sliced if found is None else found
 
     def alias(self, **attributes):
