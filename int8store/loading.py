@@ -398,8 +398,11 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     The drop-in for the classic tutorials' ``load_data``: each ``x`` is a
     symbolic float view of int8 images held in a shared variable (slicing it
     slices the int8 data first, so only the minibatch is widened), each ``y``
-    an int32 shared variable. ``x.get_value()`` gives the decoded images, as
-    the classic shared variable held them; count examples with
+    the int32 labels as the classic's ``T.cast(shared_y, 'int32')`` was,
+    ``y.owner.inputs[0]`` their shared variable
+    (:class:`~int8store.dataset.views.LabelsView`). ``x.get_value()`` gives
+    the decoded images, as the classic shared variable held them; count
+    examples with
     ``y.get_value(borrow=True).shape[0]``, which costs nothing. The splits
     are held whole (:func:`load_splits` with ``residency="whole"``).
 
@@ -471,6 +474,7 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
     >>> train_x.dataset.data.get_value(borrow=True).dtype
     dtype('int8')
     """
+    from .dataset.views import labels_view
     from .sources.locate import caller_file
 
     splits = load_splits(dataset, normalize=normalize, storage=storage, valid_size=valid_size,
@@ -478,4 +482,5 @@ def load_data(dataset, normalize="unit", storage="int8", valid_size=None, valid_
                          dtype=dtype, caller=caller_file(), max_memory=max_memory,
                          devices=devices, keep_order=keep_order, test_size=test_size,
                          residency="whole")
-    return [(splits[n].x, splits[n].y) for n in SPLITS]
+    # (y as the classic's T.cast(shared_y, 'int32'): over the labels' shared variable)
+    return [(splits[n].x, labels_view(splits[n].x.dataset)) for n in SPLITS]

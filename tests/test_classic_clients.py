@@ -96,10 +96,11 @@ def test_a_classic_logistic_client_gives_the_classic_figures(classic_layout, flo
     assert ours["floatX"] == classic["floatX"] == floatx
     assert ours["x_dtype"] == classic["x_dtype"] == floatx  # get_value() as the classic held it
     assert ours["batches"] == classic["batches"] == [8, 2, 2]
+    assert len(ours["labels"]) > 1 and sum(ours["labels"]) >= 2 * 50  # (2 test batches of 50)
     # The same figures: the int8 view holds exactly the values the float copy
     # held. (The compiled graphs differ - a decode before the matrix product -
     # and the BLAS may round the last bit of a sum differently.)
-    for key in ("valid_errors", "test_error", "predicted"):
+    for key in ("valid_errors", "test_error", "predicted", "labels"):
         assert ours[key] == classic[key], key
     last_bits = {"float64": 1e-12, "float32": 1e-5}[floatx]
     for key in ("last_costs", "W"):

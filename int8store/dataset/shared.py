@@ -28,7 +28,7 @@ from ..codes.labels import as_int32_labels
 from ..order.windows import split_in_a_row
 from .split import Batch, Split
 from .symbolic import dequantize, normalization_mean, per_batch_stage, per_pixel_stage
-from .views import float_view
+from .views import float_view, labels_view
 from ..codes.vocabulary import STORAGES, check_choice
 
 _api = activate()
@@ -454,8 +454,10 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
     x : float tensor variable
         Symbolic view of the int8 images; ``x.dataset`` is the
         :class:`SharedDataset` behind it.
-    y : int32 shared variable
-        The labels; count examples with ``y.get_value(borrow=True).shape[0]``.
+    y : int32 tensor variable
+        The labels, as the classic's ``T.cast(shared_y, 'int32')``:
+        ``y.owner.inputs[0]`` is their shared variable; count examples with
+        ``y.get_value(borrow=True).shape[0]`` (:class:`~.views.LabelsView`).
 
     Examples
     --------
@@ -471,7 +473,7 @@ def shared_dataset(data_xy, normalize="unit", storage="int8", divisor=None, name
     ds = SharedDataset.from_arrays(images, labels, divisor=divisor, name=name,
                                    normalize=normalize, storage=storage,
                                    dataset_mean=dataset_mean, dtype=dtype)
-    return ds.x, ds.y
+    return ds.x, labels_view(ds)
 
 
 def _evaluate(codes, encoding, normalize, dataset_mean, dtype, channel_statistics=None):

@@ -1,4 +1,5 @@
-"""A split's float view: what ``load_data``'s ``x`` is.
+"""A split's float view: what ``load_data``'s ``x`` is (and its ``y``, a
+view of the labels: :class:`LabelsView`).
 
 The classic tutorials held their images in a float shared variable; code
 written for it slices it (``train_set_x[i * B:(i + 1) * B]`` in ``givens``)
@@ -27,7 +28,7 @@ from ..backend.ops.minibatch import Minibatch
 
 _api = activate()
 
-__all__ = ["FloatView", "FloatViewOp", "float_view"]
+__all__ = ["FloatView", "FloatViewOp", "float_view", "LabelsView", "labels_view"]
 
 
 class FloatViewOp(_api.module("compile.ops").ViewOp):
@@ -105,3 +106,51 @@ def _augmented_minibatch(dataset, key):
             f"{dataset.name}: an augmented view gives whole minibatches, view[i * B:(i + 1) * B] "
             f"(got view[{key!r}]); evaluate on the split's own x, which is never augmented")
     return dataset.minibatch(found.owner.inputs[1], found.owner.op.size, augment=True)[0]
+
+
+class _LabelsViewOp(_api.module("compile.ops").ViewOp):
+    """The identity op that makes a :class:`LabelsView` of ``dataset``'s labels."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def make_node(self, y):
+        y = _api.at.as_tensor_variable(y)
+        view = LabelsView(y.type, None, None, name=f"{self.dataset.name}_y_view")
+        return _api.module("graph.basic").Apply(self, [y], [view])
+
+
+class LabelsView(_api.TensorVariable):
+    """The labels as ``load_data`` gives them: what the classic
+    ``T.cast(shared_y, 'int32')`` was, an expression over the shared
+    variable that holds them, so that ``y.owner.inputs[0].get_value()``
+    (code written for the classic reads the labels so) gives the labels;
+    and as a shared variable, ``y.get_value()`` (the classic batch count
+    from the labels, free) and ``y[i * B:(i + 1) * B]``, a minibatch
+    sliced from that variable."""
+
+    @property
+    def dataset(self):
+        """The :class:`~int8store.SharedDataset` these labels belong to."""
+        return self.owner.op.dataset
+
+    @property
+    def shared(self):
+        """The int32 shared variable holding the labels."""
+        return self.owner.inputs[0]
+
+    def __getitem__(self, key):
+        return self.shared[key]
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The labels (the shared variable's value)."""
+        return self.shared.get_value(borrow=borrow, return_internal_type=return_internal_type)
+
+    def set_value(self, value, borrow=False):
+        """Set the labels (the shared variable's value)."""
+        self.shared.set_value(value, borrow=borrow)
+
+
+def labels_view(dataset):
+    """``dataset``'s labels as the classic code takes them (:class:`LabelsView`)."""
+    return _LabelsViewOp(dataset)(dataset.y)

@@ -112,6 +112,8 @@ def main(batch_size=50, learning_rate=0.13):
         "batches": [n_train_batches, n_valid_batches, n_test_batches],
         "last_costs": costs[-3:], "valid_errors": valid_errors, "test_error": test_error,
         "predicted": predict_model(values[:20]).tolist(),
+        # the labels read as code written for the classic reads them (its y a cast)
+        "labels": numpy.bincount(test_set_y.owner.inputs[0].get_value().astype(int)).tolist(),
         "W": classifier.W.get_value().tolist()[300][:10],
         "flags": os.environ.get(aesara.__name__.upper() + "_FLAGS"),
     }))

@@ -117,23 +117,27 @@ def _gather(dataset):
 
 
 def _datasets(data):
-    """The :class:`~int8store.SharedDataset` objects in ``data``."""
+    """The :class:`~int8store.SharedDataset` objects in ``data``, each once
+    (a split's x and y both know theirs)."""
     if isinstance(data, (list, tuple)):
-        return [d for item in data for d in _datasets(item)]
+        found = {id(d): d for item in data for d in _datasets(item)}
+        return list(found.values())
     if hasattr(data, "container"):
         return []
     return [getattr(data, "dataset", data)]
 
 
 def _shared_variables(data, datasets=True):
-    """The shared variables in ``data`` (those of its datasets too, unless not ``datasets``)."""
+    """The shared variables in ``data`` (those of its datasets too, unless not
+    ``datasets``), each once."""
     if isinstance(data, (list, tuple)):
-        return [v for item in data for v in _shared_variables(item, datasets)]
+        found = {id(v): v for item in data for v in _shared_variables(item, datasets)}
+        return list(found.values())
     if hasattr(data, "container"):  # a shared variable
         return [data]
     if not datasets:
         return []
-    dataset = getattr(data, "dataset", data)  # a float view knows its SharedDataset
+    dataset = getattr(data, "dataset", data)  # a view (x, y) knows its SharedDataset
     return [dataset.data, dataset.y]
 
 
