@@ -233,6 +233,21 @@ def test_mnist_offline_with_an_empty_cache_fails_fast(tmp_path, monkeypatch):
     assert_says_what_to_put_where(str(error.value), tmp_path / "mnist")
     assert "Connection refused" in str(error.value)
     assert leftovers(tmp_path / "mnist") == []
+    # nor the folders made for it (a first run offline left ~/.cache/int8store/mnist/)
+    with pytest.raises(DatasetNotFoundError):
+        load_data("mnist", cache_dir=tmp_path / "fresh" / "cache")
+    assert not (tmp_path / "fresh").exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_missing_path_to_mnist_is_named_before_the_cache(tmp_path, monkeypatch):
+    # "../data/mnist.pkl.gz" missing: the message spoke of the cache only
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INT8STORE_OFFLINE", "1")
+    with pytest.raises(DatasetNotFoundError) as error:
+        load_data("../data/mnist.pkl.gz", cache_dir=tmp_path)
+    assert str(error.value).startswith("../data/mnist.pkl.gz: no such file, so the cache was "
+                                       f"tried: MNIST is not in the cache folder {tmp_path / 'mnist'}")
 
 
 @pytest.mark.timeout(60)

@@ -277,7 +277,16 @@ def _read_source(dataset, cache_dir, resize, keys, caller):
     if kind == "digits":
         return _reader("digits").read_digits()
     if kind == "mnist":
-        return _reader("mnist").read_mnist(cache_dir)
+        try:
+            return _reader("mnist").read_mnist(cache_dir)
+        except DatasetNotFoundError as error:
+            if path is None and str(dataset) != "mnist":  # (a path to mnist.pkl.gz, missing)
+                from .locate import classic_candidates
+
+                looked = " or ".join(map(str, classic_candidates(dataset, caller)))
+                raise DatasetNotFoundError(f"{looked}: no such file, so the cache was tried: "
+                                           f"{error}") from None
+            raise
     if kind == "cifar10":
         return _reader("cifar10").read_cifar10(cache_dir)
     if kind == "idx folder":

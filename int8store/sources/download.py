@@ -61,9 +61,10 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
     """Fetch ``remote`` into ``folder`` from the first mirror that serves it intact.
 
     Returns the path written. Nothing is left in ``folder`` if every mirror
-    fails; the error lists what each mirror did.
+    fails, nor the folders made for it; the error lists what each mirror did.
     """
     folder = Path(folder)
+    made = [f for f in (folder, *folder.parents) if not f.exists()]  # (deepest first)
     folder.mkdir(parents=True, exist_ok=True)
     failures = []
     for mirror in mirrors:
@@ -77,6 +78,11 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
             return _fetch(url, remote, folder, timeout)
         except (OSError, http.client.HTTPException, _Rejected) as error:
             failures.append(f"{url}: {shortened(_reason(error))}")  # (the server's words)
+    for empty in made:  # (a first run offline left ~/.cache/int8store/mnist/, empty)
+        try:
+            empty.rmdir()
+        except OSError:  # (no longer empty: another run wrote there)
+            break
     raise DownloadError(f"could not download {remote.name}: " + "; ".join(failures or ["no mirrors"]))
 
 
