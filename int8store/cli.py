@@ -320,7 +320,8 @@ def _run(args, argv):
                       lossy=args.lossy, valid_size=args.valid_size, valid_seed=args.seed,
                       keep_order=args.keep_order, test_size=args.test_size).describe())
     elif args.command == "info":
-        return _each_file(args.files, lambda file, number: print("\n" * (number > 0) + describe(file)))
+        # (a blank line between two files' descriptions)
+        return _each_file(args.files, lambda file, n: print("\n" * (n > 0) + describe(file)))
     elif args.command == "budget":
         from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
@@ -334,6 +335,7 @@ def _run(args, argv):
 
 
 def _verify(file, strong):
+    """Check every checksum of the store ``file``, and say so in a line."""
     import os
     import time
     from .store.checksums import CHECKSUM_NAMES

@@ -174,7 +174,6 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     """The codes augmented as one minibatch of ``epoch`` under ``seed``."""
     from .augment.draws import augment as augmented_codes
     from .augment.spec import Augmentation, fill_code, refuse_flipped_digits
-
     from .sources.locate import recorded_source
 
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)

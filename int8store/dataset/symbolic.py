@@ -87,10 +87,10 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
     [[0.0, 0.25, 0.99609375]]
     """
     dtype = activate().float_dtype(dtype)
-    if str(getattr(codes, "dtype", None)) != "int8":  # a float tensor was cast in silence
-        raise ArgumentError(f"dequantize: codes of dtype {getattr(codes, 'dtype', type(codes).__name__)}: "
-                            "expected int8 codes (a shared variable of quantize's codes, or a "
-                            "slice of one)")
+    given = getattr(codes, "dtype", type(codes).__name__)
+    if str(given) != "int8":  # (a float tensor was cast to levels in silence)
+        raise ArgumentError(f"dequantize: codes of dtype {given}: expected int8 codes (a shared "
+                            "variable of quantize's codes, or a slice of one)")
     return per_batch_stage(
         per_pixel_stage(codes, encoding, normalize, dataset_mean, dtype, channel_statistics),
         encoding, normalize, dtype

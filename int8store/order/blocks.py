@@ -192,5 +192,3 @@ def check_shuffled_over(devices, what=""):
         raise ArgumentError(f"{what}a shuffled split over {devices} devices: the shuffle keeps "
                             f"each row on its device for device counts dividing {CLASSES}; use "
                             "1, 2, 4 or 8 devices, or no seed")
-
-
