@@ -323,6 +323,12 @@ def test_an_augmentation_written_another_way_is_the_same_run(tmp_path):
                                         augment="cutout=2, translate=1, fill=zero", **run)
     with pytest.raises(ArgumentError, match=r"the augmentation \(--augment\) differs"):
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", augment="translate=2", **run)
+    # A fill with no translation, refused since (it did nothing), that an older
+    # checkpoint recorded, is the same run as one without it: still resumed.
+    from int8store.training.run import _augmentation_key
+
+    assert _augmentation_key("translate=0,fill=edge,flip=random,cutout=0") == \
+        _augmentation_key("flip") == "translate=0,fill=zero,flip=random,cutout=0"
 
 
 def test_a_checkpoint_from_before_the_normalization_was_recorded_still_resumes(tmp_path):

@@ -62,9 +62,11 @@ class Augmentation:
                                 "uncovers: give translate=R too, or leave fill out")
 
     @classmethod
-    def parse(cls, text):
+    def parse(cls, text, recorded=False):
         """From comma-separated items: ``translate=R``, ``fill=zero|edge|reflect``,
-        ``flip`` (random) or ``flip=random|alternate``, ``cutout=S``."""
+        ``flip`` (random) or ``flip=random|alternate``, ``cutout=S``.
+        ``recorded``: text a checkpoint recorded, where a fill with no
+        translation (taken before 0.3.2, and never used) reads as none."""
         fields = {}
         for item in (part.strip() for part in str(text).split(",")):
             if not item:
@@ -87,6 +89,8 @@ class Augmentation:
                     raise ArgumentError(f"augmentation {item!r}: {name} takes a whole number "
                                         "of pixels") from None
             fields[name] = value
+        if recorded and not fields.get("translate"):
+            fields.pop("fill", None)
         return cls(**fields)
 
     def __bool__(self):

@@ -124,7 +124,7 @@ def _augmentation_key(text):
     from ..augment.spec import Augmentation
 
     try:
-        parsed = Augmentation.parse(text)
+        parsed = Augmentation.parse(text, recorded=True)
     except (ArgumentError, TypeError, ValueError):
         return str(text)
     return (f"translate={parsed.translate},fill={parsed.fill},flip={parsed.flip},"
