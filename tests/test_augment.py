@@ -242,6 +242,10 @@ def test_evaluation_reads_the_split_as_it_is():
     assert (np.asarray(plain) == split.rows()[:10]).all()
     with pytest.raises(ArgumentError, match="gives whole minibatches"):
         view[index:index + 10]
+    many = split.n_examples + 1  # (a slice longer than the split: refused by name)
+    with pytest.raises(ArgumentError, match=f"fewer than one minibatch of {many}, and an "
+                       "augmented view gives whole minibatches"):
+        view[index * many:(index + 1) * many]
     with pytest.raises(ArgumentError, match="float copy"):
         SharedDataset.from_arrays(np.zeros((4, 8, 8), np.uint8), [0] * 4,
                                   storage="float").augment("translate=1", 1)

@@ -335,5 +335,11 @@ def test_a_split_shorter_than_a_minibatch_compiles_as_the_classic_did(mode):
                          mode=function_mode(mode))
     assert rows.shape[0] // 600 == 0 and rows.shape[0] < 600
     np.testing.assert_array_equal(first(0), rows)  # the classic's short slice, all of it
-    with pytest.raises(MinibatchIndexError):
+    with pytest.raises(MinibatchIndexError, match=f"its {rows.shape[0]} rows are fewer than a "
+                       "slice of 600, so only index 0"):
         first(1)  # (the classic gave an empty minibatch)
+    # a graph built for the batch size (LeNet's reshape) compiles too, as the classic's did
+    # (the minibatch's length is not static: PyTensor refused the reshape as it compiled)
+    images = x.reshape((600, 1, 8, 8))
+    lib.function([index], images.sum(), givens={x: valid_x[index * 600:(index + 1) * 600]},
+                 mode=function_mode(mode))

@@ -184,7 +184,7 @@ def test_a_chunk_larger_than_a_split_held_whole_is_refused():
     model, x, y = trained_model()
     # (refused as the function is made: a split held whole has no rows past it)
     with pytest.raises(ArgumentError, match="chunk_size=30 is larger than the 20 examples"):
-        one_call(model, x, y, split, 30, False, "c")()
+        one_call(model, x, y, split, 30, False, "c")
 
 
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")

@@ -100,6 +100,10 @@ def _augmented_minibatch(dataset, key):
     ``view[i * B:(i + 1) * B]``."""
     # (the rows' classic slice is a minibatch op already: SharedRows.__getitem__)
     found = dataset.data[key] if isinstance(key, slice) else None
+    if found is not None and isinstance(found.owner.op, Minibatch) and found.owner.op.short:
+        raise ArgumentError(
+            f"{dataset.name}: its {dataset.n_examples} examples are fewer than one minibatch of "
+            f"{found.owner.op.short}, and an augmented view gives whole minibatches")
     if found is None or not isinstance(found.owner.op, Minibatch) \
             or found.owner.op.stride != found.owner.op.size:
         raise ArgumentError(

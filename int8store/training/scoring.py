@@ -216,6 +216,10 @@ def scoring_function(inputs, outputs, givens, split, chunk_size, classic_count=F
             or not str(inputs[0].dtype).startswith(("int", "uint")):
         raise ArgumentError(f"inputs={inputs!r}: a split is scored from one input, the first "
                             "row of a window (an integer scalar)")
+    if getattr(split, "blocks", False) is None:  # (a split held whole in a row, on one device)
+        # A chunk larger than the split, refused before anything is compiled
+        # (its windows' slices would compile: a short slice is the classic's).
+        split_in_a_row(split.n_examples, chunk_size, classic_count, split.name)
     api = activate()
     (start,) = inputs
     if mode == "c":

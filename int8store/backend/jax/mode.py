@@ -307,7 +307,7 @@ def minibatch_check(node):
             (size, stride), rows = sharded_steps(node.op, devices), rows // devices
 
         def check_rows(index):
-            check_index(index, size, rows, name, stride)
+            check_index(index, size, rows, name, stride, node.op.short)
 
     def check(index):  # (a shuffled split's index also counts its epochs)
         check_rows(index if batches is None else shuffled_epoch_and_index(index, batches, name)[1])

@@ -31,11 +31,17 @@ __all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice",
            "shuffled_epoch_and_index"]
 
 
-def check_index(index, size, rows, name="data", stride=None):
+def check_index(index, size, rows, name="data", stride=None, short=None):
     """Raise :class:`MinibatchIndexError` unless the ``size`` rows from
-    ``index * stride`` (``stride`` defaults to ``size``) lie in ``rows`` rows."""
+    ``index * stride`` (``stride`` defaults to ``size``) lie in ``rows`` rows
+    (``short``: the slice's length, where the data holds fewer rows)."""
     index, stride = int(index), size if stride is None else stride
     if index < 0 or index * stride + size > rows:
+        if short is not None:
+            raise MinibatchIndexError(
+                f"{name}: index {index} is past the data: its {rows} rows are fewer than a "
+                f"slice of {short}, so only index 0 (all of them, as the classic's short "
+                "slice) exists")
         if stride == size:
             raise MinibatchIndexError(
                 f"{name}: minibatch index {index} is outside 0..{rows // size - 1} "
@@ -66,11 +72,16 @@ class Minibatch(_api.module("graph.op").Op):
     shuffle of the split's ``rows`` real rows, within their classes modulo 8
     (:func:`int8store.order.shuffle.permuted_in_classes`: the same order over
     1, 2, 4 or 8 devices), where
-    ``e, i = divmod(index, batches)``. The split's order otherwise."""
+    ``e, i = divmod(index, batches)``. The split's order otherwise.
 
-    __props__ = ("size", "stride", "seed", "rows", "batches")
+    ``short``: the length of the classic slice this op stands for where the
+    data holds fewer rows (``size`` is then all of them): its length is not
+    static, as the classic slice's was not, so a graph built for ``short``
+    rows (a reshape to the batch size) compiles as the classic did."""
 
-    def __init__(self, size, stride=None, seed=None, rows=None, batches=None):
+    __props__ = ("size", "stride", "seed", "rows", "batches", "short")
+
+    def __init__(self, size, stride=None, seed=None, rows=None, batches=None, short=None):
         stride = size if stride is None else stride
         if int(size) != size or size < 1 or int(stride) != stride or stride < 1:
             raise ArgumentError(f"minibatch size and stride must be positive integers, got "
@@ -79,6 +90,7 @@ class Minibatch(_api.module("graph.op").Op):
         self.seed = None if seed is None else int(seed)
         self.rows = None if rows is None else int(rows)
         self.batches = None if batches is None else int(batches)
+        self.short = None if short is None else int(short)
         if self.seed is not None and (self.stride != self.size or not self.batches
                                       or not self.rows):
             raise ArgumentError("a shuffled minibatch needs stride == size, the split's rows "
@@ -96,7 +108,8 @@ class Minibatch(_api.module("graph.op").Op):
         rows = data.type.shape[0]
         if rows is not None and rows < self.size:
             raise ArgumentError(f"{data.name or 'data'}: {rows} rows cannot fill a minibatch of {self.size}")
-        out = at.TensorType(data.dtype, shape=(self.size,) + tuple(data.type.shape[1:]))()
+        length = None if self.short is not None else self.size
+        out = at.TensorType(data.dtype, shape=(length,) + tuple(data.type.shape[1:]))()
         return _api.module("graph.basic").Apply(self, [data, index], [out])
 
     def epoch_and_index(self, index, name="data"):
@@ -109,7 +122,8 @@ class Minibatch(_api.module("graph.op").Op):
     def perform(self, node, inputs, outputs):
         data, index = inputs
         epoch, index = self.epoch_and_index(index, node.inputs[0].name or "data")
-        check_index(index, self.size, data.shape[0], node.inputs[0].name or "data", self.stride)
+        check_index(index, self.size, data.shape[0], node.inputs[0].name or "data", self.stride,
+                    self.short)
         start = index * self.stride
         if self.seed is None:
             outputs[0][0] = data[start:start + self.size]
@@ -153,7 +167,9 @@ def _in_numba(op, node, **kwargs):
     size, stride = op.size, op.stride
     name = node.inputs[0].name or "data"
     message = (f"{name}: minibatch index outside the data (a minibatch of {size} rows "
-               f"from row index * {stride})")
+               f"from row index * {stride})") if op.short is None else (
+        f"{name}: index past the data: its {size} rows are fewer than a slice of {op.short}, "
+        "so only index 0 (all of them, as the classic's short slice) exists")
 
     @numba_njit
     def minibatch(data, index):
@@ -162,7 +178,8 @@ def _in_numba(op, node, **kwargs):
             raise MinibatchIndexError(message)
         return data[start:start + size]
 
-    return minibatch, f"int8store.Minibatch({size}, {stride}, {name!r}) v{_NUMBA_CACHE_VERSION}"
+    return minibatch, (f"int8store.Minibatch({size}, {stride}, {name!r}, {op.short}) "
+                       f"v{_NUMBA_CACHE_VERSION}")
 
 
 numba.declare(Minibatch, _in_numba)
@@ -180,7 +197,7 @@ def minibatch(data, index, size, stride=None, keep_short=False):
     called it."""
     rows = data.type.shape[0]
     if keep_short and rows is not None and rows < size:
-        return Minibatch(rows, stride or size)(data, index)
+        return Minibatch(rows, stride or size, short=size)(data, index)
     dataset = getattr(data, "shuffled", None)  # (a shuffled split's rows: SharedRows)
     if dataset is not None and (stride is None or stride == size):
         return Minibatch(size, size, dataset.seed, dataset.n_examples,
