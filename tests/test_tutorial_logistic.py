@@ -24,6 +24,18 @@ def test_the_tutorial_gets_its_data_from_int8store_only():
         assert "x: train_set_x[index * batch_size: (index + 1) * batch_size]" in text
 
 
+@pytest.mark.parametrize("held", [{}, {"max_device_bytes": 20000}], ids=["whole", "streamed"])
+def test_a_run_gives_the_labels_as_load_data_does(held, capsys):
+    # as the classic's T.cast(shared_y, 'int32'): y.owner.inputs[0] holds them
+    from int8store import training
+
+    for (x, y), split in zip(training.Run(**held).load_data("digits", 20),
+                             ("train", "valid", "test")):
+        labels = y.owner.inputs[0].get_value(borrow=True)
+        assert labels.dtype == np.int32 and labels is y.get_value(borrow=True)
+        assert labels.shape[0] == x.dataset.n_examples > 0, split
+
+
 @pytest.mark.slow
 def test_training_learns_and_slices_the_int8_images_before_the_cast(tmp_path):
     result = logistic_sgd.sgd_optimization_mnist(dataset="digits", n_epochs=200,

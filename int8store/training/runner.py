@@ -118,7 +118,10 @@ class Run:
         self.n_classes = class_count([split.labels for split in self.splits], dataset)
         self.n_features = train.n_features
         train_x = self._augmented(train, dataset)
-        return [(train_x, train.y), (valid.x, valid.y), (test.x, test.y)]
+        from ..dataset.views import labels_view  # (y as load_data gives it)
+
+        return [(train_x, labels_view(train.x.dataset)), (valid.x, labels_view(valid.x.dataset)),
+                (test.x, labels_view(test.x.dataset))]
 
     @property
     def train(self):
