@@ -320,8 +320,13 @@ def _run(args, argv):
                       lossy=args.lossy, valid_size=args.valid_size, valid_seed=args.seed,
                       keep_order=args.keep_order, test_size=args.test_size).describe())
     elif args.command == "info":
-        # (a blank line between two files' descriptions)
-        return _each_file(args.files, lambda file, n: print("\n" * (n > 0) + describe(file)))
+        described = []  # (a blank line between two files' descriptions)
+
+        def info(file, _):
+            text = describe(file)
+            print("\n" * bool(described) + text)
+            described.append(file)
+        return _each_file(args.files, info)
     elif args.command == "budget":
         from .memory.budget import budget_report
         print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,

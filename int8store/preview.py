@@ -133,7 +133,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         raise ArgumentError(f"epoch={epoch!r} (--epoch) chooses the epoch of an augmented "
                             "preview: give --augment and --augmented SEED too")
     if augmented is not None:  # (each was taken to 32 bits: -1 drew seed 2**32 - 1's images)
-        augmented = check_seed(augmented, "--augmented")
+        augmented = check_seed(augmented, "--augmented", "augmented")
         epoch = check_epoch(epoch, "--epoch")
     check_not_a_source(output, dataset, "show", "the grid", class_folder_trees(dataset))
     if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
@@ -177,7 +177,7 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     from .sources.locate import recorded_source
 
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
-    refuse_flipped_digits(spec, dataset, recorded_source(dataset))
+    refuse_flipped_digits(spec, dataset, recorded_source(dataset) if spec.flip != "none" else None)
     grid = spec.grid(shape, str(dataset))
     with np.errstate(over="ignore"):
         flat = augmented_codes(codes.reshape(len(codes), -1), spec, grid, int(seed),

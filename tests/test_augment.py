@@ -412,7 +412,7 @@ def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
         preview("digits", tmp_path / "other.png", augmented=5)
     # seeds and epochs beyond 32 bits were taken modulo 2**32 (-1 drew seed
     # 2**32 - 1's images; epoch -1 was a traceback)
-    for bad, said in ((dict(augmented=-1), r"seed=-1 \(--augmented\): expected an integer"),
+    for bad, said in ((dict(augmented=-1), r"augmented=-1 \(--augmented\): expected an integer"),
                       (dict(augmented=1 << 32), "expected an integer from 0 to 4294967295"),
                       (dict(augmented=1, epoch=-1), r"--epoch: epoch -1: expected a whole number"),
                       (dict(augmented=1, epoch=1 << 32), "expected a whole number from 0 to")):

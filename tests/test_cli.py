@@ -149,6 +149,8 @@ def test_info_and_verify_take_several_files_and_fail_only_for_the_bad_ones(tmp_p
     assert main(["info", str(good), str(good)]) == 0
     out = capsys.readouterr().out
     assert out.count(f"{good}: int8store format") == 2 and "\n\n" in out
+    assert main(["info", str(tmp_path / "none.h5"), str(good)]) == 2
+    assert capsys.readouterr().out.startswith(f"{good}: int8store format")  # (no blank first)
 
 
 def test_a_created_output_folder_is_said(tmp_path, capsys):

@@ -51,14 +51,14 @@ _MASK = 0xFFFFFFFF
 CLASSES = 8
 
 
-def check_seed(seed, option=None):
+def check_seed(seed, option=None, name="seed"):
     """Refuse a seed the network does not take as given: its keys take 32
     bits, so a larger or negative seed would repeat another's order, and a
     float or a string was cut to an integer where held whole (and failed
     streamed)."""
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
             and 0 <= seed < 1 << 32):
-        raise ArgumentError(f"seed={seed!r}{f' ({option})' if option else ''}: expected an "
+        raise ArgumentError(f"{name}={seed!r}{f' ({option})' if option else ''}: expected an "
                             f"integer from 0 to {_MASK}")
     return int(seed)
 

@@ -172,7 +172,8 @@ class Run:
         from ..sources.locate import recorded_source
 
         augmentation = Augmentation.parse(self.augment)
-        refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))
+        if augmentation.flip != "none":  # (a store's source, from its manifest)
+            refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))
         augmentation.grid(train.image_shape, f"{dataset} ({train.name})")  # (the file named)
         print(f"... augmenting the training minibatches: {augmentation.describe()}")
         return train.augment(augmentation, self.augment_seed)
