@@ -120,8 +120,8 @@ class Run:
         train_x = self._augmented(train, dataset)
         from ..dataset.views import labels_view  # (y as load_data gives it)
 
-        return [(train_x, labels_view(train.x.dataset)), (valid.x, labels_view(valid.x.dataset)),
-                (test.x, labels_view(test.x.dataset))]
+        return [(x, labels_view(split.x.dataset))
+                for x, split in zip((train_x, valid.x, test.x), self.splits)]
 
     @property
     def train(self):

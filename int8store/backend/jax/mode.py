@@ -229,7 +229,7 @@ def _make_jax_mode():
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):
-        replacement = minibatch_of_slice(node, keep_short=True)
+        replacement = minibatch_of_slice(node)
         return [replacement] if replacement is not None else None
 
     class MinibatchesFirst(GraphRewriter):

@@ -205,11 +205,12 @@ def minibatch(data, index, size, stride=None, keep_short=False):
     return Minibatch(size, stride)(data, index)
 
 
-def minibatch_of_slice(node, keep_short=False):
+def minibatch_of_slice(node):
     """``Minibatch(size)(data, index)`` for a node ``data[index * size:(index + 1) * size]``
     (the classic tutorials' slice; ``size`` a constant) or ``data[begin:begin + size]``
     with ``begin = index * size`` (the deep-network tutorials'), else None.
-    ``keep_short``: see :func:`minibatch`."""
+    A slice longer than the data is all of it at index 0, as the classic's
+    short slice (``keep_short`` of :func:`minibatch`)."""
     ScalarFromTensor = _api.module("tensor.basic").ScalarFromTensor
     Subtensor = _api.module("tensor.subtensor").Subtensor
 
@@ -227,15 +228,15 @@ def minibatch_of_slice(node, keep_short=False):
         following, stop_factor = _times_constant(stop)
         if stop_factor == factor and _plus_constant(following) == (first, 1):
             # index * n : (index + 1) * n
-            return minibatch(data, first, factor, keep_short=keep_short)
+            return minibatch(data, first, factor, keep_short=True)
     begin, length = _plus_constant(stop) or (None, None)
     if start is None or begin is not start or length is None or length < 1:
         return None
     if factor is not None and factor >= 1:
         # begin = index * n; begin : begin + m (SdA, DBN; m = n is a minibatch)
-        return minibatch(data, first, length, stride=factor, keep_short=keep_short)
+        return minibatch(data, first, length, stride=factor, keep_short=True)
     if start.ndim == 0:
-        return minibatch(data, start, length, stride=1, keep_short=keep_short)  # a window
+        return minibatch(data, start, length, stride=1, keep_short=True)  # a window
     return None
 
 

@@ -87,7 +87,7 @@ class SharedRows(_api.module("tensor.sharedvar").TensorSharedVariable):
         sliced = super().__getitem__(key)
         if not isinstance(key, slice) or sliced.owner is None:
             return sliced
-        found = minibatch_of_slice(sliced.owner, keep_short=True)
+        found = minibatch_of_slice(sliced.owner)
         return sliced if found is None else found
 
     def alias(self, **attributes):
