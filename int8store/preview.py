@@ -177,7 +177,7 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     from .sources.locate import recorded_source
 
     spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
-    refuse_flipped_digits(spec, dataset, recorded_source(dataset) if spec.flip != "none" else None)
+    refuse_flipped_digits(spec, dataset, recorded_source)
     grid = spec.grid(shape, str(dataset))
     with np.errstate(over="ignore"):
         flat = augmented_codes(codes.reshape(len(codes), -1), spec, grid, int(seed),

@@ -358,6 +358,18 @@ def test_the_tutorial_and_the_preview_refuse_to_flip_digits(tmp_path):
         convolutional_mlp.evaluate_lenet5(dataset=str(store), n_epochs=1, augment="flip")
 
 
+def test_a_stores_source_is_read_only_when_a_flip_is_asked():
+    from int8store.augment.spec import refuse_flipped_digits
+
+    def unread(dataset):
+        raise AssertionError(f"read the source of {dataset}")
+
+    refuse_flipped_digits(Augmentation.parse("translate=1"), "cats.h5", unread)
+    with pytest.raises(ArgumentError, match=r"converted from mnist\.pkl\.gz"):
+        refuse_flipped_digits(Augmentation.parse("flip"), "cats.h5", lambda _: "mnist.pkl.gz")
+    refuse_flipped_digits(Augmentation.parse("flip"), "cats.h5", lambda _: "cats/")
+
+
 def test_an_augmentation_that_does_not_fit_the_images_names_the_file(tmp_path, capsys):
     # it named the split only ("train: augmentation needs images ..."), after
     # a line saying the minibatches were being augmented

@@ -138,13 +138,17 @@ def fill_code(encoding):
     return int(np.clip(-encoding.offset, -128, 127))
 
 
-def refuse_flipped_digits(augmentation, dataset, source=None):
+def refuse_flipped_digits(augmentation, dataset, source_of=None):
     """Refuse a flip of ``dataset``'s images where its name, or that of the
-    ``source`` a store of it was converted from (its manifest's), says
-    digits: a mirrored digit is another shape. The tutorials and the
-    preview ask alike."""
-    if augmentation.flip != "none" and (names_digits(dataset) or
-                                        (source is not None and names_digits(source))):
+    source a store of it was converted from, says digits: a mirrored digit
+    is another shape. ``source_of(dataset)`` gives that source (a store's
+    manifest records it; None for no store), read only when a flip is asked
+    (:func:`int8store.sources.locate.recorded_source`, which this layer
+    cannot import). The tutorials and the preview ask alike."""
+    if augmentation.flip == "none":
+        return
+    source = None if source_of is None else source_of(dataset)
+    if names_digits(dataset) or (source is not None and names_digits(source)):
         converted = f" (converted from {source})" if source is not None else ""
         raise ArgumentError(
             f"--augment flip on {dataset}{converted}: a mirrored digit is another shape (a "

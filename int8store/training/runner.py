@@ -168,12 +168,10 @@ class Run:
         if not self.augment:
             return train.x
         from ..augment.spec import Augmentation, refuse_flipped_digits
-
         from ..sources.locate import recorded_source
 
         augmentation = Augmentation.parse(self.augment)
-        if augmentation.flip != "none":  # (a store's source, from its manifest)
-            refuse_flipped_digits(augmentation, dataset, recorded_source(dataset))
+        refuse_flipped_digits(augmentation, dataset, recorded_source)
         augmentation.grid(train.image_shape, f"{dataset} ({train.name})")  # (the file named)
         print(f"... augmenting the training minibatches: {augmentation.describe()}")
         return train.augment(augmentation, self.augment_seed)
