@@ -444,20 +444,44 @@ def test_an_option_the_source_has_no_use_for_is_refused_not_ignored(tmp_path, ca
 def test_non_image_file_in_a_class_folder(tmp_path, capsys):
     root = tmp_path / "imgs"
     write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])
-    (root / "1" / "notes.txt").write_text("hello")
+    (root / "1" / "photo.heic").write_bytes(b"\x00")  # (maybe an image, in a format not read)
     (root / "1" / ".DS_Store").write_bytes(b"\x00")  # hidden files are skipped,
     (root / "0" / "Thumbs.db").write_bytes(b"\xd0\xcf")  # and what Windows leaves
     (root / "desktop.ini").write_text("[.ShellClassInfo]")
     out = tmp_path / "m.h5"
-    assert_refused(capsys, ["convert", root, "-o", out], root / "1" / "notes.txt",
+    assert_refused(capsys, ["convert", root, "-o", out], root / "1" / "photo.heic",
                    "not an image file", output=out)
-    (root / "1" / "notes.txt").unlink()
+    (root / "1" / "photo.heic").unlink()
     assert read_source(root).splits["train"].images().shape == (2, 3, 3)
+    assert read_source(root).notes == ()
     (tmp_path / "downloads").mkdir()  # (a data set's archive, in a folder given for it)
     (tmp_path / "downloads" / "cifar-10-python.tar.gz").write_bytes(b"")
     assert_refused(capsys, ["convert", tmp_path / "downloads", "-o", out], "must hold only images "
                    "(a data set int8store reads itself? give it the file: "
                    f"{tmp_path / 'downloads' / 'cifar-10-python.tar.gz'})", output=out)
+
+
+def test_documents_beside_the_images_are_skipped_with_a_note(tmp_path, capsys):
+    # a downloaded set's README, LICENSE or labels.csv refused the whole set
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.arange(12 * 3 * 3, dtype=np.uint8).reshape(12, 3, 3), [0, 1] * 6)
+    images = read_source(root).splits["train"].images()
+    for name in ("README.md", "LICENSE", "labels.csv", "1/notes.txt", "0/about.JSON"):
+        (root / name).write_text("not an image")
+    source = read_source(root)
+    assert np.array_equal(source.splits["train"].images(), images)
+    assert source.notes == (f"skipped 5 documents beside the images (no image is read from "
+                            f"them): {root / '0' / 'about.JSON'}, {root / '1' / 'notes.txt'}, "
+                            f"{root / 'LICENSE'} and 2 more",)
+    assert main(["convert", str(root), "-o", str(tmp_path / "m.h5")]) == 0
+    assert "note: skipped 5 documents beside the images" in capsys.readouterr().out
+    for name in ("README.md", "LICENSE", "labels.csv", "1/notes.txt", "0/about.JSON"):
+        (root / name).unlink()
+    (root / "0").rename(tmp_path / "0")
+    (root / "1").rename(tmp_path / "1")
+    (root / "README").write_text("only a document")
+    with pytest.raises(SourceFormatError, match="holds no images"):
+        read_source(root)
 
 
 def test_an_empty_image_file_is_named_empty(tmp_path, capsys):

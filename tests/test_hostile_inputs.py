@@ -420,11 +420,12 @@ def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path
     for split, count in (("train", 6), ("test", 4)):
         write_image_folder(tmp_path / "set" / split, np.zeros((count, 3, 3), np.uint8),
                            [0, 1] * (count // 2))
-    (tmp_path / "set" / "README.txt").write_text("my digits")
-    refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/README.txt: not an image "
+    (tmp_path / "set" / "digits.dat").write_bytes(b"my digits")
+    refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/digits.dat: not an image "
                                                   "file", "the tree of class folders must hold "
                                                   "only images")
-    (tmp_path / "set" / "README.txt").unlink()
+    (tmp_path / "set" / "digits.dat").unlink()
+    (tmp_path / "set" / "README.txt").write_text("my digits")  # (a document: skipped, said)
     write_image_folder(tmp_path / "set" / "stray", np.zeros((2, 3, 3), np.uint8), [0, 1])
     refused(tmp_path, capsys, [tmp_path / "set"], f"{tmp_path / 'set'}/stray: a folder beside "
             "the split folders (test, train) that is not one")
@@ -433,6 +434,8 @@ def test_a_stray_file_is_named_and_capitalised_split_folders_are_splits(tmp_path
         (tmp_path / "set" / split).rename(tmp_path / "set" / split.capitalize())
     assert main(["convert", str(tmp_path / "set"), "-o", str(tmp_path / "s.h5")]) == 0
     assert open_store(tmp_path / "s.h5").splits["test"] == 4
+    assert f"note: skipped 1 document beside the images (no image is read from them): " \
+           f"{tmp_path / 'set' / 'README.txt'}\n" in capsys.readouterr().out
 
 
 def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_to_resize(

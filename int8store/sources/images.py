@@ -12,8 +12,10 @@ cols``); a set with a colour image keeps three (``rows x cols x 3``), its
 grey images the grey in each channel, as torchvision's ``ImageFolder`` and
 Keras read them. All images must share a size unless a resize is asked for.
 Hidden files (``.DS_Store``) and the thumbnail caches and settings Windows
-leaves in folders (``Thumbs.db``, ``desktop.ini``) are skipped; any other
-non-image file is an error, as is an unreadable image, a class folder
+leaves in folders (``Thumbs.db``, ``desktop.ini``) are skipped; so are
+documents that come with downloaded sets (``README.md``, ``labels.csv``,
+``LICENSE``: no image can hide in them), with a note naming them. Any other
+non-image file is an error (it may be an image in a format not read here), as is an unreadable image, a class folder
 without an image (the classes after it would be numbered otherwise) and a
 file an archive holds twice.
 
@@ -34,6 +36,7 @@ import numpy as np
 from ..errors import SourceFormatError, located, quoted, shortened
 from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.limits import check_zip_member
+from ..runtime.words import counted
 from . import SourceData, Split
 from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
 from .image_files import (check_image_file_size, check_resize, decode_image, decoded, in_colour,
@@ -252,6 +255,11 @@ def _split_layout_at(files, depth):
 
 # What an operating system leaves in folders of images, besides hidden files.
 _SYSTEM_FILES = {"__MACOSX", "thumbs.db", "ehthumbs.db", "desktop.ini"}
+# Documents that come with downloaded sets, skipped with a note (torchvision's
+# ImageFolder and Keras skip every file of another suffix, without a word).
+_DOCUMENT_SUFFIXES = {".txt", ".md", ".rst", ".csv", ".tsv", ".json", ".yaml", ".yml", ".xml",
+                      ".html", ".htm", ".pdf", ".log"}
+_DOCUMENT_NAMES = {"readme", "license", "licence", "copying", "notice", "authors", "citation"}
 
 
 def _is_hidden(parts):
@@ -265,9 +273,23 @@ def _is_decoded(name):
             and os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES)
 
 
+def _is_document(name):
+    stem, suffix = os.path.splitext(os.path.basename(name).lower())
+    return suffix in _DOCUMENT_SUFFIXES or (not suffix and stem in _DOCUMENT_NAMES)
+
+
+def _documents_note(tree, documents):
+    shown = ", ".join(tree.where(name) for name in documents[:3])
+    more = f" and {len(documents) - 3:,} more" if len(documents) > 3 else ""
+    return (f"skipped {counted(len(documents), 'document')} beside the images (no image is "
+            f"read from them): {shown}{more}")
+
+
 def _read_tree(tree, resize):
     files = [(name, name.split("/")) for name in tree.names]
     files = [(name, parts) for name, parts in files if not _is_hidden(parts)]
+    documents = [name for name, _ in files if _is_document(name)]
+    files = [(name, parts) for name, parts in files if not _is_document(name)]
     if not files:
         raise SourceFormatError(f"{tree.label}: holds no images")
     for name, parts in files:  # (first: a README beside the class folders upsets the layout)
@@ -320,11 +342,11 @@ def _read_tree(tree, resize):
         entries.sort(key=lambda e: order[e[2]])
     first = entries[0][2]
     reference = decoded(_read_one(tree, first), tree.where(first), resize)
-    notes = ()
+    notes = (_documents_note(tree, documents),) if documents else ()
     if reference.ndim == 2:  # (the set is grey only if all its images are)
         in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:
-            notes = (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is colour: "
+            notes += (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is colour: "
                      "every image is held in colour (3 bytes a pixel), the grey ones' grey in "
                      "each channel",)
             reference = in_colour(reference)  # (``first`` stays: the size to name)
