@@ -342,7 +342,11 @@ HOSTILE_PICKLES = {
     "an INST opcode": (b"\x80\x02}(U\x04data(U\x02lsios\nsystem\n", UnsafePickleError,
                        "uses the opcode INST"),
     "protocol 4 framing": (pickle.dumps({"data": 1}, protocol=4), UnsafePickleError,
-                           "uses the opcode FRAME"),
+                           r"the pickle is of protocol 4 \(the opcode FRAME\), where this file's "
+                           r"kind of pickle is of protocol 2 at most: was it pickled again\?"),
+    "framing in protocol 2": (b"\x80\x02\x95" + bytes(8), UnsafePickleError,
+                              "uses the opcode FRAME where this file's kind of pickle has none: "
+                              "it is damaged"),
     "a float": (b"\x80\x02}(U\x06labels]G?\xf0\x00\x00\x00\x00\x00\x00au.", UnsafePickleError,
                 "uses the opcode BINFLOAT"),
     "a byte that is no opcode": (b"\x80\x02}\xff", UnsafePickleError, "the byte 0xff, which is no pickle"),

@@ -144,11 +144,18 @@ PROTOCOL_2_DATA = frozenset({
 _OPCODE_NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
 
 
-def _refusal(code):
+def _refusal(code, opcodes):
     name = _OPCODE_NAMES.get(code)
     what = f"the opcode {name}" if name else f"the byte 0x{code:02x}, which is no pickle opcode,"
+    newest = max(op.proto for op in pickletools.opcodes if op.name in opcodes)
 
     def refuse(self):
+        declared = getattr(self, "proto", 0)  # (PROTO's, where the pickle starts with one)
+        if declared > newest:  # (pickled again, by a newer Python: not damaged)
+            raise UnsafePickleError(
+                f"the pickle is of protocol {declared} ({what}), where this file's kind of "
+                f"pickle is of protocol {newest} at most: was it pickled again? give int8store "
+                "the file as published")
         raise UnsafePickleError(f"the pickle uses {what} where this file's kind of pickle has "
                                 "none: it is damaged or not what it claims to be")
     return refuse
@@ -163,7 +170,7 @@ def _unpickler_of(opcodes, holds):
     if opcodes is not None:
         namespace["dispatch"] = {
             code: (_RestrictedUnpickler.dispatch[code] if _OPCODE_NAMES.get(code) in opcodes
-                   else _refusal(code)) for code in range(256)}
+                   else _refusal(code, opcodes)) for code in range(256)}
     return type("_OpcodeRestrictedUnpickler", (_RestrictedUnpickler,), namespace)
 
 
