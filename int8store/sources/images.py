@@ -15,9 +15,9 @@ Hidden files (``.DS_Store``) and the thumbnail caches and settings Windows
 leaves in folders (``Thumbs.db``, ``desktop.ini``) are skipped; so are
 documents that come with downloaded sets (``README.md``, ``labels.csv``,
 ``LICENSE``: no image can hide in them), with a note naming them. Any other
-non-image file is an error (it may be an image in a format not read here), as is an unreadable image, a class folder
-without an image (the classes after it would be numbered otherwise) and a
-file an archive holds twice.
+non-image file is an error (it may be an image in a format not read here),
+as is an unreadable image, a class folder without an image (the classes
+after it would be numbered otherwise) and a file an archive holds twice.
 
 An image file is read only if its length (which a zip or tar member announces
 before its bytes) is within :func:`largest_image_file` and the memory ceiling,
@@ -346,9 +346,9 @@ def _read_tree(tree, resize):
     if reference.ndim == 2:  # (the set is grey only if all its images are)
         in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:
-            notes += (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is colour: "
-                     "every image is held in colour (3 bytes a pixel), the grey ones' grey in "
-                     "each channel",)
+            notes += (f"{tree.where(first)} is grey but {tree.where(in_colour_first)} is "
+                      "colour: every image is held in colour (3 bytes a pixel), the grey ones' "
+                      "grey in each channel",)
             reference = in_colour(reference)  # (``first`` stays: the size to name)
     splits = {}
     for split in ("train", "valid", "test"):

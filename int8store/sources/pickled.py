@@ -144,10 +144,11 @@ PROTOCOL_2_DATA = frozenset({
 _OPCODE_NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
 
 
-def _refusal(code, opcodes):
+def _refusal(code, newest):
+    """What an opcode not allowed does: refuse, saying why (``newest``: the
+    newest protocol of the opcodes allowed)."""
     name = _OPCODE_NAMES.get(code)
     what = f"the opcode {name}" if name else f"the byte 0x{code:02x}, which is no pickle opcode,"
-    newest = max(op.proto for op in pickletools.opcodes if op.name in opcodes)
 
     def refuse(self):
         declared = getattr(self, "proto", 0)  # (PROTO's, where the pickle starts with one)
@@ -168,9 +169,10 @@ def _unpickler_of(opcodes, holds):
         return _RestrictedUnpickler
     namespace = {"holds": holds or _RestrictedUnpickler.holds}
     if opcodes is not None:
+        newest = max(op.proto for op in pickletools.opcodes if op.name in opcodes)
         namespace["dispatch"] = {
             code: (_RestrictedUnpickler.dispatch[code] if _OPCODE_NAMES.get(code) in opcodes
-                   else _refusal(code, opcodes)) for code in range(256)}
+                   else _refusal(code, newest)) for code in range(256)}
     return type("_OpcodeRestrictedUnpickler", (_RestrictedUnpickler,), namespace)
 
 
