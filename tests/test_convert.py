@@ -252,6 +252,18 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
     _save(tmp_path / "clear" / "a" / "0.gif", greys[0], transparency=40)
     with pytest.raises(SourceFormatError, match="has transparent pixels"):
         read_source(tmp_path / "clear")
+    # So are a grey or colour PNG's, which its tRNS chunk names by value (they
+    # were kept, opaque); one naming a value no pixel has is read.
+    for mode, pixels, clear, unused in (("L", greys[0].astype(np.uint8), 40, 41),
+                                        ("RGB", colour, tuple(map(int, colour[0, 0])), (1, 2, 3))):
+        png = tmp_path / f"trns-{mode}" / "a" / "0.png"
+        png.parent.mkdir(parents=True)
+        Image.fromarray(pixels, mode).save(png, transparency=clear)
+        with pytest.raises(SourceFormatError, match=rf"0\.png: has transparent pixels \(mode {mode}\)"):
+            read_source(png.parent.parent)
+        Image.fromarray(pixels, mode).save(png, transparency=unused)
+        np.testing.assert_array_equal(read_source(png.parent.parent).splits["train"].images()[0],
+                                      pixels)
 
 
 def test_a_class_in_no_training_example_is_said(tmp_path, capsys):

@@ -194,6 +194,8 @@ def _as_8bit(image, origin):
     """``image`` in mode L or RGB, refusing what that would change silently."""
     mode = image.mode
     if mode in (_GRAY, _COLOUR):
+        if "transparency" in image.info:  # (a PNG's tRNS: one grey or colour is transparent)
+            _refuse_transparent(image.convert("LA" if mode == _GRAY else "RGBA"), mode, origin)
         return image
     if mode == "1":
         return image.convert(_GRAY)
@@ -206,18 +208,23 @@ def _as_8bit(image, origin):
             f"{origin}: image mode {mode} is not 8-bit grey or colour (int8store stores "
             "8-bit pixels); convert it to L or RGB first"
         )
-    alpha = np.asarray(image.getchannel("A"))
-    if alpha.size and alpha.min() < 255:
-        raise SourceFormatError(
-            f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
-            "colour pixels only, so flatten the transparency first"
-        )
+    _refuse_transparent(image, mode, origin)
     image = image.convert(_GRAY if mode == "LA" else _COLOUR)
     if mode in _PALETTE and _all_grey(image):
         # A GIF has no grey mode: Pillow reads one of fewer than 256 greys
         # as a palette of greys, stored in a third of colour's bytes.
         return image.getchannel("R")
     return image
+
+
+def _refuse_transparent(image, mode, origin):
+    """Refuse ``image`` (with an alpha channel) if a pixel is not opaque."""
+    alpha = np.asarray(image.getchannel("A"))
+    if alpha.size and alpha.min() < 255:
+        raise SourceFormatError(
+            f"{origin}: has transparent pixels (mode {mode}); int8store keeps grey or "
+            "colour pixels only, so flatten the transparency first"
+        )
 
 
 def in_colour_by_header(data):
