@@ -7,7 +7,7 @@
     int8store verify [--strong] FILE...
     int8store manifest FILE
     int8store budget [--dataset D] [--model logistic|mlp|lenet5] [--batch-size B]
-                     [--device-memory SIZE] [--margin F] [--devices N] [--mode M] [--dtype T]
+                     [--device-memory SIZE] [--margin F] [--devices N|all] [--mode M] [--dtype T]
     int8store preview SRC... -o GRID.png [--split S] [--count N] [--scale K] [--force]
 
 Domain errors (bad or hostile input, a full disk, an unwritable folder, a
@@ -26,7 +26,7 @@ import sys
 
 from .errors import ArgumentError, Int8StoreError, shortened
 from .memory.models import MODELS
-from .runtime.arguments import OneLineParser
+from .runtime.arguments import OneLineParser, devices_option
 
 __all__ = ["main"]
 
@@ -193,9 +193,9 @@ def _parser():
                         help="the memory to plan for, e.g. 1GiB (default: asked of the "
                              "device through JAX or nvidia-smi; with --mode c, this machine's "
                              "memory)")
-    budget.add_argument("--devices", type=int, default=1, metavar="N",
-                        help="plan for N devices, each holding a block of every split and a "
-                             "part of each minibatch (default: %(default)s)")
+    budget.add_argument("--devices", type=devices_option, default=1, metavar="N",
+                        help="plan for N devices (or all that JAX sees), each holding a block "
+                             "of every split and a part of each minibatch (default: %(default)s)")
     budget.add_argument("--margin", type=float, default=0.1,
                         help="fraction of the memory kept free for the framework and "
                              "fragmentation (default: %(default)s)")

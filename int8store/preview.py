@@ -79,7 +79,7 @@ class Preview:
                  f"classes: {named(self.lacking)} (empty rows)" if self.lacking else "")
         if self.fewer:
             lacks += (f"; {len(self.fewer)} class{'es have' if len(self.fewer) > 1 else ' has'} "
-                      f"fewer than {self.count}: "
+                      f"fewer than {self.count:,}: "
                       + ", ".join(f"{named([name])} ({held})" for name, held in self.fewer.items()))
         up_to = "up to " if self.fewer or self.lacking else ""
         return (f"{self.path}: {counted(len(self.classes), 'class')} x {up_to}"

@@ -442,6 +442,23 @@ def test_budget_answers_per_device(capsys):
     assert "a minibatch of 296 is 37 on each" in out
 
 
+def test_budget_takes_all_devices_as_the_tutorials_do(capsys):
+    # (it was refused: "invalid int value: 'all'")
+    args = ["budget", "--dataset", "digits", "--model", "logistic", "--device-memory", "64MiB"]
+    assert main(args + ["--mode", "c", "--devices", "all"]) == 0  # the C backend's one CPU
+    assert capsys.readouterr().out == (main(args + ["--mode", "c"]), capsys.readouterr().out)[1]
+    if has_jax:
+        import jax
+
+        assert main(args + ["--devices", "all"]) == 0
+        every = capsys.readouterr().out
+        assert main(args + ["--devices", str(jax.device_count())]) == 0
+        assert every == capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(args + ["--devices", "some"])
+    assert "--devices: expected a number of devices or 'all', got 'some'" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 def test_xlas_own_figure_counts_the_steps_arguments_exactly():
     from int8store.memory.estimates import xla_step_memory

@@ -41,7 +41,8 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     """The text ``int8store budget`` prints, the model's floats of ``dtype``
     (by default the tutorials': float32 in JAX mode, as on an accelerator;
     floatX on the C backend), its step as ``mode`` runs it ("jax", or "c":
-    the C backend on the CPU, one device). With ``devices`` > 1, the answer
+    the C backend on the CPU, one device). ``devices``: a count, or "all"
+    that JAX sees. With ``devices`` > 1, the answer
     is per device: each split in blocks of ``ceil(examples / devices)`` rows,
     one per device (as ``int8store.place(..., devices=N)`` lays them), the
     parameters on each, and ``batch_size`` the global minibatch, a
@@ -51,7 +52,12 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     counts, image_shape, n_classes = dataset_summary(dataset)
     if model == "lenet5":
         lenet5_geometry(image_shape, source=dataset)  # (images it cannot take, refused by name)
-    devices, mode = int(devices), check_mode(mode)
+    mode = check_mode(mode)
+    if devices == "all":  # (as the tutorials take it: every device JAX sees; C runs on one)
+        from ..backend.jax.mode import require_jax
+
+        devices = 1 if mode == "c" else require_jax().device_count()
+    devices = int(devices)
     if devices < 1:
         raise ArgumentError(f"devices={devices}: expected 1 or more")
     if devices > 1 and mode == "c":  # (as the tutorials refuse it)
@@ -204,7 +210,7 @@ def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
                    "shard of a whole batch fits)")
     return (f"streamed: the int8 data does not fit whole; --max-device-bytes "
             f"{describe_bytes(shard_bytes)} ({shard_bytes}){smaller} streams each split in "
-            f"shards of {examples:,} examples beside the step (a shard of each of the "
+            f"shards of {counted(examples, 'example')} beside the step (a shard of each of the "
             f"{n_splits} splits on the device, and one more while a shard is swapped in)")
 
 

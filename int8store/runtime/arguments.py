@@ -1,10 +1,10 @@
 """A command line's parser whose errors are one line, naming the mistake:
-the ``int8store`` command's and the tutorials'."""
+the ``int8store`` command's and the tutorials'; and the options they share."""
 
 import argparse
 import sys
 
-__all__ = ["OneLineParser"]
+__all__ = ["OneLineParser", "devices_option"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -41,3 +41,16 @@ class OneLineParser(argparse.ArgumentParser):
                 if word in action.choices:
                     return action.choices[word]
         return self
+
+
+def devices_option(text):
+    """--devices: a count, or 'all'."""
+    if text == "all":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of devices or 'all', got {text!r}")
+    return count

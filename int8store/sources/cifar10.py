@@ -280,7 +280,7 @@ def _split(name, batches, origin):
     """One split of ``batches`` ((rows, labels) pairs, emptied as they are
     copied), its images channels last."""
     count = sum(len(rows) for rows, _ in batches)
-    check_memory(count * _ROW, f"the {name} images", origin)
+    check_memory(count * _ROW, f"the {name} split", origin)
     images = np.empty((count, _SIDE, _SIDE, _CHANNELS), dtype=np.uint8)
     labels = np.concatenate([labels for _, labels in batches])
     start = 0

@@ -12,6 +12,7 @@ import re
 
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError
+from ..runtime.arguments import devices_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model
@@ -25,19 +26,6 @@ __all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", 
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
                "steps_per_call", "augment", "augment_seed", "normalize", "checkpoint", "resume",
                "progress")
-
-
-def devices_option(text):
-    """--devices: a count, or 'all'."""
-    if text == "all":
-        return text
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of devices or 'all', got {text!r}")
-    return count
 
 
 def _size(text):

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
+from ..runtime.words import counted
 from ..store.checkpoint import RUN_DESCRIPTION, npz_path, open_checkpoint, save_checkpoint
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
@@ -133,7 +134,7 @@ def _augmentation_key(text):
 
 def _held(split):
     shard = getattr(split, "shard_size", None)
-    return "whole" if shard is None else f"streamed in shards of {int(shard)} examples"
+    return "whole" if shard is None else f"streamed in shards of {counted(int(shard), 'example')}"
 
 
 @dataclass
