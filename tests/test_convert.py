@@ -473,6 +473,24 @@ def test_non_image_file_in_a_class_folder(tmp_path, capsys):
                    f"{tmp_path / 'downloads' / 'cifar-10-python.tar.gz'})", output=out)
 
 
+def test_cifar100s_archive_is_said_to_be_that(tmp_path, capsys):
+    # it was refused as class folders holding a non-image file, and no more
+    import io
+    import tarfile
+
+    path = tmp_path / "cifar-100-python.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name in ("meta", "test", "train"):
+            member = tarfile.TarInfo(f"cifar-100-python/{name}")
+            member.size = 4
+            archive.addfile(member, io.BytesIO(b"\x80\x02N."))
+    assert_refused(capsys, ["convert", path, "-o", tmp_path / "c.h5"],
+                   f"{path}:cifar-100-python/meta: not an image file",
+                   "(CIFAR-100's archive? int8store reads CIFAR-10's only: save CIFAR-100's "
+                   "images and labels in an .npz as x_train, y_train, x_test, y_test)",
+                   output=tmp_path / "c.h5")
+
+
 def test_documents_beside_the_images_are_skipped_with_a_note(tmp_path, capsys):
     # a downloaded set's README, LICENSE or labels.csv refused the whole set
     root = tmp_path / "imgs"

@@ -297,6 +297,9 @@ def _read_tree(tree, resize):
             where = "the tree of class folders" if len(parts) == 1 else "class folders"
             data = (f" (a data set int8store reads itself? give it the file: {tree.where(name)})"
                     if name.lower().endswith(_DATA_SUFFIXES) else "")
+            if "cifar-100-python" in parts:  # (CIFAR-10's archive is read, not CIFAR-100's)
+                data = (" (CIFAR-100's archive? int8store reads CIFAR-10's only: save CIFAR-100's "
+                        "images and labels in an .npz as x_train, y_train, x_test, y_test)")
             raise SourceFormatError(
                 f"{tree.where(name)}: not an image file (expected one of "
                 f"{', '.join(sorted(IMAGE_SUFFIXES))}); {where} must hold only images{data}"
