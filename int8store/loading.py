@@ -327,6 +327,9 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
                    f"streamed in {counted(stream.n_shards, 'shard')} of "
                    f"{counted(stream.shard_size, 'example')}")
             report(f"... {stream.name}: {counted(stream.n_examples, 'example')} {how}")
+        if size < min(batch_size, smallest):  # (minibatches() refuses the larger batch)
+            report(f"... batch size {batch_size} is larger than a shard of {size:,} examples: "
+                   f"minibatches of {size:,} at most")
     return streams
 
 
@@ -355,7 +358,8 @@ def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normal
         split's size where that is less (the batch size must then come down
         to it). If not even one minibatch fits in a shard, the batch size
         must come down to ``min(s.shard_size for s in streams)``: ``report``
-        says so.
+        says so, and ``minibatches`` and ``n_batches`` refuse the larger
+        batch (no shard would give one).
     seed : int, optional
         Shuffle the training split's shards and their examples each epoch
         (the validation and test splits keep their order).

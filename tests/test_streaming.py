@@ -300,6 +300,31 @@ def test_load_streams_never_reads_a_split_whole(monkeypatch):
     train.close()
 
 
+def test_a_batch_larger_than_a_shard_is_said_on_load_and_refused_by_the_loop():
+    """Shards of 20 for a batch of 30: a loop over minibatches(epoch, 30)
+    did nothing, every epoch, without a word (a user's trial). The load
+    says the batch must come down, and the loop refuses it; a batch larger
+    than the whole split still gives no minibatch, as the classic slices do."""
+    lines = []
+    train, valid, test = load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=30,
+                                      report=lines.append)
+    assert train.shard_size == 20 and train.n_examples == 200
+    assert lines[-1] == ("... batch size 30 is larger than a shard of 20 examples: "
+                         "minibatches of 20 at most")
+    for refused in (lambda: train.n_batches(30), lambda: next(train.minibatches(0, 30)),
+                    lambda: valid.n_batches(21)):
+        with pytest.raises(ArgumentError, match="batch_size=.* is larger than a shard of 20 "
+                           "examples, so no shard would give a minibatch: take minibatches "
+                           "of 20 at most"):
+            refused()
+    assert train.n_batches(20) == 10 and len(list(train.minibatches(0, 20))) == 10
+    assert train.n_batches(201) == 0 and list(train.minibatches(0, 201)) == []
+    assert valid.n_batches(51) == 0
+    lines.clear()
+    load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=20, report=lines.append)
+    assert not any("batch size" in line for line in lines)
+
+
 def test_a_split_that_fits_in_a_shard_is_read_once_and_kept(monkeypatch):
     train, valid, test = load_streams(FORMAT2, max_device_bytes=1 << 20, batch_size=10)
     assert [s.n_shards for s in (train, valid, test)] == [1, 1, 1]

@@ -62,6 +62,7 @@ from ..order.position import check_batch_size, check_epoch
 from ..order.shuffle import check_seed
 from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
+from ..runtime.words import counted
 from .buffers import BufferPool, shared_memory_available
 from .layout import ShardLayout
 from .passes import Pass, Shard
@@ -304,7 +305,21 @@ class StreamingSplit(Split):
 
     def n_batches(self, batch_size):
         """Whole minibatches in an epoch: each shard's, its remainder dropped."""
-        return self.layout.n_batches(check_batch_size(batch_size, self.name))
+        return self.layout.n_batches(self._batch_size(batch_size))
+
+    def _batch_size(self, batch_size):
+        """``batch_size`` checked; one larger than a shard is refused where
+        the split holds a whole minibatch of it: no shard would give one, so
+        the loop would do nothing, without a word. (Larger than the whole
+        split, it gives no minibatch, as the classic slices do.)"""
+        batch_size = check_batch_size(batch_size, self.name)
+        if self.shard_size < batch_size <= self.n_examples:
+            raise ArgumentError(
+                f"{self.name}: batch_size={batch_size} is larger than a shard of "
+                f"{counted(self.shard_size, 'example')}, so no shard would give a minibatch: "
+                f"take minibatches of {self.shard_size} at most, or give the shards more "
+                "bytes (max_device_bytes, --max-device-bytes)")
+        return batch_size
 
     def minibatches(self, epoch, batch_size, start=0):
         """Each whole minibatch of epoch ``epoch`` from number ``start`` on, a
@@ -313,7 +328,7 @@ class StreamingSplit(Split):
         before the one that holds ``start`` is read): ``train_model(index)``
         with the classic ``givens`` reads the right rows. Its index is valid
         while its shard is loaded (read later, it raises :class:`StreamError`)."""
-        epoch, batch_size = check_epoch(epoch, self.name), check_batch_size(batch_size, self.name)
+        epoch, batch_size = check_epoch(epoch, self.name), self._batch_size(batch_size)
         first, number, skip = self.layout.start_of(epoch, batch_size, start)
         with closing(self.epoch(epoch, None, first)) as shards:
             for shard in shards:

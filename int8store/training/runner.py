@@ -145,10 +145,10 @@ class Run:
         smallest = min(split.largest_batch() for split in self.splits)
         devices = self.train.devices
         taken = fitted_batch_size(batch_size, smallest, devices)
-        if taken.largest is not None:
-            what = "shard" if smallest < min(split.n_examples for split in self.splits) \
-                else "split"
-            print(f"... batch size {batch_size} is larger than a {what} of {smallest} examples: "
+        # (a cut to a shard's size was said by load_splits, which streamed them)
+        if taken.largest is not None \
+                and smallest >= min(split.n_examples for split in self.splits):
+            print(f"... batch size {batch_size} is larger than a split of {smallest} examples: "
                   f"using {smallest}")
         if taken.devices is not None:
             print(f"... batch size {taken.largest or batch_size} is not a multiple of the "
