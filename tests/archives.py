@@ -126,12 +126,22 @@ def write_image_folder(root, images, labels, class_names=None, suffix=".png"):
     return [index for _, _, index in sorted(paths)]
 
 
-def zip_folder(folder, archive_path, wrap=None):
-    """Zip ``folder``'s content (inside a top folder ``wrap`` if given)."""
+def _members(folder, shuffle):
+    """``folder``'s content in name order, or shuffled by the seed ``shuffle``
+    (an archive's members in the order a file system listed them)."""
+    paths = sorted(folder.rglob("*"))
+    if shuffle is not None:
+        np.random.default_rng(shuffle).shuffle(paths)
+    return paths
+
+
+def zip_folder(folder, archive_path, wrap=None, shuffle=None):
+    """Zip ``folder``'s content (inside a top folder ``wrap`` if given), its
+    members in name order or shuffled by the seed ``shuffle``."""
     import zipfile
 
     with zipfile.ZipFile(archive_path, "w") as archive:
-        for path in sorted(folder.rglob("*")):
+        for path in _members(folder, shuffle):
             if path.is_file():
                 name = path.relative_to(folder).as_posix()
                 archive.write(path, f"{wrap}/{name}" if wrap else name)
@@ -160,13 +170,14 @@ def without_utf8_flags(archive_path):
     return archive_path
 
 
-def tar_folder(folder, archive_path, prefix=""):
+def tar_folder(folder, archive_path, prefix="", shuffle=None):
     """Tar and gzip ``folder``'s content, member names starting with ``prefix``
-    (``./`` as ``tar czf archive.tar.gz .`` writes them)."""
+    (``./`` as ``tar czf archive.tar.gz .`` writes them), in name order or
+    shuffled by the seed ``shuffle``."""
     import tarfile
 
     with tarfile.open(archive_path, "w:gz") as archive:
-        for path in sorted(folder.rglob("*")):
+        for path in _members(folder, shuffle):
             if path.is_file():
                 archive.add(path, prefix + path.relative_to(folder).as_posix())
     return archive_path

@@ -254,6 +254,21 @@ def test_a_resize_no_image_may_have_is_refused_before_any_is_read(tmp_path, caps
             "than the ceiling of 100.0 MiB", extra=["--resize", "5000x5000", "--max-memory", "100MiB"])
 
 
+def test_a_tar_that_loses_an_image_after_its_listing_was_read_is_refused(tmp_path):
+    """A tar out of name order is read once into name order; if it no longer
+    holds every image its listing named, it is refused, not read with a
+    row of zeros."""
+    root = image_folder(tmp_path)
+    path = tar_folder(root, tmp_path / "set.tar.gz", shuffle=1)
+    split = read_source(path).splits["train"]
+    files = sorted(root.rglob("*.png"))
+    files[-1].unlink()
+    tar_folder(root, path, shuffle=1)
+    with pytest.raises(SourceFormatError, match=f"{path}: holds {len(files) - 1} of the "
+                       f"{len(files)} images its listing named; was it changed while read"):
+        split.images()
+
+
 def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
     root = image_folder(tmp_path)
     for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):

@@ -6,7 +6,9 @@ Layouts (after descending into a single wrapping folder):
 * ``SPLIT/CLASS/IMAGE`` with ``SPLIT`` in train/valid/validation/val/test (any case).
 
 Labels number the class folders in sorted name order; the names are kept as
-label names. Images are decoded by Pillow: a set of grey images (a palette
+label names. The examples are in name order (split, class, file) whatever
+holds them, a tar's members in another order too: a folder, its zip and its
+tar are one source. Images are decoded by Pillow: a set of grey images (a palette
 of greys included: a GIF has no grey mode) stays one channel (``rows x
 cols``); a set with a colour image keeps three (``rows x cols x 3``), its
 grey images the grey in each channel, as torchvision's ``ImageFolder`` and
@@ -26,7 +28,9 @@ unpacks to gigabytes is refused before a byte of it is unpacked.
 """
 
 import contextlib
+import math
 import os
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -338,11 +342,11 @@ def _read_tree(tree, resize):
                 f"{tree.where(name)}: the class folder's name is not valid UTF-8, and class "
                 "names are stored as text; rename the folder") from None
     label_of = {c: i for i, c in enumerate(classes)}
-    if tree.in_order is None:
-        entries.sort(key=lambda e: (e[0], e[1], e[2]))
-    else:
-        order = {n: i for i, n in enumerate(tree.names)}
-        entries.sort(key=lambda e: order[e[2]])
+    # Name order whatever holds the images: a tar's own order is the one
+    # `tar` took from a file system's listing, and a folder, its zip and its
+    # tar split alike only if the order is the names' (the order is a pure
+    # function of the seed and the source).
+    entries.sort(key=lambda e: (e[0], e[1], e[2]))
     first = entries[0][2]
     reference = decoded(_read_one(tree, first), tree.where(first), resize)
     notes = (_documents_note(tree, documents),) if documents else ()
@@ -363,6 +367,34 @@ def _read_tree(tree, resize):
                 split, np.array([label_of[c] for c, _ in chosen], dtype=np.int32),
                 reference.shape, np.uint8, read_chunks, tree.label, read_rows)
     return SourceData(splits, origin=tree.label, label_names=classes, by_class=True, notes=notes)
+
+
+def _tar_in_name_order(tree, names, pixels, shape):
+    """A tar's images ``names``, decoded, in that order: the archive read
+    once in its own order (seeking back would decompress it again for each
+    image), each image put in its place in a temporary file that the page
+    cache holds while it can (the split's pixels, 1 byte each)."""
+    place = {name: index for index, name in enumerate(names)}
+    try:
+        spill = tempfile.TemporaryFile(prefix=".int8store-tar-")
+        spill.truncate(len(names) * math.prod(shape))
+    except OSError as error:
+        raise SourceFormatError(
+            f"{tree.label}: could not make a temporary file for its images in name order "
+            f"({tempfile.gettempdir()}: {error.strerror or error}); give TMPDIR a folder with "
+            "room, or extract the archive and give its folder") from error
+    with spill:
+        held = np.memmap(spill, dtype=np.uint8, mode="r+", shape=(len(names),) + shape)
+        found = 0
+        with contextlib.closing(tree.in_order(set(place))) as items:
+            for name, data in items:
+                held[place[name]] = pixels(name, data)
+                found += 1
+        if found != len(names):  # (changed since its listing was read)
+            raise SourceFormatError(f"{tree.label}: holds {found} of the {len(names)} images "
+                                    "its listing named; was it changed while read?")
+        yield from held
+        del held
 
 
 def _refuse_beside_splits(tree, files, depth):
@@ -448,12 +480,19 @@ def _readers(tree, names, shape, first, resize):
                    "preview take it, and load_data reads the store convert makes)"))
         return image
 
+    def in_name_order():
+        if tree.read is not None:
+            return (pixels(name, tree.read(name)) for name in names)
+        wanted = set(names)
+        if [name for name in tree.names if name in wanted] == names:  # (tar --sort=name)
+            return (pixels(name, data) for name, data in tree.in_order(wanted))
+        return _tar_in_name_order(tree, names, pixels, shape)
+
     def read_chunks(rows):
-        items = ((n, tree.read(n)) for n in names) if tree.read else tree.in_order(set(names))
         chunk = np.empty((rows,) + shape, dtype=np.uint8)
         filled = 0
-        for name, data in items:
-            chunk[filled] = pixels(name, data)
+        for image in in_name_order():
+            chunk[filled] = image
             filled += 1
             if filled == rows:
                 yield chunk.copy()
