@@ -464,12 +464,17 @@ def test_grey_images_in_a_set_with_colour_ones_are_colour_and_other_sizes_told_t
         == [(0, 0, 0), (9, 99, 199)]
     (root / "dog" / "colour.png").unlink()
     Image.fromarray(np.zeros((5, 3), np.uint8)).save(root / "dog" / "tall.png")
-    refused(tmp_path, capsys, [root], "is 5x3 grey but", "--resize HxW resizes every image: int8store convert and preview take it")
+    refused(tmp_path, capsys, [root], "tall.png: is 5x3 but", "--resize HxW resizes every image: int8store convert and preview take it")
+    # In a set held in colour, a grey image of another size is not called
+    # colour (it was: "is 5x3 colour", the grey read in each channel).
+    Image.fromarray(np.full((3, 3, 3), 9, np.uint8)).save(root / "cat" / "colour.png")
+    refused(tmp_path, capsys, [root], "tall.png: is 5x3 but", "is 3x3; all images must share")
+    (root / "cat" / "colour.png").unlink()
     # A colour image of another size names the grey one the size came from
     # (it named itself on both sides: "colour.png is 5x3 colour but colour.png is 6x5").
     (root / "dog" / "tall.png").unlink()
     Image.fromarray(np.zeros((5, 3, 3), np.uint8)).save(root / "dog" / "colour.png")
-    err = refused(tmp_path, capsys, [root], "colour.png: is 5x3 colour but", "is 3x3; all images "
+    err = refused(tmp_path, capsys, [root], "colour.png: is 5x3 but", "is 3x3; all images "
                   "must share a size (--resize HxW resizes every image")
     assert err.count("colour.png") == 1
 

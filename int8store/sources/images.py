@@ -474,7 +474,7 @@ def _readers(tree, names, shape, first, resize):
                     f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} "
                     f"is {_describe(shape)}; all images must share a size and colour")
             raise SourceFormatError(
-                f"{tree.where(name)}: is {_describe(image.shape)} but {tree.where(first)} is "
+                f"{tree.where(name)}: is {_size(image.shape)} but {tree.where(first)} is "
                 f"{_size(shape)}; all images must share a size"
                 + ("" if resize else " (--resize HxW resizes every image: int8store convert and "
                    "preview take it, and load_data reads the store convert makes)"))
