@@ -513,6 +513,11 @@ def test_budget_without_an_accelerator_says_what_a_gpu_adds(capsys, monkeypatch)
                  "1GB"]) == 0
     out = capsys.readouterr().out
     assert "run budget where the GPU is, and it asks XLA" in out
+    assert "(LeNet5's step took 1.9-2.0x the finer estimate on an H200)" in out
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GB"]) == 0
+    other = capsys.readouterr().out  # (LeNet5's figure is its convolutions')
+    assert "workspaces a graph cannot show: run budget where" in other and "LeNet5" not in other
     if has_jax:
         from int8store.memory.estimates import xla_step_memory
 
