@@ -200,6 +200,14 @@ def test_budget_on_the_c_backend_plans_in_floatx_on_one_cpu(capsys):
     assert (f"step:     {floatx} on the C backend, floatX, as the tutorials train on the C "
             "backend (--dtype to plan another)\n") in out
     assert f"x 2 x {np.dtype(floatx).itemsize} bytes" in out
+    for dtype in ("float64", "float32"):  # (the classic holds its images in floatX)
+        assert main(["budget", "--dataset", "digits", "--model", "logistic", "--mode", "c",
+                     "--dtype", dtype]) == 0
+        rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()
+                if line.startswith(("int8 ", "float"))]
+        assert [row[0] for row in rows] == ["int8", dtype]
+        images, labels = 1797 * 64, 4 * 1797
+        assert " ".join(rows[1][1:3]) == describe_bytes(np.dtype(dtype).itemsize * images + labels)
     assert main(["budget", "--dataset", "digits", "--model", "logistic", "--mode", "c",
                  "--devices", "2"]) == 2
     assert capsys.readouterr().err == ("error: --devices 2 needs --mode jax: the C backend runs "

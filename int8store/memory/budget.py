@@ -164,12 +164,13 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
              f"largest batch{each} beside the data", f"examples that fit{each} beside the model")]
     cap = max(1, smallest // devices)  # (the largest batch the tutorials take, a device's part)
     capped = False
-    for kind in ("int8", "float32"):
-        data = split_bytes(total, image_shape)[kind]
+    classic = "float64" if np.dtype(dtype) == np.float64 else "float32"  # (floatX's)
+    for kind in ("int8", classic):
+        data = split_bytes(total, image_shape, classic)[kind]
         room = usable - data
         largest = max_batch_size(estimate, room, margin=0, limit=cap) if room > 0 else 0
         capped |= largest == cap
-        beside = examples_that_fit(usable, image_shape, reserved=step.total)[kind]
+        beside = examples_that_fit(usable, image_shape, reserved=step.total, classic=classic)[kind]
         rows.append((kind, describe_bytes(data), describe_bytes(step.total),
                      "yes" if data + step.total <= usable else "no",
                      f"{largest:,}" + ("*" if largest == cap else ""), f"{beside:,}"))

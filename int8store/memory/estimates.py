@@ -91,10 +91,12 @@ def memory_table(splits):
     )
 
 
-def split_bytes(n_examples, image_shape):
-    """``{"int8": bytes, "float32": bytes}`` of a split's images and int32 labels."""
+def split_bytes(n_examples, image_shape, classic="float32"):
+    """``{"int8": bytes, classic: bytes}`` of a split's images and int32
+    labels, held as int8 and as the classic held them (floatX)."""
     pixels = n_examples * math.prod(image_shape)
-    return {"int8": pixels + 4 * n_examples, "float32": FLOAT32_BYTES * pixels + 4 * n_examples}
+    return {"int8": pixels + 4 * n_examples,
+            classic: np.dtype(classic).itemsize * pixels + 4 * n_examples}
 
 
 def rule_of_thumb_bytes(neurons, parameters, batch_size, itemsize=FLOAT32_BYTES):
@@ -351,11 +353,11 @@ def _bisect(estimate, usable, low, high):
     return low
 
 
-def examples_that_fit(budget, image_shape, reserved=0):
-    """``{"int8": n, "float32": n}``: how many examples (images and labels) fit
+def examples_that_fit(budget, image_shape, reserved=0, classic="float32"):
+    """``{"int8": n, classic: n}``: how many examples (images and labels) fit
     in ``budget`` bytes beside ``reserved`` ones (the model's)."""
     free = max(0, budget - reserved)
-    one = split_bytes(1, image_shape)
+    one = split_bytes(1, image_shape, classic)
     return {kind: free // size for kind, size in one.items()}
 
 
