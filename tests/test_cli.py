@@ -36,6 +36,9 @@ def subcommands():
     (["convert", "d.npz", "--out", "x.h5", "--lossyy"],  # (--out: an abbreviation argparse takes)
      "--lossyy is not an option of int8store convert (did you mean --lossy?)"),
     (["budget", "--modl", "mlp"], "--modl is not an option of int8store budget (did you mean --model?)"),
+    # (two letters swapped: difflib alone offered --mode)
+    (["budget", "--modle", "mlp"], "--modle is not an option of int8store budget (did you mean --model?)"),
+    (["budget", "--mdoe", "c"], "--mdoe is not an option of int8store budget (did you mean --mode?)"),
     (["manifest", "a.h5", "b.h5"], "unrecognized arguments: b.h5; int8store manifest --help"),
     (["info"], "the following arguments are required: FILE; int8store info --help lists"),
     (["manifest", "a.h5", "--", "--b.h5"], "unrecognized arguments: --b.h5"),  # (no option after --)
