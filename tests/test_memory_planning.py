@@ -419,6 +419,11 @@ def test_sizes_are_read_in_every_usual_spelling():
             parse_size(bad)
     with pytest.raises(ArgumentError, match="a size too large to be one"):
         parse_size("1e400")
+    with pytest.raises(ArgumentError, match=r"--device-memory='0.5': expected a positive size "
+                       r"\(a bare number counts bytes: 0.5GiB\?\)"):
+        parse_size("0.5", "--device-memory")  # (a trial's half a gigabyte)
+    with pytest.raises(ArgumentError, match=r"'0': expected a positive size$"):
+        parse_size("0")
     assert max_batch_size(lambda b: 1000 + 10 * b, "2kB", margin=0) == 100
     with pytest.raises(ArgumentError, match="budget=None: expected bytes"):
         max_batch_size(lambda b: b, None)

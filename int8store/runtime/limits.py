@@ -97,7 +97,10 @@ def parse_size(size, what="max_memory"):
         # Exact (1.5GiB, 36893489T): a float would round a large product.
         number = int(fractions.Fraction(mantissa) * 10 ** exponent * _UNITS[unit])
     if number < 1:
-        raise ArgumentError(f"{what}={size!r}: expected a positive size")
+        bare = not isinstance(size, numbers.Number) and 0 < float(match.group(1)) \
+            and not match.group(3)
+        raise ArgumentError(f"{what}={size!r}: expected a positive size"
+                            + (f" (a bare number counts bytes: {size}GiB?)" if bare else ""))
     return number
 
 
