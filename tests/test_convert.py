@@ -520,6 +520,19 @@ def test_documents_beside_the_images_are_skipped_with_a_note(tmp_path, capsys):
         read_source(root)
 
 
+def test_a_set_of_one_class_folder_converts_with_a_note(tmp_path, capsys):
+    # (it converted and trained to 0 % error without a word: a folder of
+    # images given where a folder of class folders was meant)
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((6, 3, 3), np.uint8), [0] * 6, ["cat"])
+    assert main(["convert", str(root), "-o", str(tmp_path / "m.h5")]) == 0
+    assert (f"note: one class folder (cat): every image has label 0, and a classifier learns "
+            f"nothing from one class; {root} should hold a folder of images for each class") \
+        in capsys.readouterr().out
+    write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1], ["cat", "dog"])
+    assert read_source(root).notes == ()
+
+
 def test_an_empty_image_file_is_named_empty(tmp_path, capsys):
     root = tmp_path / "imgs"
     write_image_folder(root, np.zeros((2, 3, 3), np.uint8), [0, 1])

@@ -350,6 +350,10 @@ def _read_tree(tree, resize):
     first = entries[0][2]
     reference = decoded(_read_one(tree, first), tree.where(first), resize)
     notes = (_documents_note(tree, documents),) if documents else ()
+    if len(classes) == 1:  # (a folder of images given for a folder of class folders?)
+        notes += (f"one class folder ({classes[0]}): every image has label 0, and a classifier "
+                  f"learns nothing from one class; {tree.label} should hold a folder of images "
+                  "for each class",)
     if reference.ndim == 2:  # (the set is grey only if all its images are)
         in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:
