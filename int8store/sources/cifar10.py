@@ -229,7 +229,10 @@ def _batch(content, where):
                                 "array of uint8")
     if data.dtype != np.uint8:
         raise SourceFormatError(f"{where}: its data has dtype {data.dtype}, expected uint8")
-    if data.ndim != 2 or data.shape[1] != _ROW or not len(data):
+    if data.ndim == 2 and data.shape[1] == _ROW and not len(data):
+        raise SourceFormatError(f"{where}: holds no image (its data has shape {data.shape}); a "
+                                "CIFAR-10 batch holds 10,000")
+    if data.ndim != 2 or data.shape[1] != _ROW:
         raise SourceFormatError(f"{where}: its data has shape {data.shape}, expected (N, {_ROW}): "
                                 f"N images of {_SIDE}x{_SIDE} pixels in red, green and blue planes")
     if not (isinstance(labels, list) and all(type(v) is int for v in labels)):
@@ -268,7 +271,7 @@ def _source(found, origin, inside):
     looked for, for messages)."""
     missing = [n for n in TRAIN_BATCHES + (TEST_BATCH,) if n not in found]
     if missing:
-        raise SourceFormatError(f"{origin}: holds no {', '.join(missing)} in {inside}; CIFAR-10 "
+        raise SourceFormatError(f"{inside}: holds no {', '.join(missing)}; CIFAR-10 "
                                 f"(python version) holds {', '.join(TRAIN_BATCHES)} and {TEST_BATCH}")
     label_names = found.pop(META, None)
     splits = {"train": _split("train", [found.pop(n) for n in TRAIN_BATCHES], origin),
