@@ -309,6 +309,22 @@ def test_budget_names_the_dataset_whose_images_lenet5_cannot_take(capsys, tmp_pa
     assert capsys.readouterr().err.startswith(f"error: {flat}: images of 64 values, not rows")
 
 
+def test_budget_on_class_folders_says_the_size_is_the_first_images(capsys, tmp_path):
+    # (it planned a folder of mixed sizes as fitting; budget decodes no image)
+    from PIL import Image
+
+    for name, size in (("a/1.png", (8, 8)), ("a/2.png", (8, 8)), ("b/3.png", (8, 9))):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        Image.fromarray(np.zeros(size, np.uint8)).save(tmp_path / name)
+    assert main(["budget", "--dataset", str(tmp_path), "--model", "logistic",
+                 "--device-memory", "1GiB"]) == 0
+    assert ("images of 8x8 (the first image's size: convert and load_data check every "
+            "image's), 2 classes") in capsys.readouterr().out
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GiB"]) == 0
+    assert "first image" not in capsys.readouterr().out
+
+
 def test_budget_says_when_it_cuts_the_tutorials_own_batch(capsys):
     assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
                  "1GiB", "--devices", "7"]) == 0

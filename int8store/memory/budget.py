@@ -25,15 +25,19 @@ _DEFAULTS = {"jax": ", as the tutorials train on an accelerator (--mode c: on th
 
 
 def dataset_summary(dataset):
-    """``(counts, image_shape, n_classes)`` of a dataset, as ``load_data`` plans
-    it: ``counts`` is ``{split: examples}``. Images are not decoded."""
+    """``(counts, image_shape, n_classes, by_image_files)`` of a dataset, as
+    ``load_data`` plans it: ``counts`` is ``{split: examples}``;
+    ``by_image_files``, whether the shape is the first image file's (the
+    others' are checked when read: the images are not decoded here)."""
     from ..plan.splits import plan_splits
     from ..sources import read_source
 
-    plan = plan_splits(read_source(dataset))
+    source = read_source(dataset)
+    by_image_files = source.by_class
+    plan = plan_splits(source)
     counts = {name: split.count for name, split in plan.splits.items()}
     n_classes = class_count([plan.labels(name) for name in plan.splits if counts[name]], dataset)
-    return counts, tuple(plan.image_shape), n_classes
+    return counts, tuple(plan.image_shape), n_classes, by_image_files
 
 
 def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1, devices=1,
@@ -49,7 +53,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     ``batch_size / devices`` part on each device."""
     if model not in MODELS:
         raise ArgumentError(f"model={model!r}: expected one of {', '.join(MODELS)}")
-    counts, image_shape, n_classes = dataset_summary(dataset)
+    counts, image_shape, n_classes, by_image_files = dataset_summary(dataset)
     if model == "lenet5":
         lenet5_geometry(image_shape, source=dataset)  # (images it cannot take, refused by name)
     mode = check_mode(mode)
@@ -112,7 +116,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     each = "" if devices == 1 else " per device"
     lines = [
         f"dataset:  {dataset}: " + ", ".join(f"{n:,} {name}" for name, n in counts.items())
-        + f" images of {shape}, {counted(n_classes, 'class')}",
+        + f" images of {shape}"
+        + (" (the first image's size: convert and load_data check every image's)"
+           if by_image_files else "") + f", {counted(n_classes, 'class')}",
         f"device:   {describe_bytes(budget)} ({where}); planning for {describe_bytes(usable)}, "
         f"keeping {margin:.0%} free",
         f"model:    {model}, {memory.parameters:,} parameters "
