@@ -131,8 +131,9 @@ def _parser():
                          help="quantize data int8 cannot hold exactly to 256 levels and report "
                               "the largest error (default: refuse such data)")
     convert.add_argument("--resize", type=_size, metavar="HxW",
-                         help="resize image files to H rows, W columns (default: keep their "
-                              "size, which all must share)")
+                         help="resize image files to H rows, W columns, stretched (the aspect "
+                              "ratio not kept, as torchvision's Resize((H, W))) with Pillow's "
+                              "bicubic filter (default: keep their size, which all must share)")
     convert.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="the arrays of a split in an .npz or HDF5 source (repeatable; "
                               "only the splits named are read; default: found by their names, "
