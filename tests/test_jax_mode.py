@@ -343,3 +343,23 @@ def test_a_split_shorter_than_a_minibatch_compiles_as_the_classic_did(mode):
     images = x.reshape((600, 1, 8, 8))
     lib.function([index], images.sum(), givens={x: valid_x[index * 600:(index + 1) * 600]},
                  mode=function_mode(mode))
+
+
+def test_an_assertion_is_skipped_without_a_warning_a_false_one_raised():
+    """JAX cannot check an assertion inside its trace: the library's
+    conversion skips it with a warning for each, and PyTensor's own
+    broadcasting checks put one in a user's classic graph (a trial's first
+    run printed it). int8store's JAX mode skips it quietly; one false
+    whatever the inputs is still raised."""
+    import warnings
+
+    Assert = api.module("raise_op").Assert
+    x = at.vector("x")
+    checked = Assert("x must be short")(x, at.lt(x.shape[0], 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        twice = lib.function([x], checked * 2, mode=function_mode("jax"))
+        np.testing.assert_array_equal(twice(np.ones(3, dtype=x.dtype)), [2, 2, 2])
+    never = Assert("never")(x, at.constant(False))
+    with pytest.raises(AssertionError, match="never"):
+        lib.function([x], never * 2, mode=function_mode("jax"))

@@ -36,6 +36,8 @@ _jax_funcify = _api.module("link.jax.dispatch").jax_funcify
 _jax_typify = _api.module("link.jax.dispatch").jax_typify
 Argmax = _api.module("tensor.math").Argmax
 AdvancedIncSubtensor = _api.module("tensor.subtensor").AdvancedIncSubtensor
+CheckAndRaise = _api.module("raise_op").CheckAndRaise
+Constant = _api.module("graph.basic").Constant
 
 
 def typify(data, dtype=None, **kwargs):
@@ -183,6 +185,23 @@ def jax_funcify_AdvancedIncSubtensor(op, node=None, **kwargs):
     if node is None or not one_update_a_row(node):
         return general
     return row_update(op, general)
+
+
+@convert.register(CheckAndRaise)
+def jax_funcify_CheckAndRaise(op, node=None, **kwargs):
+    """An assertion JAX cannot check inside its trace: skipped, as the
+    library's conversion skips it, without the warning that conversion gives
+    for each (PyTensor's own broadcasting checks put one in most users'
+    graphs: a false alarm on a first run). One false whatever the inputs is
+    raised, as PyTensor raises it."""
+    conditions = node.inputs[1:] if node is not None else ()
+    if any(isinstance(c, Constant) and not bool(c.data) for c in conditions):
+        raise op.exc_type(op.msg)
+
+    def assert_fn(x, *conditions):
+        return x
+
+    return assert_fn
 
 
 @convert.register(Argmax)
