@@ -576,3 +576,12 @@ def test_budget_in_float64_on_an_accelerator_asks_xla_only_with_64_bit_jax(capsy
         assert "XLA's own figure for the step compiled for the cpu" in out
     else:  # XLA would have compiled float32: not asked, and the line says how to ask it
         assert "XLA's own" not in out and "JAX_ENABLE_X64=1" in out
+    # Without an accelerator, where the GPU is: with 64-bit JAX there too
+    # (a trial: it said only "where the GPU is", which would not do).
+    monkeypatch.setattr(budget, "accelerator", lambda: None)
+    monkeypatch.setattr(budget, "jax_device", lambda: jax.devices("cpu")[0])
+    monkeypatch.setattr(budget, "_xla_compiles", lambda dtype: dtype == "float32")  # (no x64)
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GB", "--dtype", "float64"]) == 0
+    assert ("run budget where the GPU is, with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it "
+            "asks XLA for it") in capsys.readouterr().out

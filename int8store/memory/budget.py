@@ -159,8 +159,11 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             + (", its workspaces included" if device is not None else "")
             + "), used below, and the estimate scaled by it at other batch sizes")
     if mode == "jax" and (device is None or xla_device is None):
-        where = ("with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it asks XLA for float64"
-                 if device is not None else "where the GPU is, and it asks XLA for it")
+        x64 = "with JAX's 64-bit mode on (JAX_ENABLE_X64=1)"
+        where = (f"{x64}, and it asks XLA for float64" if device is not None else
+                 f"where the GPU is, {x64}, and it asks XLA for it"
+                 if compiled_for is not None and not _xla_compiles(dtype) else
+                 "where the GPU is, and it asks XLA for it")
         measured = (" (LeNet5's step took 1.9-2.0x the finer estimate on an H200)"
                     if model == "lenet5" else "")  # (its convolutions'; not measured for others)
         lines.append("on a GPU the step also holds workspaces a graph cannot show"
