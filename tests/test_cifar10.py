@@ -136,7 +136,13 @@ def test_an_archive_is_known_by_its_first_member_whatever_its_name(tmp_path, dat
 def test_without_batches_meta_the_classes_are_unnamed(tmp_path, data):
     members = cifar10_members(data)
     del members["batches.meta"]
-    assert read_source(write_cifar10_archive(tmp_path / "c.tar.gz", members)).label_names is None
+    path = write_cifar10_archive(tmp_path / "c.tar.gz", members)
+    source = read_source(path)
+    assert source.label_names is None
+    assert source.notes == (f"{path}:cifar-10-batches-py/ holds no batches.meta: the classes "
+                            "are unnamed (labels 0 to 9)",)  # (they were, without a word)
+    assert read_source(write_cifar10_archive(tmp_path / "named.tar.gz",
+                                             cifar10_members(data))).notes == ()
 
 
 # -- convert and load ---------------------------------------------------------

@@ -274,9 +274,12 @@ def _source(found, origin, inside):
         raise SourceFormatError(f"{inside}: holds no {', '.join(missing)}; CIFAR-10 "
                                 f"(python version) holds {', '.join(TRAIN_BATCHES)} and {TEST_BATCH}")
     label_names = found.pop(META, None)
+    notes = () if label_names is not None else (
+        f"{inside} holds no {META}: the classes are unnamed (labels 0 to 9)",)
     splits = {"train": _split("train", [found.pop(n) for n in TRAIN_BATCHES], origin),
               "test": _split("test", [found.pop(TEST_BATCH)], origin)}
-    return SourceData(splits, origin=origin, label_names=label_names, keeps_order=True)
+    return SourceData(splits, origin=origin, label_names=label_names, keeps_order=True,
+                      notes=notes)
 
 
 def _split(name, batches, origin):
