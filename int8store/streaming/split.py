@@ -58,16 +58,16 @@ import numpy as np
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
-from ..order.position import check_batch_size, check_epoch
+from ..order.position import check_epoch
 from ..order.shuffle import check_seed
 from ..order.windows import padded_plan, row_windows
 from ..runtime.interrupts import interrupts_deferred
-from ..runtime.words import counted
 from .buffers import BufferPool, shared_memory_available
 from .layout import ShardLayout
 from .passes import Pass, Shard
 from .readers import LentReader, ProcessReader, SerialReader, ThreadReader
-from ..order.shard_size import LABEL_BYTES, fitting_shard_size, shard_size_for
+from ..order.shard_size import (LABEL_BYTES, batch_within_shards, fitting_shard_size,
+                                shard_size_for)
 from .sources import StoreShards
 
 __all__ = ["StreamingSplit", "Shard", "StreamError", "shard_size_for", "fitting_shard_size",
@@ -308,18 +308,7 @@ class StreamingSplit(Split):
         return self.layout.n_batches(self._batch_size(batch_size))
 
     def _batch_size(self, batch_size):
-        """``batch_size`` checked; one larger than a shard is refused where
-        the split holds a whole minibatch of it: no shard would give one, so
-        the loop would do nothing, without a word. (Larger than the whole
-        split, it gives no minibatch, as the classic slices do.)"""
-        batch_size = check_batch_size(batch_size, self.name)
-        if self.shard_size < batch_size <= self.n_examples:
-            raise ArgumentError(
-                f"{self.name}: batch_size={batch_size} is larger than a shard of "
-                f"{counted(self.shard_size, 'example')}, so no shard would give a minibatch: "
-                f"take minibatches of {self.shard_size} at most, or give the shards more "
-                "bytes (max_device_bytes, --max-device-bytes)")
-        return batch_size
+        return batch_within_shards(batch_size, self.shard_size, self.n_examples, self.name)
 
     def minibatches(self, epoch, batch_size, start=0):
         """Each whole minibatch of epoch ``epoch`` from number ``start`` on, a
