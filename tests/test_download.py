@@ -193,8 +193,16 @@ def test_a_cached_mnist_pickle_that_is_no_pickle_says_to_delete_it(tmp_path):
         damaged.write(b"hello\n")
     with pytest.raises(SourceFormatError) as error:  # (it said "(101)", and no more)
         read_mnist(tmp_path, mirrors=[])
-    assert str(error.value) == (f"{tmp_path / 'mnist' / 'mnist.pkl.gz'}: not a valid pickle of "
-                                "numpy arrays (KeyError 101); delete it to download MNIST again")
+    assert str(error.value) == (f"{tmp_path / 'mnist' / 'mnist.pkl.gz'}: holds text, not a "
+                                "pickle (it starts 'hello'): expected the pickled (images, "
+                                "labels) pairs of train, valid and test, as mnist.pkl.gz holds "
+                                "them; delete it to download MNIST again")
+    # (bytes that are no text still say the unpickler's error)
+    with gzip.open(tmp_path / "mnist" / "mnist.pkl.gz", "wb") as damaged:
+        damaged.write(b"\x80\x02h\x07.")
+    with pytest.raises(SourceFormatError, match=r"not a valid pickle of numpy arrays \(KeyError "
+                       r"7\); delete it to download MNIST again"):
+        read_mnist(tmp_path, mirrors=[])
 
 
 def test_a_cached_mnist_pickle_beyond_the_memory_ceiling_is_not_told_to_be_deleted(tmp_path):

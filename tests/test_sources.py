@@ -443,3 +443,16 @@ def test_codes_read_under_one_candidate_are_made_again_under_the_next(monkeypatc
                                  "test")
     assert isinstance(read, np.ndarray)
     np.testing.assert_array_equal(read, then_none)
+
+
+@pytest.mark.parametrize("text", [b"hello world\n", b"cat dog\n", b"1,2,3\n"])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_text_file_named_as_a_pickle_is_said_to_be_text(tmp_path, text, gzipped):
+    # (it was "not a valid pickle of numpy arrays (KeyError 101)", or "the
+    # pickle asks for at dog.": the text read as opcodes)
+    path = tmp_path / ("notes.pkl.gz" if gzipped else "notes.pkl")
+    path.write_bytes(gzip.compress(text) if gzipped else text)
+    start = text.decode().strip()
+    with pytest.raises(SourceFormatError, match=f"^{path}: holds text, not a pickle \\(it starts "
+                       f"'{start}'\\): expected the pickled \\(images, labels\\) pairs"):
+        read_source(path)

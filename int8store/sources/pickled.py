@@ -257,11 +257,22 @@ def read_mnist_pickle(path):
     reads the images straight into their arrays; any other pickle by the
     restricted unpickler.
     """
-    content = _read_python2_arrays(path)
-    if content is None:
-        with open_maybe_gzipped(path) as f:
-            content = restricted_load(
-                BoundedReader(f, path, os.path.getsize(path), is_gzipped(path)), origin=str(path))
+    try:
+        content = _read_python2_arrays(path)
+        if content is None:
+            with open_maybe_gzipped(path) as f:
+                content = restricted_load(BoundedReader(f, path, os.path.getsize(path),
+                                                        is_gzipped(path)), origin=str(path))
+    except SizeLimitError:
+        raise
+    except SourceFormatError as error:  # (read as opcodes, text gave "KeyError 101")
+        start = _text_start(path)
+        if start is None:
+            raise
+        raise SourceFormatError(
+            f"{path}: holds text, not a pickle (it starts {start!r}): expected the pickled "
+            "(images, labels) pairs of train, valid and test, as mnist.pkl.gz holds them") \
+            from error
     if not (isinstance(content, (tuple, list)) and len(content) == 3
             and all(isinstance(s, (tuple, list)) and len(s) == 2 for s in content)):
         raise SourceFormatError(
@@ -280,6 +291,20 @@ def read_mnist_pickle(path):
     # The classic file holds flat 28x28 images.
     image_shape = (28, 28) if splits["train"].image_shape == (784,) else None
     return SourceData(splits, origin=str(path), image_shape=image_shape, keeps_order=True)
+
+
+def _text_start(path, length=24):
+    """The first characters of the file (gunzipped), if it starts as text and
+    not as a pickle of protocol 0 could (a tuple, a global of numpy's)."""
+    try:
+        with open_maybe_gzipped(path) as f:
+            start = f.read(length)
+    except (OSError, SourceFormatError):
+        return None
+    text = bytes(range(0x20, 0x7f)) + b"\t\n\r"
+    if not start or start.translate(None, text) or start.startswith((b"(", b"cnumpy", b"ccopy_reg")):
+        return None
+    return start.decode("ascii").split("\n")[0]
 
 
 def _decoded(array):
