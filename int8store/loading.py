@@ -329,7 +329,7 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
             report(f"... {stream.name}: {counted(stream.n_examples, 'example')} {how}")
         if size < min(batch_size, smallest):  # (minibatches() refuses the larger batch)
             report(f"... batch size {batch_size} is larger than a shard of {size:,} examples: "
-                   f"minibatches of {size:,} at most")
+                   f"take minibatches of {size:,} at most")
     return streams
 
 

@@ -310,7 +310,7 @@ def test_a_batch_larger_than_a_shard_is_said_on_load_and_refused_by_the_loop():
                                       report=lines.append)
     assert train.shard_size == 20 and train.n_examples == 200
     assert lines[-1] == ("... batch size 30 is larger than a shard of 20 examples: "
-                         "minibatches of 20 at most")
+                         "take minibatches of 20 at most")
     for refused in (lambda: train.n_batches(30), lambda: next(train.minibatches(0, 30)),
                     lambda: valid.n_batches(21)):
         with pytest.raises(ArgumentError, match="batch_size=.* is larger than a shard of 20 "
@@ -323,6 +323,17 @@ def test_a_batch_larger_than_a_shard_is_said_on_load_and_refused_by_the_loop():
     lines.clear()
     load_streams(FORMAT2, max_device_bytes=20 * 68, batch_size=20, report=lines.append)
     assert not any("batch size" in line for line in lines)
+
+
+def test_the_tutorial_says_it_takes_a_shards_size_for_its_batch(capsys):
+    import logistic_sgd
+
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--save-model", "",
+                              "--max-device-bytes", "16384"]) == 0
+    out = capsys.readouterr().out
+    assert ("... batch size 600 is larger than a shard of 240 examples: take minibatches of 240 "
+            "at most\n... using minibatches of 240\n") in out
+    assert "epoch 1, minibatch 4/4" in out  # (a minibatch a shard; the fifth, 237, gives none)
 
 
 def test_a_split_that_fits_in_a_shard_is_read_once_and_kept(monkeypatch):

@@ -145,11 +145,11 @@ class Run:
         smallest = min(split.largest_batch() for split in self.splits)
         devices = self.train.devices
         taken = fitted_batch_size(batch_size, smallest, devices)
-        # (a cut to a shard's size was said by load_splits, which streamed them)
-        if taken.largest is not None \
-                and smallest >= min(split.n_examples for split in self.splits):
+        if taken.largest is not None:  # (load_splits said why a shard's size: its line above)
             print(f"... batch size {batch_size} is larger than a split of {smallest} examples: "
-                  f"using {smallest}")
+                  f"using {smallest}"
+                  if smallest >= min(split.n_examples for split in self.splits) else
+                  f"... using minibatches of {smallest}")
         if taken.devices is not None:
             print(f"... batch size {taken.largest or batch_size} is not a multiple of the "
                   f"{devices} devices: using {taken.size}")
