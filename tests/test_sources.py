@@ -332,9 +332,17 @@ def test_digits_split_three_ways_deterministically():
     np.testing.assert_array_equal(np.sort(all_labels), np.sort(digits.target))
 
 
-def test_unknown_path_and_kind(tmp_path):
-    with pytest.raises(DatasetNotFoundError, match="no such file or folder"):
+def test_unknown_path_and_kind(tmp_path, monkeypatch):
+    with pytest.raises(DatasetNotFoundError, match="no such file or folder. Expected"):
         load_data(tmp_path / "nothing.npz")
+    monkeypatch.chdir(tmp_path)  # (a mistyped name is offered the one it is near)
+    for typed, meant in (("mnsit", "mnist"), ("Digit", "digits"), ("cifar-10", "cifar10")):
+        with pytest.raises(DatasetNotFoundError, match=f"^{typed}( or .*)?: no such file or folder "
+                           f"\\(did you mean '{meant}'\\?\\). Expected 'digits'"):
+            load_data(typed)
+    with pytest.raises(DatasetNotFoundError, match="^elsewhere( or .*)?: no such file or folder. "
+                       "Expected"):
+        load_data("elsewhere")
     odd = tmp_path / "data.csv"
     odd.write_text("1,2\n")
     with pytest.raises(SourceFormatError, match="unknown kind of file"):
