@@ -342,6 +342,41 @@ def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
+def test_every_tutorial_refuses_its_model_written_over_the_checkpoint_it_resumes(
+        tutorial, capsys, monkeypatch, tmp_path):
+    # (a trial's run wrote its best model over the checkpoint it resumed)
+    monkeypatch.chdir(tmp_path)
+    main = __import__(tutorial).main
+    assert main(["--dataset", "digits", "--epochs", "1", "--checkpoint", "ck",
+                 "--save-model", ""]) == 0
+    written = (tmp_path / "ck.npz").read_bytes()
+    capsys.readouterr()
+    status = main(["--dataset", "digits", "--epochs", "2", "--resume", "ck", "--save-model", "ck"])
+    assert (status, capsys.readouterr().err) == (
+        2, "error: --resume ck and --save-model ck: the same file, ck.npz, and the best model "
+           "would overwrite the run checkpoint resumed; give --save-model another path\n")
+    assert (tmp_path / "ck.npz").read_bytes() == written
+
+
+def test_predict_refuses_the_training_options_it_would_ignore(capsys, tmp_path):
+    # (--predict ran with --epochs, --mode jax or --resume nothere, ignored without a word;
+    # logistic_sgd.py alone predicts, as the classic's did)
+    import logistic_sgd
+
+    main, model = logistic_sgd.main, str(tmp_path / "m.npz")
+    assert main(["--dataset", "digits", "--epochs", "1", "--save-model", model]) == 0
+    capsys.readouterr()
+    predict = ["--dataset", "digits", "--predict", "--save-model", model]
+    assert main(predict + ["--epochs", "3", "--resume", "nothere"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --predict reads the saved model (--save-model) and the data (--dataset, "
+        "--normalize as the model was trained), and --epochs, --resume are for training: leave "
+        "them out\n")
+    assert main(predict + ["--normalize", "unit"]) == 0  # (its default, and what it reads)
+    assert "Predicted values for the first 10 examples" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "convolutional_mlp"])
 @pytest.mark.parametrize("option, given", [("--save-model", "mine.npz"),
                                            ("--checkpoint", "mine"), ("--save-model", "./mine")])

@@ -15,7 +15,14 @@ class OneLineParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._given = list(sys.argv[1:] if args is None else args)  # (the error names them)
-        return super().parse_known_args(args, namespace)
+        namespace, extras = super().parse_known_args(args, namespace)
+        # The options given a value other than their default, by their long
+        # names: what a mode that takes only some of them refuses by name.
+        namespace.options_given = tuple(getattr(namespace, "options_given", ())) + tuple(
+            action.option_strings[-1] for action in self._actions
+            if action.option_strings and argparse.SUPPRESS not in (action.dest, action.default)
+            and getattr(namespace, action.dest, None) != action.default)
+        return namespace, extras
 
     def error(self, message):
         given = getattr(self, "_given", [])

@@ -17,7 +17,7 @@ on; and the result's summary.
 import math
 import sys
 
-from ..errors import Int8StoreError
+from ..errors import ArgumentError, Int8StoreError
 from ..runtime.interrupts import stop_requests
 from ..store.checkpoint import checkpoint_writes
 from .options import check_options, check_saved_model, files_said, run_options
@@ -66,12 +66,29 @@ def predict_command(predict, args, **kwargs):
     data is read and the model built; then errors and interrupts reported
     as a run's (:func:`run_reporting_errors`). Returns the exit status."""
     try:
+        _refuse_training_options(args)
         check_saved_model(args.save_model)
     except Int8StoreError as error:
         return _said(error)
     for line in files_said(args):
         print(line)
     return run_reporting_errors(predict, **kwargs)[1]
+
+
+#: What ``--predict`` reads: the saved model and the data, normalized as the
+#: model was trained on it.
+PREDICT_OPTIONS = ("--predict", "--save-model", "--dataset", "--normalize")
+
+
+def _refuse_training_options(args):
+    """Refuse the training options given to ``--predict``, which would not
+    use them (they were ignored without a word, a bad one too)."""
+    ignored = [o for o in getattr(args, "options_given", ()) if o not in PREDICT_OPTIONS]
+    if ignored:
+        raise ArgumentError(f"--predict reads the saved model (--save-model) and the data "
+                            f"(--dataset, --normalize as the model was trained), and "
+                            f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} for "
+                            "training: leave them out")
 
 
 def _set_up_and(train, args, **kwargs):

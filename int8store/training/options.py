@@ -184,6 +184,10 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
             raise ArgumentError(f"{option} {_named(path, npz_path(path))}: the dataset's own "
                                 f"file (--dataset {dataset}), which the run would overwrite; "
                                 "give another path")
+    if resume and save_model and _same_file(resume, save_model):
+        raise ArgumentError(f"--resume {resume} and --save-model {save_model}: the same file, "
+                            f"{npz_path(save_model)}, and the best model would overwrite the run "
+                            "checkpoint resumed; give --save-model another path")
     if checkpoint and save_model and _same_file(checkpoint, save_model):
         raise ArgumentError(f"--checkpoint {checkpoint} and --save-model {save_model}: the same "
                             f"file, {npz_path(save_model)}, which each would overwrite with its "
