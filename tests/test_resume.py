@@ -246,7 +246,9 @@ def test_a_centred_normalization_is_recorded_with_its_spread_where_0_3_1_used_an
 def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_path):
     run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
-    for changed, message in [({"batch_size": 30}, r"the batch size differs \(20 then, 30 now\)"),
+    for changed, message in [({"batch_size": 30}, r"the batch size differs \(20 then, 30 now\); "
+                              r"resume with --batch-size 20 \(the batch the run took, after any "
+                              "cut"),  # (a run on 4 devices took 48 of 50: 50 on 2 was refused)
                              ({"max_device_bytes": 20000, "seed": 4},
                               r"the seed \(--seed\) differs \(not given then, 4 now\)"),
                              # (each went on silently, another run than the one stopped)

@@ -327,6 +327,9 @@ def _check_same(path, recorded, current):
         advice = "resume with what it was written with" if float_type is None else (
             f"it was written under floatX={float_type}: resume with "
             f"{chosen_backend().upper()}_FLAGS=floatX={float_type}")
+        if key == "batch_size" and isinstance(then, int):  # (on other devices, say)
+            advice = (f"resume with --batch-size {then} (the batch the run took, after any cut "
+                      "to a split's size or to a multiple of its devices)")
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
                             f"{advice}, or start afresh")
 
