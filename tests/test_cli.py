@@ -357,6 +357,11 @@ def test_every_tutorial_refuses_its_model_written_over_the_checkpoint_it_resumes
         2, "error: --resume ck and --save-model ck: the same file, ck.npz, and the best model "
            "would overwrite the run checkpoint resumed; give --save-model another path\n")
     assert (tmp_path / "ck.npz").read_bytes() == written
+    # Given as the data (it listed param_0, best_0, ... and suggested --keys):
+    assert main(["--dataset", "ck.npz", "--epochs", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "error: ck.npz: a run's checkpoint (a tutorial's --checkpoint writes them), not a data "
+        "set: give it to --resume, and the data to --dataset\n")
 
 
 def test_predict_refuses_the_training_options_it_would_ignore(capsys, tmp_path):

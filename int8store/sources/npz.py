@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import SourceFormatError
 from ..runtime.npz import NpzArchive
+from ..store.checkpoint import RUN_DESCRIPTION
 from . import SourceData, Split
 from .named_arrays import choose_keys
 
@@ -20,6 +21,10 @@ __all__ = ["read_npz"]
 def read_npz(path, keys=None):
     """Splits of an ``.npz`` (keys like ``x_train, y_train, x_test, y_test``)."""
     members = NpzArchive(path).members
+    if RUN_DESCRIPTION in members and keys is None:  # (its arrays listed as data helped no one)
+        raise SourceFormatError(f"{path}: a run's checkpoint (a tutorial's --checkpoint writes "
+                                "them), not a data set: give it to --resume, and the data to "
+                                "--dataset")
     chosen = choose_keys({key: m.shape for key, m in members.items()}, path, keys)
     splits = {}
     for split, (image_key, label_key) in chosen.items():
