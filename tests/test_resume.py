@@ -295,7 +295,7 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
             **run, "dataset": str(tmp_path / "same_levels.npz")})
     # fewer epochs than the run had made: nothing ran, and it said "epochs 1"
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "two", **{**run, "n_epochs": 2})
-    with pytest.raises(ArgumentError, match=r"two: the run stopped in epoch 2, past the 1 "
+    with pytest.raises(ArgumentError, match=r"two.npz: the run stopped in epoch 2, past the 1 "
                                             r"asked \(--epochs 1\): ask for 2 or more"):
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "two", **run)
     with pytest.raises(ArgumentError, match="not a run checkpoint"):
