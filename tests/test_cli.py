@@ -498,3 +498,21 @@ def test_convert_refuses_a_store_named_as_another_format(tmp_path, capsys, name)
                                        "it .h5\n")
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_a_tutorial_says_the_folders_it_makes_for_its_files(capsys, tmp_path):
+    # (--checkpoint /nonexistent/dir/ck made the folders without a word; convert says so)
+    import logistic_sgd
+
+    checkpoint, model = tmp_path / "new" / "deeper" / "ck", tmp_path / "new" / "m.npz"
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--checkpoint",
+                              str(checkpoint), "--save-model", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert (f"... the folder {tmp_path / 'new'} is made for m.npz (--save-model {model})\n"
+            in out)
+    assert (f"... the folder {checkpoint.parent} is made for ck.npz (--checkpoint {checkpoint})"
+            in out)
+    assert model.exists() and checkpoint.with_suffix(".npz").exists()
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--save-model",
+                              str(model)]) == 0
+    assert "is made for" not in capsys.readouterr().out  # (there now)

@@ -268,14 +268,21 @@ def files_said(args):
     """The line said once as a run starts for each of its files named
     without ``.npz``, which is added (as ``numpy.savez`` adds it): where the
     best model and the checkpoint are written, or, with ``--predict``, where
-    the saved model is read. None for a name ending in ``.npz``."""
+    the saved model is read. None for a name ending in ``.npz``. Then, for a
+    run's files, each folder that is not there yet and will be made."""
     predict = getattr(args, "predict", False)
     files = [("--save-model", args.save_model, "the saved model is read from" if predict
               else "the best model is written to")]
     if not predict:
         files.append(("--checkpoint", args.checkpoint, "the run's checkpoint is written to"))
-    return [f"... {what} {npz_path(path)} ({option} {path}: .npz added, as numpy.savez adds it)"
-            for option, path, what in files if path and npz_path(path) != str(path)]
+    lines = [f"... {what} {npz_path(path)} ({option} {path}: .npz added, as numpy.savez adds it)"
+             for option, path, what in files if path and npz_path(path) != str(path)]
+    if not predict:  # (made when first written, as convert makes its output's: said here)
+        lines += [f"... the folder {folder} is made for {os.path.basename(npz_path(path))} "
+                  f"({option} {path})" for option, path, _ in files
+                  if path and (folder := os.path.dirname(npz_path(path)))
+                  and not os.path.isdir(folder)]
+    return lines
 
 
 def run_options(args):
