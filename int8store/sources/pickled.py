@@ -302,7 +302,8 @@ def _text_start(path, length=24):
     except (OSError, SourceFormatError):
         return None
     text = bytes(range(0x20, 0x7f)) + b"\t\n\r"
-    if not start or start.translate(None, text) or start.startswith((b"(", b"cnumpy", b"ccopy_reg")):
+    pickle_starts = (b"(", b"cnumpy", b"ccopy_reg")
+    if not start or start.translate(None, text) or start.startswith(pickle_starts):
         return None
     return start.decode("ascii").split("\n")[0]
 

@@ -304,8 +304,8 @@ class Run:
         asked = self._lines.n_epochs if self._lines is not None else None
         if asked is not None and state.epoch > asked:  # (nothing would run, and 'epochs 1' said)
             raise ArgumentError(f"{npz_path(self.resume_path)}: the run stopped in epoch "
-                                f"{state.epoch}, past the {asked} asked (--epochs {asked}): ask for {state.epoch} or "
-                                "more to go on from it")
+                                f"{state.epoch}, past the {asked} asked (--epochs {asked}): ask "
+                                f"for {state.epoch} or more to go on from it")
         print(f"... resumed from {npz_path(self.resume_path)}: epoch {state.epoch}, minibatch "
               f"{state.step}")
         finished = state.loop["finished"]
