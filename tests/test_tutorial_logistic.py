@@ -2,6 +2,7 @@
 slice before the cast, replace their own checkpoint, predict from it."""
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -134,6 +135,24 @@ def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, caps
     with np.load(model) as saved:
         expected = np.argmax(test_x.get_value()[:10] @ saved["W"] + saved["b"], axis=1)
     assert " ".join(printed.split()) == "[" + " ".join(map(str, expected)) + "]"
+    # The model records its normalization: read otherwise, --predict refuses
+    # (it predicted other labels without a word: a trial).
+    with np.load(model) as saved:
+        assert json.loads(saved["int8store_model"].tobytes()) == {"normalize": "none"}
+        arrays = {"W": saved["W"], "b": saved["b"]}
+    assert logistic_sgd.main(["--dataset", "digits", "--save-model", str(model), "--predict"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {model}: a model trained on images normalized 'none', read here as 'unit' "
+        "(--normalize), which would predict other labels: give --normalize none\n")
+    # A model saved without the record (before it, or by a user's own code)
+    # predicts as it did; a damaged record is refused by name.
+    np.savez(model, **arrays)
+    assert logistic_sgd.main(options + ["--predict"]) == 0
+    assert " ".join(capsys.readouterr().out.split("test set:")[-1].split()) \
+        == "[" + " ".join(map(str, expected)) + "]"
+    np.savez(model, **arrays, int8store_model=np.frombuffer(b"{not json", np.uint8))
+    assert logistic_sgd.main(options + ["--predict"]) == 2
+    assert capsys.readouterr().err == f"error: {model}: its description is damaged\n"
 
 
 @pytest.mark.slow

@@ -27,11 +27,14 @@ from ..runtime.npz import NpzArchive
 from .atomic import atomic_output
 
 __all__ = ["save_checkpoint", "npz_path", "open_checkpoint", "checkpoint_writes", "CheckpointWrites",
-           "RUN_DESCRIPTION"]
+           "RUN_DESCRIPTION", "MODEL_DESCRIPTION"]
 
 #: The member that holds a run checkpoint's description
 #: (:mod:`int8store.training.run`); a saved best model has none.
 RUN_DESCRIPTION = "int8store_run"
+#: The member that holds what a saved best model was trained on (its images'
+#: normalization, which ``--predict`` checks); a model saved before it, none.
+MODEL_DESCRIPTION = "int8store_model"
 
 _writes = ContextVar("int8store_checkpoint_writes", default=None)
 

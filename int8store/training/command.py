@@ -67,7 +67,7 @@ def predict_command(predict, args, **kwargs):
     as a run's (:func:`run_reporting_errors`). Returns the exit status."""
     try:
         _refuse_training_options(args)
-        check_saved_model(args.save_model)
+        check_saved_model(args.save_model, getattr(args, "normalize", None))
     except Int8StoreError as error:
         return _said(error)
     for line in files_said(args):

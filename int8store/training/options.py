@@ -15,7 +15,7 @@ from ..errors import ArgumentError
 from ..runtime.arguments import devices_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
-from .parameters import open_saved_model
+from .parameters import open_saved_model, saved_model_description
 from .run import open_run_checkpoint
 from .steps import ACCELERATOR_STEPS
 
@@ -194,11 +194,12 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
                             "own; give them two paths")
 
 
-def check_saved_model(path):
+def check_saved_model(path, normalize=None):
     """``--predict``'s model, the one ``--save-model`` names: a file (not a
     folder) there, a saved model read as far as it can be without the
     model (:func:`~.parameters.open_saved_model`), before the data is read
-    and the model built."""
+    and the model built; and trained on images normalized as ``normalize``
+    (``--normalize``) where it records how."""
     folder = path and _folder(path)
     if folder:
         raise ArgumentError(f"--save-model {_named(path, folder)}: a folder; expected the .npz "
@@ -209,7 +210,11 @@ def check_saved_model(path):
                             ".npz file a run's --save-model wrote")
     _check_written("--save-model", path, "saved model", "--save-model",
                    "or a run without --predict to write one")
-    open_saved_model(path)
+    trained_on = saved_model_description(open_saved_model(path)).get("normalize")
+    if normalize is not None and trained_on is not None and trained_on != normalize:
+        raise ArgumentError(f"{npz_path(path)}: a model trained on images normalized "
+                            f"{trained_on!r}, read here as {normalize!r} (--normalize), which "
+                            f"would predict other labels: give --normalize {trained_on}")
 
 
 def _check_written(option, path, noun, writer, otherwise):

@@ -10,12 +10,13 @@ read with any floating dtype, cast to the model's (a model saved under
 ``floatX=float64`` predicts under float32).
 """
 
+import json
 
 import numpy as np
 
-from ..errors import ArgumentError, shortened
+from ..errors import ArgumentError, SourceFormatError, shortened
 from ..runtime.npz import describe_array
-from ..store.checkpoint import RUN_DESCRIPTION, open_checkpoint
+from ..store.checkpoint import MODEL_DESCRIPTION, RUN_DESCRIPTION, open_checkpoint
 
 __all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label"]
 
@@ -72,6 +73,32 @@ def open_saved_model(path, keys=None):
                             "writes those; --save-model writes the best model's parameters, "
                             "which --predict reads)")
     return archive
+
+
+#: The most bytes a saved model's description may take (it holds a few words).
+_MOST_DESCRIPTION_BYTES = 1 << 16
+
+
+def saved_model_description(archive):
+    """What the saved model ``archive`` (:func:`open_saved_model`'s) was
+    trained on, as a run's ``save_model`` records it (``{"normalize":
+    ...}``), or ``{}`` for a model saved without it (by int8store 0.3.1 and
+    before, or by a user's own ``save_checkpoint``)."""
+    if MODEL_DESCRIPTION not in archive:
+        return {}
+    member = archive[MODEL_DESCRIPTION]
+    if member.dtype != np.uint8 or len(member.shape) != 1 \
+            or member.nbytes > _MOST_DESCRIPTION_BYTES:
+        raise SourceFormatError(f"{archive.path}: its description is {member.describe()}, "
+                                f"expected at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON "
+                                "(uint8)")
+    try:
+        description = json.loads(member.read().tobytes())
+    except (ValueError, RecursionError):
+        raise SourceFormatError(f"{archive.path}: its description is damaged") from None
+    if not isinstance(description, dict) or not isinstance(description.get("normalize"), str):
+        raise SourceFormatError(f"{archive.path}: its description holds no normalization")
+    return description
 
 
 def load_parameters(path, params, keys=None):

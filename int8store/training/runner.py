@@ -21,6 +21,8 @@ one call:
         run.save(epoch, minibatch_index, best_params, finished, patience=patience, ...)
 """
 
+import json
+
 import numpy as np
 
 from ..codes.labels import class_count
@@ -334,16 +336,19 @@ class Run:
             self._checkpoint.save(RunState(epoch, minibatch_index + 1,
                                            dict(loop, finished=finished), best_params))
 
-    @staticmethod
-    def save_model(path, *arrays, **named):
+    def save_model(self, path, *arrays, **named):
         """The tutorial's own checkpoint of the best model (``--save-model``),
         replaced at each improvement, never half-written; nothing without a
-        path, nor in a process other than the first of several."""
+        path, nor in a process other than the first of several. Beside the
+        arrays, what the model was trained on (:func:`~.parameters.saved_model_description`):
+        its images' normalization, which ``--predict`` must read them with."""
         from ..backend.jax.sharding import is_main_process
-        from ..store.checkpoint import save_checkpoint
+        from ..store.checkpoint import MODEL_DESCRIPTION, save_checkpoint
 
         if path and is_main_process():
-            save_checkpoint(path, *arrays, **named)
+            text = json.dumps({"normalize": self.normalize}).encode()
+            save_checkpoint(path, *arrays, **named,
+                            **{MODEL_DESCRIPTION: np.frombuffer(text, dtype=np.uint8)})
 
     # -- the end ------------------------------------------------------------------------
 
