@@ -5,7 +5,7 @@ checkpoints and saved models), what a file to read must be
 (:mod:`.files`), signals
 (:mod:`.interrupts`), helper processes (:mod:`.processes`), temporary
 files a killed run leaves (:mod:`.temporaries`), glibc's
-allocator after a load (:mod:`.allocator`), counts in messages
+allocator after a load (:mod:`.allocator`), counts and suggestions in messages
 (:mod:`.words`), command lines whose errors are one line
 (:mod:`.arguments`) and the package version (:mod:`.version`).
 

@@ -4,6 +4,8 @@ the ``int8store`` command's and the tutorials'; and the options they share."""
 import argparse
 import sys
 
+from .words import nearest
+
 __all__ = ["OneLineParser", "devices_option"]
 
 
@@ -32,9 +34,9 @@ class OneLineParser(argparse.ArgumentParser):
         unknown = [a.split("=")[0] for a in given if a.startswith("--")
                    and not any(o.startswith(a.split("=")[0]) for o in known)]  # (abbreviations)
         if unknown:
-            nearest = _nearest(unknown[0], known)
+            suggested = nearest(unknown[0], known)
             message = (f"{unknown[0]} is not an option of {parser.prog}"
-                       + (f" (did you mean {nearest}?)" if nearest else ""))
+                       + (f" (did you mean {suggested}?)" if suggested else ""))
         self.exit(2, f"error: {message}; {parser.prog} --help lists the options\n")
 
     def _command(self, given):
@@ -46,17 +48,6 @@ class OneLineParser(argparse.ArgumentParser):
                 if word in action.choices:
                     return action.choices[word]
         return self
-
-
-def _nearest(word, known):
-    """The option ``word`` most likely mistyped, or None: difflib's close
-    matches, its letters swapped first (``--modle`` is ``--model``, which
-    difflib ranked below ``--mode``)."""
-    import difflib
-
-    close = difflib.get_close_matches(word, known, n=5)
-    swapped = [option for option in close if sorted(option) == sorted(word)]
-    return (swapped or close or [None])[0]
 
 
 def devices_option(text):

@@ -1,4 +1,5 @@
-"""Counts in the messages people read: ``1 shard``, ``2 shards``."""
+"""Words in the messages people read: counts (``1 shard``, ``2 shards``),
+and the word a mistyped one most likely meant."""
 
 
 def counted(number, noun):
@@ -14,3 +15,20 @@ def counted(number, noun):
         return f"1 {noun}"
     suffix = "es" if noun.endswith(("s", "ch", "sh", "x")) else "s"
     return f"{number:,} {noun}{suffix}"
+
+
+def nearest(word, known):
+    """The one of ``known`` that ``word`` most likely mistypes, or None:
+    difflib's close matches, one with the same letters swapped first
+    (``--modle`` is ``--model``, which difflib ranks below ``--mode``).
+
+    >>> nearest("--modle", ["--mode", "--model"]), nearest("mnsit", ["digits", "mnist"])
+    ('--model', 'mnist')
+    >>> nearest("xyz", ["digits"]) is None
+    True
+    """
+    import difflib  # (only when a message needs it)
+
+    close = difflib.get_close_matches(word, known, n=5)
+    swapped = [option for option in close if sorted(option) == sorted(word)]
+    return (swapped or close or [None])[0]

@@ -23,6 +23,7 @@ import numpy as np
 from ..codes.precoded import Precoded
 from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 from ..runtime.files import cannot_read, check_regular_file
+from ..runtime.words import nearest
 
 __all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees"]
 
@@ -438,14 +439,12 @@ def _check_exist(paths, either=False):
     """Raise naming the missing paths (``either``: each was a place to look)."""
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
-        import difflib
-
         bare = [p for p in missing if "/" not in p and "." not in p]  # (a name, not a path)
-        near = difflib.get_close_matches(bare[0].lower(), ["digits", "mnist", "cifar10"],
-                                         n=1) if len(bare) == 1 else []
+        near = nearest(bare[0].lower(), ["digits", "mnist", "cifar10"]) if len(bare) == 1 \
+            else None
         raise DatasetNotFoundError(
             f"{(' or ' if either else ', ').join(missing)}: no such file or folder"
-            + (f" (did you mean {near[0]!r}?)" if near else "") + ". Expected 'digits', 'mnist', "
+            + (f" (did you mean {near!r}?)" if near else "") + ". Expected 'digits', 'mnist', "
             "'cifar10', a path to mnist.pkl.gz, an .npz, an .h5 store, IDX files or a folder of "
             "them, cifar-10-python.tar.gz or its folder, or a folder (or .zip/.tar) of class "
             "folders of images"

@@ -14,6 +14,7 @@ may have room again at the next write) would cost more than what it
 insures.
 """
 
+import json
 import os
 import sys
 import zipfile
@@ -22,12 +23,12 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from ..errors import ArgumentError, OutputError
+from ..errors import ArgumentError, OutputError, SourceFormatError
 from ..runtime.npz import NpzArchive
 from .atomic import atomic_output
 
 __all__ = ["save_checkpoint", "npz_path", "open_checkpoint", "checkpoint_writes", "CheckpointWrites",
-           "RUN_DESCRIPTION", "MODEL_DESCRIPTION"]
+           "RUN_DESCRIPTION", "MODEL_DESCRIPTION", "description_array", "read_description"]
 
 #: The member that holds a run checkpoint's description
 #: (:mod:`int8store.training.run`); a saved best model has none.
@@ -37,6 +38,27 @@ RUN_DESCRIPTION = "int8store_run"
 MODEL_DESCRIPTION = "int8store_model"
 
 _writes = ContextVar("int8store_checkpoint_writes", default=None)
+
+
+def description_array(description):
+    """``description`` (JSON's types) as a checkpoint holds it: the bytes of
+    its JSON, a uint8 array, a member of the ``.npz`` beside the arrays."""
+    text = json.dumps(description, sort_keys=True, allow_nan=True).encode()
+    return np.frombuffer(text, dtype=np.uint8)
+
+
+def read_description(archive, name, most_bytes):
+    """The description :func:`description_array` wrote as ``archive``'s
+    member ``name`` (its header checked before it is read: uint8, at most
+    ``most_bytes``); refused as damaged where it is not JSON."""
+    member = archive[name]
+    if member.dtype != np.uint8 or len(member.shape) != 1 or member.nbytes > most_bytes:
+        raise SourceFormatError(f"{archive.path}: its description is {member.describe()}, "
+                                f"expected at most {most_bytes:,} bytes of JSON (uint8)")
+    try:
+        return json.loads(member.read().tobytes())
+    except (ValueError, RecursionError):
+        raise SourceFormatError(f"{archive.path}: its description is damaged") from None
 
 
 def npz_path(path):

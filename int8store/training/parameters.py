@@ -10,13 +10,12 @@ read with any floating dtype, cast to the model's (a model saved under
 ``floatX=float64`` predicts under float32).
 """
 
-import json
-
 import numpy as np
 
 from ..errors import ArgumentError, SourceFormatError, shortened
 from ..runtime.npz import describe_array
-from ..store.checkpoint import MODEL_DESCRIPTION, RUN_DESCRIPTION, open_checkpoint
+from ..store.checkpoint import (MODEL_DESCRIPTION, RUN_DESCRIPTION, open_checkpoint,
+                                read_description)
 
 __all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label"]
 
@@ -86,16 +85,7 @@ def saved_model_description(archive):
     before, or by a user's own ``save_checkpoint``)."""
     if MODEL_DESCRIPTION not in archive:
         return {}
-    member = archive[MODEL_DESCRIPTION]
-    if member.dtype != np.uint8 or len(member.shape) != 1 \
-            or member.nbytes > _MOST_DESCRIPTION_BYTES:
-        raise SourceFormatError(f"{archive.path}: its description is {member.describe()}, "
-                                f"expected at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON "
-                                "(uint8)")
-    try:
-        description = json.loads(member.read().tobytes())
-    except (ValueError, RecursionError):
-        raise SourceFormatError(f"{archive.path}: its description is damaged") from None
+    description = read_description(archive, MODEL_DESCRIPTION, _MOST_DESCRIPTION_BYTES)
     if not isinstance(description, dict) or not isinstance(description.get("normalize"), str):
         raise SourceFormatError(f"{archive.path}: its description holds no normalization")
     return description

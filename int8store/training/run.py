@@ -37,7 +37,6 @@ and each parameter's shape and dtype against the model's, read only then.
 """
 
 import itertools
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,7 +44,8 @@ import numpy as np
 from ..backend import chosen_backend
 from ..errors import ArgumentError, SourceFormatError, shortened, shown
 from ..runtime.words import counted
-from ..store.checkpoint import RUN_DESCRIPTION, npz_path, open_checkpoint, save_checkpoint
+from ..store.checkpoint import (RUN_DESCRIPTION, description_array, npz_path, open_checkpoint,
+                                read_description, save_checkpoint)
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
@@ -161,15 +161,7 @@ def open_run_checkpoint(path):
     if RUN_DESCRIPTION not in archive:
         raise ArgumentError(f"{path}: not a run checkpoint (a best model's parameters, "
                             "perhaps: --save-model writes those; --checkpoint writes runs)")
-    member = archive[RUN_DESCRIPTION]
-    if member.dtype != np.uint8 or len(member.shape) != 1 \
-            or member.nbytes > _MOST_DESCRIPTION_BYTES:
-        raise SourceFormatError(f"{path}: its description is {member.describe()}, expected "
-                                f"at most {_MOST_DESCRIPTION_BYTES:,} bytes of JSON (uint8)")
-    try:
-        description = json.loads(member.read().tobytes())
-    except (ValueError, RecursionError):
-        raise SourceFormatError(f"{path}: its description is damaged") from None
+    description = read_description(archive, RUN_DESCRIPTION, _MOST_DESCRIPTION_BYTES)
     if not isinstance(description, dict):
         raise SourceFormatError(f"{path}: its description is a "
                                 f"{type(description).__name__}, expected an object")
@@ -227,9 +219,8 @@ class RunCheckpoint:
                        "step": int(state.step), "loop": state.loop, "best": len(state.best)}
         arrays = {f"param_{i}": np.asarray(p.get_value()) for i, p in enumerate(self.params)}
         arrays.update({f"best_{i}": np.asarray(value) for i, value in enumerate(state.best)})
-        text = json.dumps(description, sort_keys=True, allow_nan=True).encode()
         return save_checkpoint(self.path, **arrays,
-                               **{RUN_DESCRIPTION: np.frombuffer(text, dtype=np.uint8)})
+                               **{RUN_DESCRIPTION: description_array(description)})
 
     def resume(self, path):
         """The :class:`RunState` of the checkpoint at ``path``, its

@@ -21,8 +21,6 @@ one call:
         run.save(epoch, minibatch_index, best_params, finished, patience=patience, ...)
 """
 
-import json
-
 import numpy as np
 
 from ..codes.labels import class_count
@@ -343,12 +341,11 @@ class Run:
         arrays, what the model was trained on (:func:`~.parameters.saved_model_description`):
         its images' normalization, which ``--predict`` must read them with."""
         from ..backend.jax.sharding import is_main_process
-        from ..store.checkpoint import MODEL_DESCRIPTION, save_checkpoint
+        from ..store.checkpoint import MODEL_DESCRIPTION, description_array, save_checkpoint
 
         if path and is_main_process():
-            text = json.dumps({"normalize": self.normalize}).encode()
             save_checkpoint(path, *arrays, **named,
-                            **{MODEL_DESCRIPTION: np.frombuffer(text, dtype=np.uint8)})
+                            **{MODEL_DESCRIPTION: description_array({"normalize": self.normalize})})
 
     # -- the end ------------------------------------------------------------------------
 
