@@ -19,7 +19,7 @@ from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
 from .plan.arrangement import describe_order
 from .plan.splits import DEFAULT_CHUNK_BYTES, plan_splits
-from .sources import class_folder_trees, read_source
+from .sources import class_folder_trees, files_read, read_source
 from .store.writer import StoreWriter
 
 __all__ = ["convert"]
@@ -93,7 +93,8 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
-    check_not_a_source(output, sources, "convert", "the store", class_folder_trees(sources))
+    check_not_a_source(output, files_read(sources), "convert", "the store",
+                       class_folder_trees(sources))
     suffix = Path(output).suffix.lower()
     if suffix in _OTHER_FORMAT_SUFFIXES:
         raise ArgumentError(f"{output}: a store is an HDF5 file, and a name ending in {suffix} "

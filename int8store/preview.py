@@ -118,7 +118,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     ``valid_seed``, ``keep_order``, ``test_size``: the splits planned as
     ``convert`` and ``load_data`` plan them with these (a store's are its own)."""
     from .runtime.limits import memory_ceiling
-    from .sources import class_folder_trees
+    from .sources import class_folder_trees, files_read
     from .store.atomic import atomic_output, check_not_a_source
 
     if not (isinstance(count, numbers.Integral) and count >= 1):
@@ -135,7 +135,8 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
     if augmented is not None:  # (each was taken to 32 bits: -1 drew seed 2**32 - 1's images)
         augmented = check_seed(augmented, "--augmented", "augmented")
         epoch = check_epoch(epoch, "--epoch")
-    check_not_a_source(output, dataset, "show", "the grid", class_folder_trees(dataset))
+    check_not_a_source(output, files_read(dataset), "show", "the grid",
+                       class_folder_trees(dataset))
     if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
                             "stored); name it .png")

@@ -426,6 +426,27 @@ def test_convert_never_writes_over_its_source_even_forced(tmp_path, capsys):
     assert source.read_bytes() == before
 
 
+@pytest.mark.parametrize("layout", ["idx", "cifar10"])
+def test_convert_never_writes_over_a_file_of_its_source_folder(tmp_path, capsys, layout):
+    """A folder of IDX files or CIFAR-10 batches: the store may go beside
+    them, but never over one of the files read, --force or not."""
+    from archives import cifar10_members, fake_cifar10, write_cifar10_folder
+
+    if layout == "idx":
+        folder = write_mnist_idx_folder(tmp_path / "mnist", fake_mnist(), gzipped=False)
+        victim = folder / "t10k-labels-idx1-ubyte"
+    else:
+        folder = write_cifar10_folder(tmp_path / "cifar-10-batches-py",
+                                      cifar10_members(fake_cifar10()))
+        victim = folder / "test_batch"
+    before = victim.read_bytes()
+    assert main(["convert", str(folder), "-o", str(victim), "--force"]) == 2
+    assert capsys.readouterr().err == (f"error: {victim}: is the source it would convert; the "
+                                       "store would replace it (--force too): name another file\n")
+    assert victim.read_bytes() == before
+    assert main(["convert", str(folder), "-o", str(folder / "beside.h5")]) == 0
+
+
 @pytest.mark.parametrize("command", ["convert", "preview"])
 def test_nothing_is_written_inside_the_folder_it_is_made_from(tmp_path, capsys, command):
     """A store or grid inside a tree of class folders would become part of

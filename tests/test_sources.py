@@ -97,6 +97,26 @@ def test_idx_folder_loads_with_the_classic_validation_split(tmp_path, gzipped):
     assert splits["train"].image_shape == (4, 4)
 
 
+def test_idx_folder_with_a_file_beside_its_gz_reads_them_only_if_they_agree(tmp_path):
+    """``gunzip -k`` leaves both: the same data reads as one; different data
+    (a second download of one file) would pair one's images with another's
+    labels, so it is refused, naming both."""
+    data = fake_mnist(n_train=12, n_test=6)
+    folder = write_mnist_idx_folder(tmp_path / "mnist", data, gzipped=True)
+    name = "train-images-idx3-ubyte"
+    (folder / name).write_bytes(gzip.decompress((folder / (name + ".gz")).read_bytes()))
+    splits = load_splits(folder)
+    np.testing.assert_array_equal(stored_pixels(splits["train"]), data["train"][0][:10].reshape(10, -1))
+    other = data["train"][0].copy()
+    other[-1, -1, -1] ^= 1
+    (folder / name).write_bytes(idx_bytes(other))
+    with pytest.raises(SourceFormatError) as error:
+        read_source(folder)
+    assert str(error.value) == (f"{folder}: holds both {name} and {name}.gz, and they do not "
+                                "hold the same data: move the one that is not to be read out "
+                                "of the folder")
+
+
 def test_idx_folder_with_missing_files(tmp_path):
     folder = write_mnist_idx_folder(tmp_path / "mnist", fake_mnist())
     (folder / "t10k-labels-idx1-ubyte.gz").unlink()

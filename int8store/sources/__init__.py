@@ -25,7 +25,8 @@ from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
 from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.words import nearest
 
-__all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees"]
+__all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees",
+           "files_read"]
 
 
 class Split:
@@ -307,6 +308,23 @@ def _read_source(dataset, cache_dir, resize, keys, caller):
     if kind == "store":  # (its magic already read: not again through read_hdf5)
         return _reader("hdf5").read_store(path)
     return _reader("hdf5").read_hdf5(path, keys)
+
+
+def files_read(dataset):
+    """``dataset`` (a path, or several) as a list of paths, each folder of
+    IDX files or CIFAR-10 batches replaced by the files read there: a file
+    written over one of them would replace the data it is made from."""
+    files = []
+    for path in dataset if isinstance(dataset, (list, tuple)) else [dataset]:
+        kind = (_kind(path, None)[0] if isinstance(path, (str, os.PathLike)) and Path(path).is_dir()
+                else None)
+        if kind == "idx folder":
+            files += _reader("idx").idx_folder_files(path)
+        elif kind == "cifar10 folder":
+            files += _reader("cifar10").cifar10_folder_files(path)
+        else:
+            files.append(path)
+    return files
 
 
 def class_folder_trees(dataset):

@@ -34,7 +34,8 @@ from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream
 from .download import DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder, fetch_into
 from .pickled import PROTOCOL_2_DATA, BoundedReader, restricted_load
 
-__all__ = ["read_cifar10", "read_cifar10_archive", "read_cifar10_folder", "is_cifar10_archive",
+__all__ = ["read_cifar10", "read_cifar10_archive", "read_cifar10_folder", "cifar10_folder_files",
+           "is_cifar10_archive",
            "holds_cifar10_batches", "channels_last", "CIFAR10_ARCHIVE", "CIFAR10_MIRRORS"]
 
 #: Tried in order (``$INT8STORE_CIFAR10_MIRRORS``, comma-separated, replaces them).
@@ -129,11 +130,21 @@ def read_cifar10_archive(path):
     return _source(found, str(path), f"{path}:{FOLDER}/")
 
 
+def cifar10_folder_files(folder):
+    """The files :func:`read_cifar10_folder` reads in ``folder``."""
+    folder = _batches_folder(folder)
+    return [folder / name for name in TRAIN_BATCHES + (TEST_BATCH, META) if (folder / name).exists()]
+
+
+def _batches_folder(folder):
+    """``cifar-10-batches-py/``: ``folder``, or the one inside it."""
+    folder = Path(folder)
+    return folder if (folder / TRAIN_BATCHES[0]).is_file() else folder / FOLDER
+
+
 def read_cifar10_folder(folder):
     """The splits of the folder ``cifar-10-batches-py/`` (or of one holding it)."""
-    folder = Path(folder)
-    if not (folder / TRAIN_BATCHES[0]).is_file():
-        folder = folder / FOLDER
+    folder = _batches_folder(folder)
     found = {}
     for name in TRAIN_BATCHES + (TEST_BATCH, META):
         path = folder / name

@@ -17,7 +17,7 @@ from . import SourceData, Split
 from ._files import is_gzipped, open_maybe_gzipped
 
 __all__ = ["IdxFile", "parse_idx", "read_idx", "read_idx_folder", "read_idx_files",
-           "holds_idx_files", "looks_like_idx", "MNIST_IDX_NAMES"]
+           "idx_folder_files", "holds_idx_files", "looks_like_idx", "MNIST_IDX_NAMES"]
 
 # Type code (third byte of the magic number) -> big-endian dtype.
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -200,12 +200,43 @@ def read_idx_files(paths):
 
 
 def find_idx_file(folder, stem):
-    """The file in ``folder`` for ``stem`` (also ``.gz`` and the ``x.idx3`` spelling)."""
+    """The file in ``folder`` for ``stem`` (also ``.gz`` and the ``x.idx3``
+    spelling), or None. Where the folder holds more than one (a file beside
+    its ``.gz``: ``gunzip -k``, a second download), they must hold the same
+    data, and the uncompressed one is read: of two that differ, neither is
+    chosen behind the user's back (the images of one were paired with the
+    labels of another)."""
+    found = idx_file_spellings(folder, stem)
+    for other in found[1:]:
+        if not _same_data(found[0], other):
+            raise SourceFormatError(
+                f"{folder}: holds both {found[0].name} and {other.name}, and they do not hold "
+                "the same data: move the one that is not to be read out of the folder")
+    return found[0] if found else None
+
+
+def idx_file_spellings(folder, stem):
+    """The files in ``folder`` named for ``stem``: plain or ``.gz``, and ``x.idx3`` for ``x-idx3``."""
     dotted = stem.replace("-idx", ".idx")
-    for name in (stem + ".gz", stem, dotted + ".gz", dotted):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return [folder / name for name in (stem, stem + ".gz", dotted, dotted + ".gz")
+            if (folder / name).is_file()]
+
+
+def idx_folder_files(folder):
+    """The files :func:`read_idx_folder` reads in ``folder``."""
+    return [path for stem in MNIST_IDX_NAMES.values()
+            for path in idx_file_spellings(Path(folder), stem)]
+
+
+def _same_data(first, second):
+    """Whether two IDX files hold the same bytes once unzipped."""
+    with open_maybe_gzipped(first) as a, open_maybe_gzipped(second) as b:
+        while True:
+            block = a.read(_BLOCK)
+            if block != b.read(_BLOCK):
+                return False
+            if not block:
+                return True
 
 
 def read_idx_folder(folder):
