@@ -260,11 +260,15 @@ def main(argv=None):
         # ends here as an interrupt, not as a traceback.
         with interrupts_remembered():
             status = _run(args, argv)
-            sys.stdout.flush()  # (a closed pipe is met here, not as Python exits)
+            _flush_stdout()  # (a closed pipe is met here, not as Python exits)
     except Int8StoreError as error:
         return _fail(str(error))
-    except BrokenPipeError:
+    except (BrokenPipeError, _PipeClosed):
         return _pipe_closed()
+    except _StdoutFailed as failure:
+        written = f"; {_what_was_written(args)}" if getattr(args, "output", None) else ""
+        _fail(f"cannot write to the standard output ({failure}){written}")
+        return 1  # (2 says the files failed: verify's checksums, convert's sources)
     except KeyboardInterrupt as interrupt:
         _say(f"{interrupt or 'interrupted'}: {_what_was_written(args)}")
         return 128 + getattr(interrupt, "signal", signal.SIGINT)
@@ -276,6 +280,36 @@ def main(argv=None):
     except OSError as error:  # a file that cannot be read or written: the system says why
         return _fail(_system_says(error))
     return status or 0
+
+
+class _PipeClosed(Exception):
+    """What reads stdout is gone (not an OSError: no ``except OSError`` on
+    the way up takes it for a failure of the file being read or written)."""
+
+
+class _StdoutFailed(Exception):
+    """stdout could not be written (a full disk, ``> /dev/full``): not the
+    fault of the files the command reads or writes, nor theirs to report."""
+
+
+def _print(text):
+    """``print(text)`` to stdout at once, a failure named as stdout's."""
+    try:
+        print(text)
+        _flush_stdout()
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except OSError as error:
+        raise _StdoutFailed(error.strerror or error) from None
+
+
+def _flush_stdout():
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except OSError as error:
+        raise _StdoutFailed(error.strerror or error) from None
 
 
 def _system_says(error):
@@ -308,16 +342,16 @@ def _run(args, argv):
                        valid_seed=args.seed, lossy=args.lossy, resize=args.resize,
                        keys=dict(args.keys) if args.keys else None, force=args.force,
                        command_line=shlex.join(["int8store"] + argv),
-                       max_memory=args.max_memory, report=print, keep_order=args.keep_order,
+                       max_memory=args.max_memory, report=_print, keep_order=args.keep_order,
                        test_size=args.test_size)
-        print(describe(path))
+        _print(describe(path))
     elif args.command == "preview":
         from .preview import preview
         sources = args.sources[0] if len(args.sources) == 1 else args.sources
-        print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
+        _print(preview(sources, args.output, split=args.split, count=args.count, scale=args.scale,
                       force=args.force, keys=dict(args.keys) if args.keys else None,
                       resize=args.resize, max_memory=args.max_memory, augment=args.augment,
-                      augmented=args.augmented, epoch=args.epoch, report=print,
+                      augmented=args.augmented, epoch=args.epoch, report=_print,
                       lossy=args.lossy, valid_size=args.valid_size, valid_seed=args.seed,
                       keep_order=args.keep_order, test_size=args.test_size).describe())
     elif args.command == "info":
@@ -325,17 +359,17 @@ def _run(args, argv):
 
         def info(file, _):
             text = describe(file)
-            print("\n" * bool(described) + text)
+            _print("\n" * bool(described) + text)
             described.append(file)
         return _each_file(args.files, info)
     elif args.command == "budget":
         from .memory.budget import budget_report
-        print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
+        _print(budget_report(args.dataset, args.model, args.batch_size, args.device_memory,
                             args.margin, args.devices, args.dtype, args.mode))
     elif args.command == "manifest":
         import json
         from .store.reader import open_store
-        print(json.dumps(open_store(args.file, verify=False).manifest, indent=1, sort_keys=True))
+        _print(json.dumps(open_store(args.file, verify=False).manifest, indent=1, sort_keys=True))
     else:
         return _each_file(args.files, lambda file, _: _verify(file, args.strong))
 
@@ -352,7 +386,7 @@ def _verify(file, strong):
     seconds = time.perf_counter() - started
     datasets = [name for name in checked if "/" in name]
     size = os.path.getsize(file)
-    print(f"{file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
+    _print(f"{file}: OK: the manifest, the HDF5 metadata and all {len(datasets)} "
           f"datasets match their checksums (every byte of the file was checked: "
           f"{size:,} bytes in {seconds:.2f} s, {_rate(size / max(seconds, 1e-9))}, "
           f"{CHECKSUM_NAMES[store.chunk_checksum]} per chunk"

@@ -4,7 +4,9 @@ quietly, a created output folder is said, and the tutorials refuse a batch
 size below one in a line."""
 
 import argparse
+import errno
 import importlib.util
+import io
 import os
 import signal
 import subprocess
@@ -114,6 +116,47 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
             os.close(write)
         assert done.stderr == "", done.stderr
         assert done.returncode == 128 + signal.SIGPIPE
+
+
+@pytest.mark.graph_free
+def test_a_closed_pipe_while_converting_is_not_the_output_s_fault(tmp_path):
+    """The line saying a folder was made for the store met the closed pipe:
+    it was reported as "cannot write here (Broken pipe)" about the store's
+    path. Now the command ends quietly, and nothing is left behind."""
+    source = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "int8store.cli", "convert", str(source),
+                               "-o", str(tmp_path / "new" / "s.h5")], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+    assert not (tmp_path / "new").exists()
+
+
+class _FullDisk(io.StringIO):
+    """A stdout on a full disk (``> /dev/full``): every write fails."""
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.graph_free
+def test_a_stdout_that_cannot_be_written_is_named_as_such(tmp_path, capsys, monkeypatch):
+    """``verify s.h5 > /dev/full`` said "error: No space left on device",
+    status 2, as if the store had failed its checksums."""
+    store = convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), tmp_path / "s.h5")
+    monkeypatch.setattr(sys, "stdout", _FullDisk())
+    assert main(["verify", str(store)]) == 1
+    assert capsys.readouterr().err == (
+        "error: cannot write to the standard output (No space left on device)\n")
+    assert main(["convert", str(tmp_path / "idx"), "-o", str(tmp_path / "t.h5")]) == 1
+    assert capsys.readouterr().err == (
+        "error: cannot write to the standard output (No space left on device); "
+        "nothing was written\n")
+    assert not (tmp_path / "t.h5").exists()
 
 
 @pytest.mark.graph_free

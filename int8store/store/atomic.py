@@ -152,17 +152,18 @@ def _new_temporary(path, report, made):
     """A new empty temporary file beside ``path``, its folder made if
     missing (the folders made, deepest first, added to ``made``)."""
     try:
-        if not path.parent.is_dir():
+        created = not path.parent.is_dir()
+        if created:
             missing = [path.parent] + [p for p in path.parent.parents if not p.exists()]
             path.parent.mkdir(parents=True, exist_ok=True)
             made.extend(missing)
-            if report is not None:
-                report(f"created the folder {path.parent} for {path.name}")
         remove_stale_temporaries(path)
         handle, temporary = new_temporary(path, TEMPORARY_SUFFIX)
     except OSError as error:
         raise OutputError(f"{path}: cannot write here ({error.strerror or error})") from error
     os.close(handle)
+    if created and report is not None:  # (out of the try: a report that fails is not the path's fault)
+        report(f"created the folder {path.parent} for {path.name}")
     return Path(temporary)
 
 
