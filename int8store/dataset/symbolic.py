@@ -122,14 +122,14 @@ def per_pixel_stage(codes, encoding, normalize, dataset_mean=None, dtype=None,
         if encoding.is_codebook:
             return _lookup(codes, encoding.table(dtype), dtype)
         # Computed in the source's precision (float32 for mnist.pkl.gz), then
-        # widened: the view holds exactly the values the source held.
-        precision, divisor = encoding.precision or dtype, encoding.divisor
-        if divisor & (divisor - 1):  # (k/255: rounded by an op of its own)
-            from ..backend.ops.quotient import level_quotient
+        # widened: the view holds exactly the values the source held, and is
+        # a value to the rest of the graph, as the classic's shared variable
+        # was (an op of its own: the libraries' rewrites see no arithmetic
+        # in it to distribute the step's products over).
+        from ..backend.ops.quotient import level_quotient
 
-            return level_quotient(codes, encoding.offset, divisor, precision, dtype)
-        value = _levels(codes, encoding, precision) / api.float_constant(divisor, precision)
-        return value if precision == dtype else api.at.cast(value, dtype)
+        return level_quotient(codes, encoding.offset, encoding.divisor,
+                              encoding.precision or dtype, dtype)
     if normalize == "batch":
         return (_lookup(codes, encoding.codebook, dtype) if encoding.is_codebook
                 else _levels(codes, encoding, dtype))

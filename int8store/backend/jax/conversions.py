@@ -21,7 +21,7 @@ from ...augment.draws import augment
 from ...errors import ArgumentError
 from ..ops.augment import Augment
 from ..ops.gather import GatherRows
-from ..ops.quotient import LevelQuotient
+from ..ops.quotient import LevelQuotient, is_power_of_two
 from ..ops.minibatch import Minibatch
 from ..setup.activation import activate
 from ...order.blocks import check_shuffled_over
@@ -125,8 +125,17 @@ def jax_funcify_GatherRows(op, node=None, **kwargs):
 
 @convert.register(LevelQuotient)
 def jax_funcify_LevelQuotient(op, node=None, **kwargs):
+    dtype = jax.dtypes.canonicalize_dtype(op.dtype)
+    if is_power_of_two(op.divisor):  # (exact arithmetic, which XLA fuses into its consumer)
+        precision = jax.dtypes.canonicalize_dtype(op.precision)
+        offset, reciprocal = precision.type(op.offset), precision.type(1 / op.divisor)
+
+        def quotient(codes):
+            return ((codes.astype(precision) + offset) * reciprocal).astype(dtype)
+
+        return quotient
     # Looked up: XLA's CPU division, float32 or float64, was an ulp off numpy's.
-    table = op.table.astype(jax.dtypes.canonicalize_dtype(op.dtype))
+    table = op.table.astype(dtype)
 
     def quotient(codes):
         return jnp.take(jnp.asarray(table), codes.astype(jnp.int32) + 128)

@@ -1,17 +1,32 @@
-"""Levels divided by a divisor that is no power of two, rounded as numpy rounds.
+"""The levels of int8 codes divided by their divisor, rounded as numpy rounds,
+in an op of its own: the per-pixel stage of the ``"unit"`` view.
 
 :class:`LevelQuotient` gives the values ``level / divisor`` of int8 codes
-(``level = code + offset``; ``k/255`` pixels are levels over 255), computed
-in the source's ``precision`` and given in ``dtype``, each rounded as numpy
-rounds ``levels.astype(precision) / divisor``. Graph arithmetic cannot
-promise that in every mode: Aesara rewrites ``x / c`` into ``x * (1 / c)``,
-Numba's fast-math does the same to any division, and XLA's CPU division
-(float32, and float64 with x64) was an ulp off numpy's for a tenth to a half
-of the levels. So the op owns the rounding: its C code divides in double (a
-float32 quotient taken in double and rounded once is the correctly rounded
-one: 53 >= 2 * 24 + 2 bits, Figueroa's bound), and elsewhere (``perform``,
-PyTensor's Numba mode, JAX) the 256 values are computed by numpy once and
-looked up.
+(``level = code + offset``: ``k/256`` pixels are levels over 256, ``k/255``
+ones over 255), computed in the source's ``precision`` and given in
+``dtype``, each rounded as numpy rounds ``levels.astype(precision) / divisor``.
+
+Why an op and not graph arithmetic:
+
+* The rest of the graph is compiled as the classic's was. The classic
+  tutorials' images were a float shared variable, a value the graph
+  computes from; ``(c + 128) * 2**-8`` is an expression the libraries'
+  algebraic rewrites see through and distribute other products over (the
+  denoising autoencoder's ``(1 - x) * log(1 - z)`` became
+  ``-log(1 - z) - x * log(1 - z)``), rounding otherwise than the classic
+  graph: its costs differed in the 7th digit under float32 (the 15th under
+  float64) though every pixel was the same.
+* A divisor that is no power of two cannot be left to arithmetic in every
+  mode: Aesara rewrites ``x / c`` into ``x * (1 / c)``, Numba's fast-math
+  does the same to any division, and XLA's CPU division (float32, and
+  float64 with x64) was an ulp off numpy's for a tenth to a half of the levels.
+
+So the op owns the rounding: its C code divides in double (exact for a
+power of two; a float32 quotient taken in double and rounded once is the
+correctly rounded one: 53 >= 2 * 24 + 2 bits, Figueroa's bound). In JAX
+mode a power of two is arithmetic, exact, which XLA fuses into the step;
+other divisors, and PyTensor's Numba mode and ``perform``, look the 256
+values numpy computed once up.
 """
 
 import functools
@@ -26,7 +41,7 @@ from . import numba
 _api = activate()
 at = _api.at
 
-__all__ = ["LevelQuotient", "level_quotient"]
+__all__ = ["LevelQuotient", "level_quotient", "is_power_of_two"]
 
 
 class LevelQuotient(_api.module("link.c.op").COp):
@@ -70,12 +85,14 @@ class LevelQuotient(_api.module("link.c.op").COp):
             self, 0, inputs[0], "stored codes are not differentiable")]
 
     def c_code_cache_version(self):
-        return (1,)
+        return (2,)
 
     def c_code(self, node, name, inputs, outputs, sub):
         (codes,), (out,), fail = inputs, outputs, sub["fail"]
         out_type, type_num = f"npy_{self.dtype}", f"NPY_{self.dtype.upper()}"
-        quotient = f"((double)(src[i] + {self.offset}) / {float(self.divisor)!r})"
+        by = (f"* {1 / self.divisor!r}" if is_power_of_two(self.divisor)  # (exact, and vectorized)
+              else f"/ {float(self.divisor)!r}")
+        quotient = f"((double)(src[i] + {self.offset}) {by})"
         if self.precision == "float32":
             quotient = f"(npy_float32){quotient}"
         return f"""
@@ -106,5 +123,27 @@ def level_quotient(codes, offset, divisor, precision, dtype):
     return LevelQuotient(offset, divisor, precision, dtype)(codes)
 
 
-# In PyTensor's default (Numba) mode: its perform, without the object-mode warning.
-numba.declare(LevelQuotient)
+def is_power_of_two(divisor):
+    """Whether dividing by ``divisor`` is exact arithmetic (a product by its reciprocal)."""
+    return divisor & (divisor - 1) == 0
+
+
+def _in_numba(op, node, **kwargs):
+    """The op compiled by Numba (PyTensor's Numba mode): the 256 values looked up."""
+    from pytensor.link.numba.dispatch.basic import numba_njit
+
+    table = op.table
+
+    @numba_njit
+    def quotient(codes):
+        flat = np.ascontiguousarray(codes).reshape(-1)
+        out = np.empty(flat.shape[0], dtype=table.dtype)
+        for i in range(flat.shape[0]):
+            out[i] = table[np.int16(flat[i]) + 128]
+        return out.reshape(codes.shape)
+
+    return quotient, (f"int8store.LevelQuotient({op.offset}, {op.divisor}, {op.precision}, "
+                      f"{op.dtype}) v1")
+
+
+numba.declare(LevelQuotient, _in_numba)
