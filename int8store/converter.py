@@ -129,6 +129,10 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
     return writer.path
 
 
+#: The classes a note names, at most.
+_LISTED_CLASSES = 10
+
+
 def _untrained_classes(labels, names=None):
     """In words, the classes other splits hold and the training split does
     not (the model never sees them), or ""."""
@@ -139,6 +143,9 @@ def _untrained_classes(labels, names=None):
             missing.setdefault(label, []).append(split)
     if not missing:
         return ""
+    listed = sorted(missing.items())
     named = ", ".join(f"{names[label] if names else label} ({', '.join(splits)})"
-                      for label, splits in sorted(missing.items()))
+                      for label, splits in listed[:_LISTED_CLASSES])
+    if len(listed) > _LISTED_CLASSES:  # (a line, not a screen: 1,700 classes were listed)
+        named += f", and {len(listed) - _LISTED_CLASSES:,} more"
     return f"classes in no training example, which the model never sees: {named}"

@@ -103,6 +103,18 @@ def test_npz_with_keys_given(tmp_path, capsys):
     assert status == 0
     assert_round_trip(tmp_path / "b.h5", data, source=tmp_path / "b.npz",
                       keys={"train": ("p", "q"), "test": ("r", "s")})
+    status, _, err = run_cli(["convert", tmp_path / "b.npz", "-o", tmp_path / "c.h5",
+                              "--keys", "trian=p:q"], capsys)
+    assert (status, err) == (2, f"error: {tmp_path / 'b.npz'}: keys name a split 'trian'; a split "
+                                "is one of train, valid, test (did you mean 'train'?)\n")
+
+
+def test_a_sixth_that_rounds_to_none_is_not_called_a_sixth(tmp_path, capsys):
+    np.savez(tmp_path / "five.npz", x_train=np.zeros((5, 4, 4), np.uint8), y_train=np.arange(5) % 2)
+    status, out, _ = run_cli(["convert", tmp_path / "five.npz", "-o", tmp_path / "f.h5"], capsys)
+    assert status == 0
+    assert "test split: 1 of the 5 training examples (one: a sixth, the default, would be " \
+           "none)" in out
 
 
 @pytest.mark.parametrize("protocol", [2, 5])  # 5: the arrays' bytes as BYTEARRAY8
@@ -270,6 +282,20 @@ def test_gifs_of_a_few_greys_stay_grey_and_a_colour_set_takes_them_in_colour(tmp
         Image.fromarray(pixels, mode).save(png, transparency=unused)
         np.testing.assert_array_equal(read_source(png.parent.parent).splits["train"].images()[0],
                                       pixels)
+
+
+def test_many_classes_in_no_training_example_fit_a_line(tmp_path, capsys):
+    """Labels drawn from 0..99,999 left 1,700 classes out of training, and
+    the note listing every one took 12,938 characters."""
+    labels = np.arange(60) * 7
+    np.savez(tmp_path / "sparse.npz", x_train=np.zeros((60, 4, 4), np.uint8), y_train=labels)
+    assert main(["convert", str(tmp_path / "sparse.npz"), "-o", str(tmp_path / "s.h5")]) == 0
+    note = next(line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("note: classes in no training example"))
+    assert note.endswith(" more") and len(note) < 300, note
+    missing = int(note.split(", and ")[1].split()[0]) + 10
+    assert missing == len(set(labels.tolist()) - set(np.unique(
+        open_store(tmp_path / "s.h5").read_labels("train")).tolist()))
 
 
 def test_a_class_in_no_training_example_is_said(tmp_path, capsys):
