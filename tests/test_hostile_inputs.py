@@ -633,6 +633,15 @@ def test_hdf5_huge_chunks_and_unwritten_datasets_are_refused(tmp_path, capsys):
     refused(tmp_path, capsys, [path], f"{path}:x_train", "announces 1,000,000,000 bytes")
 
 
+def test_hdf5_labels_of_two_dimensions_are_named_by_their_own_key(tmp_path, capsys):
+    """They were named by the images' key, "train/x: train labels must be 1-D"."""
+    path = tmp_path / "grouped.h5"
+    with h5py.File(path, "w") as f:
+        f["train/x"] = np.zeros((4, 3, 3), np.uint8)
+        f["train/y"] = np.zeros((4, 1), np.uint8)
+    refused(tmp_path, capsys, [path], f"{path}:train/y: train labels must be 1-D, got shape (4, 1)")
+
+
 def hdf5_source(path, groups=()):
     with h5py.File(path, "w") as f:
         f.create_dataset("x_train", data=np.arange(6 * 9, dtype=np.uint8).reshape(6, 3, 3),

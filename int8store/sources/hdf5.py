@@ -12,6 +12,7 @@ its chunks against :data:`~.hdf5_process.MAX_CHUNK_BYTES`.
 
 import numpy as np
 
+from ..errors import SourceFormatError
 from ..runtime.files import check_regular_file
 from . import SourceData, Split
 from .hdf5_process import Hdf5Process
@@ -33,7 +34,10 @@ def read_hdf5(path, keys=None, time_limit=None):
         return read_store(path)
     process = Hdf5Process(path, time_limit)
     splits = {}
-    for split, images_key, image_shape, dtype, labels in process.describe(keys):
+    for split, images_key, image_shape, dtype, labels, labels_key in process.describe(keys):
+        if labels.ndim != 1:  # (named here: Split names the images, its origin)
+            raise SourceFormatError(f"{path}:{labels_key}: {split} labels must be 1-D, got "
+                                    f"shape {labels.shape}")
         splits[split] = Split(split, labels, image_shape, dtype,
                               _dataset_reader(process, images_key, len(labels), image_shape, dtype),
                               f"{path}:{images_key}")

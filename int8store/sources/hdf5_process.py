@@ -98,7 +98,7 @@ class Hdf5Process:
         self._ready = True
 
     def describe(self, keys=None):
-        """``[(split, images key, image shape, image dtype, labels)]`` of the file."""
+        """``[(split, images key, image shape, image dtype, labels, labels key)]`` of the file."""
         with self._lock:
             deadline = self._send(["describe", {s: list(p) for s, p in keys.items()} if keys else None])
             header = self._header(deadline)
@@ -109,7 +109,8 @@ class Hdf5Process:
             for split in splits:
                 shape, dtype = _checked_layout(split.get("shape"), split.get("dtype"), self.path)
                 labels = self._array(deadline)
-                described.append((str(split["name"]), str(split["images"]), shape, dtype, labels))
+                described.append((str(split["name"]), str(split["images"]), shape, dtype, labels,
+                                  str(split.get("labels"))))
             return described
 
     def read(self, key, start, stop, image_shape, dtype):
@@ -298,9 +299,9 @@ def _serve(path, ceiling):
                     chosen = choose_keys({n: d.shape for n, d in datasets.items()}, path, keys)
                     labels = [_labels(datasets, path, images, key) for images, key in chosen.values()]
                     _send_header(out, {"splits": [
-                        {"name": split, "images": images, "shape": datasets[images].shape[1:],
-                         "dtype": datasets[images].dtype.str}
-                        for split, (images, _) in chosen.items()]})
+                        {"name": split, "images": images, "labels": key,
+                         "shape": datasets[images].shape[1:], "dtype": datasets[images].dtype.str}
+                        for split, (images, key) in chosen.items()]})
                     for array in labels:
                         _send_array(out, array)
                 else:
