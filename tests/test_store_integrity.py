@@ -138,6 +138,25 @@ def test_a_damaged_magic_is_not_read_as_a_plain_hdf5_file(store):
         load_splits(store)
 
 
+def test_a_damaged_first_line_or_an_empty_file_is_named_so_by_every_command(store, capsys):
+    """verify and info called a store with one byte of its first line
+    flipped "not an int8store file; convert archives with ...", and an empty
+    file was "not a readable HDF5 file (file signature not found)"."""
+    with open(store, "r+b") as f:
+        f.seek(5)
+        f.write(b"X")
+    for command in ("verify", "info"):
+        assert main([command, str(store)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {store}: damaged: its first line is almost an int8store manifest's "
+            "(b'int8sXore manifest\\n'); restore a copy or convert its source again\n")
+    empty = store.parent / "empty.h5"
+    empty.write_bytes(b"")
+    for command in (["verify"], ["info"], ["convert", "-o", str(store.parent / "o.h5")]):
+        assert main([command[0], str(empty), *command[1:]]) == 2
+        assert capsys.readouterr().err.startswith(f"error: {empty}: an empty file (0 bytes)")
+
+
 def test_single_bit_flips_never_change_data_silently_nor_hang():
     """bench/bitflips.py on every 11th metadata byte (all 8 bits) and 300 data bits."""
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "bitflips.py"), "--stride", "11",

@@ -378,6 +378,7 @@ def _kind(dataset, caller):
         _check_exist(paths)
         for path in paths:
             check_regular_file(path)
+            _check_not_empty(path)
             if path.is_dir() or not _reader("idx").looks_like_idx(path):
                 raise SourceFormatError(
                     f"{path}: several sources are read as the IDX files of one data set "
@@ -408,6 +409,7 @@ def _kind(dataset, caller):
     from ..store.file_format import is_store
 
     check_regular_file(path)  # (a FIFO is never opened: that waits for a writer)
+    _check_not_empty(path)
     # A store by its magic, whatever its name (convert writes one under any
     # name, and the streams read it so).
     if is_store(path):
@@ -429,6 +431,18 @@ def _kind(dataset, caller):
         f"{path}: unknown kind of file; expected mnist.pkl.gz (or .pkl), .npz, .h5, "
         ".zip/.tar(.gz) of class folders, IDX files, or a folder of IDX files or class folders"
     )
+
+
+def _check_not_empty(path):
+    """Refuse an empty file as such, whatever its name says it holds (each
+    reader's own complaint about it was about a damaged format)."""
+    try:
+        empty = path.stat().st_size == 0
+    except OSError:
+        return  # (the reader says why it cannot be read)
+    if empty:
+        raise SourceFormatError(f"{path}: an empty file (0 bytes), nothing to read: an "
+                                "interrupted download or copy?")
 
 
 def check_source_options(source, kind, **options):

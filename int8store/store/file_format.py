@@ -98,11 +98,18 @@ def refuse_non_store(path):
     """Raise for ``path``, a file that does not start with a manifest: an
     int8store file this release cannot read, or not an int8store file."""
     with open(path, "rb") as f:
-        head = f.read(len(HDF5_SIGNATURE))
-    if head == HDF5_SIGNATURE:
+        head = f.read(len(MAGIC))
+    if head.startswith(HDF5_SIGNATURE):
         import h5py
         with h5py.File(path, "r") as f:
             refuse_unreadable_store(path, f.attrs)
+    if not head:
+        raise StoreFormatError(f"{path}: an empty file (0 bytes), not an int8store file")
+    if len(head) == len(MAGIC) and sum(a != b for a, b in zip(head, MAGIC)) <= 2:
+        # (a flipped byte of the manifest's first line: a damaged store, not another format)
+        raise StoreFormatError(
+            f"{path}: damaged: its first line is almost an int8store manifest's ({head!r}); "
+            "restore a copy or convert its source again")
     raise StoreFormatError(
         f"{path}: not an int8store file; convert archives with 'int8store convert'")
 
