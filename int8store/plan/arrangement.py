@@ -162,7 +162,9 @@ def _cut_count(size, n, name, origin, least, too_few):
     if n < least:
         raise SourceFormatError(f"{origin}: {n} training example{'s' if n != 1 else ''}{too_few}; "
                                 f"at least {least} are needed")
-    return max(1, n // VALID_SHARE), "a sixth, the default"
+    if n // VALID_SHARE:
+        return n // VALID_SHARE, "a sixth, the default"
+    return 1, "one: a sixth, the default, would be none"
 
 
 def describe_order(order, cuts=False):

@@ -4,7 +4,9 @@ arrays (an ``.npz`` archive, an HDF5 file): by keys given, by names such as
 
 import re
 
+from ..codes.vocabulary import SPLITS
 from ..errors import SourceFormatError
+from ..runtime.words import nearest
 
 __all__ = ["choose_keys", "KEYS_HELP"]
 
@@ -42,6 +44,12 @@ def choose_keys(shapes, origin, keys=None):
     (``{key: shape}``); raises with the arrays listed when it cannot tell."""
     listing = ", ".join(f"{k} {tuple(v)}" for k, v in shapes.items()) or "no arrays"
     if keys:
+        for split in keys:
+            if split not in SPLITS:
+                guess = nearest(split, SPLITS)
+                raise SourceFormatError(
+                    f"{origin}: keys name a split {split!r}; a split is one of "
+                    f"{', '.join(SPLITS)}{f' (did you mean {guess!r}?)' if guess else ''}")
         missing = [k for pair in keys.values() for k in pair if k not in shapes]
         if missing:
             raise SourceFormatError(f"{origin}: no array named {', '.join(missing)}; it holds {listing}")

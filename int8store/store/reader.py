@@ -155,7 +155,7 @@ class Store:
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for offset, nbytes, digest in layout.labels:
                 self._reader.read_range(f, offset, memoryview(labels).cast("B"),
-                                        digest if verify else None, f"split {name!r} labels")
+                                        digest if verify else None, f"split {name!r} label array")
         return labels.astype(np.int32, copy=False)
 
     def read_split(self, name, verify=True):
