@@ -109,6 +109,21 @@ def test_npz_with_keys_given(tmp_path, capsys):
                                 "is one of train, valid, test (did you mean 'train'?)\n")
 
 
+def test_signed_bytes_are_read_as_levels_with_a_note(tmp_path, capsys):
+    """A store's codes copied out without their encoding read as pixels - 128,
+    a half below the pixels' values, without a word; now the rule is said."""
+    codes = np.arange(-128, 128, dtype=np.int16).astype(np.int8).reshape(16, 4, 4)
+    np.savez(tmp_path / "s8.npz", x_train=codes, y_train=np.arange(16) % 2)
+    status, out, _ = run_cli(["convert", tmp_path / "s8.npz", "-o", tmp_path / "s8.h5"], capsys)
+    assert status == 0 and "note: the images are signed bytes (int8): read as levels " \
+        "-128..127, values level / 256 in [-0.5, 0.5)" in out
+    assert open_store(tmp_path / "s8.h5").encoding.offset == 0
+    np.savez(tmp_path / "u8.npz", x_train=(codes.astype(np.int16) + 128).astype(np.uint8),
+             y_train=np.arange(16) % 2)
+    status, out, _ = run_cli(["convert", tmp_path / "u8.npz", "-o", tmp_path / "u8.h5"], capsys)
+    assert status == 0 and "signed bytes" not in out
+
+
 def test_a_sixth_that_rounds_to_none_is_not_called_a_sixth(tmp_path, capsys):
     np.savez(tmp_path / "five.npz", x_train=np.zeros((5, 4, 4), np.uint8), y_train=np.arange(5) % 2)
     status, out, _ = run_cli(["convert", tmp_path / "five.npz", "-o", tmp_path / "f.h5"], capsys)

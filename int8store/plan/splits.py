@@ -194,7 +194,17 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
                 validation=arrangement.validation, test=arrangement.test, notes=source.notes)
     if plan.encoding is None:
         plan.encoding = _choose_encoding(plan, source.divisor, lossy, chunk_bytes)
+        if plan.encoding.offset == 0 and not plan.encoding.is_codebook and all(
+                split.dtype == np.int8 for split in plan.sources.values()):
+            plan.notes = plan.notes + (_SIGNED_BYTES,)
     return plan
+
+
+#: Signed bytes are levels as they are, where pixels (uint8) are shifted: said,
+#: since an int8store store's codes taken out without their encoding look so.
+_SIGNED_BYTES = ("the images are signed bytes (int8): read as levels -128..127, values "
+                 "level / 256 in [-0.5, 0.5); codes taken out of an int8store store "
+                 "(pixel - 128) are pixels only with their store: convert the store itself")
 
 
 def _encode_releasing(plan, encoding):
