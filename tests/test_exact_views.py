@@ -92,3 +92,35 @@ def test_minibatches_hold_numpys_values_in_every_mode(source, normalize, dtype, 
     assert got.dtype == want.dtype and (got == want).all(), \
         f"{int((got != want).sum())} of {want.size} values differ"
     assert (split.x.get_value() == want).all()
+
+
+@pytest.mark.parametrize("mode", ["library default", "c"])
+@pytest.mark.parametrize("slicing", ["classic", "begin and length"])
+def test_a_cost_over_the_view_compiles_as_over_the_classic_shared_variable(mode, slicing):
+    """A denoising autoencoder's step (the images elementwise in the cost, a
+    mean over the minibatch), compiled once over a classic float shared
+    variable and once over int8store's view of the same values: the same
+    costs and weights, bit for bit. They differed in the last digits: the
+    library distributed the cost's products over the conversion
+    ``(c + 128) * 2**-8``, and a minibatch length known to the type made the
+    mean a product by a constant (the classic's slice has no static length)."""
+    pixels = np.random.default_rng(7).integers(0, 256, (60, 49)).astype(np.uint8)
+    dtype = theano.config.floatX
+    classic = theano.shared((pixels / np.float32(256)).astype(dtype))
+    split = SharedDataset.from_arrays(pixels.reshape(60, 7, 7), np.arange(60) % 3, name="train")
+    costs = {}
+    for name, images in (("classic", classic), ("int8store", split.x)):
+        weights = np.random.default_rng(8).uniform(-0.1, 0.1, (49, 13)).astype(dtype)
+        W = theano.shared(weights)
+        x, index = T.matrix("x"), T.lscalar()
+        z = T.sigmoid(T.dot(T.sigmoid(T.dot(x * 0.7, W)), W.T))
+        cost = T.mean(-T.sum(x * T.log(z) + (1 - x) * T.log(1 - z), axis=1))
+        begin = index * 20
+        rows = (images[index * 20:(index + 1) * 20] if slicing == "classic"
+                else images[begin:begin + 20])
+        step = theano.function([index], cost, updates=[(W, W - 0.1 * T.grad(cost, W))],
+                               givens={x: rows},
+                               mode=None if mode == "library default" else function_mode(mode))
+        costs[name] = [step(i % 3) for i in range(9)] + [W.get_value()]
+    for classic_value, int8store_value in zip(costs["classic"], costs["int8store"]):
+        np.testing.assert_array_equal(classic_value, int8store_value)

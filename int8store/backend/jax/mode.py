@@ -7,7 +7,9 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 * the classic slice ``data[index * size:(index + 1) * size]`` becomes the
   static-size :class:`~int8store.backend.ops.minibatch.Minibatch` op (JAX
   refuses a slice with a symbolic start), so the classic tutorials'
-  ``givens`` run unchanged;
+  ``givens`` run unchanged; every minibatch op's length is made part of
+  its type (``static``), as a traced program needs it, where the C
+  backend leaves it out, as the classic slice's was;
 * ops are converted with int8store's conversions first (:mod:`.conversions`:
   conv2d, pooling, the softmax ops, corrections of Aesara's own), then the
   library's;
@@ -232,6 +234,12 @@ def _make_jax_mode():
         replacement = minibatch_of_slice(node)
         return [replacement] if replacement is not None else None
 
+    @node_rewriter([Minibatch])
+    def static_minibatches(fgraph, node):
+        if node.op.static or node.op.short is not None:
+            return None
+        return [node.op.with_static_length()(*node.inputs)]
+
     class MinibatchesFirst(GraphRewriter):
         """The slice rewrite on its own, then the library's JAX rewrites (the
         ``query`` on its rewrite database). Run as one sequence, the library's
@@ -241,12 +249,14 @@ def _make_jax_mode():
         def __init__(self, first, query):
             super().__init__()
             self.first, self.query, self.rest = first, query, optdb.query(query)
+            self.lengths = in2out(static_minibatches, name="int8store_static_minibatches")
 
         def add_requirements(self, fgraph):
             pass  # each part adds its own, in turn
 
         def apply(self, fgraph):
             self.first.rewrite(fgraph)
+            self.lengths.rewrite(fgraph)
             if api.NAME == "aesara":  # (PyTensor's JAX rewrites keep shapes static)
                 specify_shared_shapes(fgraph)
             return self.rest.rewrite(fgraph)
