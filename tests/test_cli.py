@@ -407,6 +407,47 @@ def test_every_tutorial_refuses_its_model_written_over_the_checkpoint_it_resumes
         "set: give it to --resume, and the data to --dataset\n")
 
 
+def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
+        capsys, tmp_path, monkeypatch):
+    """Its seed, augmentation and learning rate are in its description: it
+    was refused once the data was loaded and the model built, after
+    "... training the model" (user trial)."""
+    import logistic_sgd
+
+    monkeypatch.chdir(tmp_path)
+    run = ["--dataset", "digits", "--batch-size", "20", "--epochs", "2"]
+    assert logistic_sgd.main(run + ["--seed", "1", "--checkpoint", "ck"]) == 0
+    capsys.readouterr()
+    for extra, difference in (
+            (["--seed", "2"], "the seed (--seed) differs (1 then, 2 now)"),
+            (["--seed", "1", "--learning-rate", "0.2"],
+             "the learning rate (--learning-rate) differs (0.13 then, 0.2 now)"),
+            (["--seed", "1", "--augment", "cutout=2"], "the augmentation (--augment) differs")):
+        assert logistic_sgd.main(run + extra + ["--resume", "ck"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"error: ck.npz: a checkpoint of another run: "
+                                            f"{difference}"), (out, err)
+
+
+def test_an_augmentation_option_that_does_nothing_and_a_bad_seed_are_refused_by_name(capsys):
+    import logistic_sgd
+
+    run = ["--dataset", "digits", "--epochs", "1"]
+    for extra, said in (
+            (["--augment", "cutout=0"], "--augment 'cutout=0': cutout=0 does nothing: give 1 "
+                                        "pixel or more, or leave it out"),
+            (["--augment", ""], "--augment '' names no augmentation: give comma-separated "
+                                "translate=R, fill=zero|edge|reflect, flip[=random|alternate], "
+                                "cutout=S, or leave it out"),
+            (["--augment", "translate=1,,cutout=2"],
+             "--augment 'translate=1,,cutout=2': an empty item between commas"),
+            (["--seed", "-1"], "seed=-1 (--seed): expected an integer from 0 to 4294967295"),
+            (["--augment", "flip", "--augment-seed", "-2"],
+             "augment_seed=-2 (--augment-seed): expected an integer from 0 to 4294967295")):
+        assert logistic_sgd.main(run + extra) == 2
+        assert capsys.readouterr() == ("", f"error: {said}\n")
+
+
 def test_predict_refuses_the_training_options_it_would_ignore(capsys, tmp_path):
     # (--predict ran with --epochs, --mode jax or --resume nothere, ignored without a word;
     # logistic_sgd.py alone predicts, as the classic's did)
@@ -421,6 +462,8 @@ def test_predict_refuses_the_training_options_it_would_ignore(capsys, tmp_path):
         "error: --predict reads the saved model (--save-model) and the data (--dataset, "
         "--normalize as the model was trained), and --epochs, --resume are for training: leave "
         "them out\n")
+    assert main(predict + ["--epochs", "3"]) == 2
+    assert capsys.readouterr().err.endswith("and --epochs is for training: leave it out\n")
     assert main(predict + ["--normalize", "unit"]) == 0  # (its default, and what it reads)
     assert "Predicted values for the first 10 examples" in capsys.readouterr().out
 

@@ -62,14 +62,24 @@ class Augmentation:
                                 "uncovers: give translate=R too, or leave fill out")
 
     @classmethod
-    def parse(cls, text, recorded=False):
+    def parse(cls, text, recorded=False, given=None):
         """From comma-separated items: ``translate=R``, ``fill=zero|edge|reflect``,
         ``flip`` (random) or ``flip=random|alternate``, ``cutout=S``.
         ``recorded``: text a checkpoint recorded, where a fill with no
-        translation (taken before 0.3.2, and never used) reads as none."""
+        translation (taken before 0.3.2, and never used) reads as none.
+        ``given``: the option the text was given to (``--augment``), where
+        an item that does nothing (``cutout=0``, an empty one, none at all)
+        is refused: it was taken, and the run trained without augmentation."""
         fields = {}
-        for item in (part.strip() for part in str(text).split(",")):
+        items = [part.strip() for part in str(text).split(",")]
+        if given and not any(items):
+            raise ArgumentError(f"{given} {text!r} names no augmentation: give comma-separated "
+                                "translate=R, fill=zero|edge|reflect, flip[=random|alternate], "
+                                "cutout=S, or leave it out")
+        for item in items:
             if not item:
+                if given:
+                    raise ArgumentError(f"{given} {text!r}: an empty item between commas")
                 continue
             name, _, value = item.partition("=")
             name = name.strip()
@@ -88,6 +98,9 @@ class Augmentation:
                 except ValueError:
                     raise ArgumentError(f"augmentation {item!r}: {name} takes a whole number "
                                         "of pixels") from None
+                if given and value == 0:
+                    raise ArgumentError(f"{given} {text!r}: {name}=0 does nothing: give 1 pixel "
+                                        "or more, or leave it out")
             fields[name] = value
         if recorded and not fields.get("translate"):
             fields.pop("fill", None)

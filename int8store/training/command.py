@@ -88,7 +88,7 @@ def _refuse_training_options(args):
         raise ArgumentError(f"--predict reads the saved model (--save-model) and the data "
                             f"(--dataset, --normalize as the model was trained), and "
                             f"{', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} for "
-                            "training: leave them out")
+                            f"training: leave {'it' if len(ignored) == 1 else 'them'} out")
 
 
 def _set_up_and(train, args, **kwargs):

@@ -16,7 +16,7 @@ from ..runtime.arguments import devices_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model, saved_model_description
-from .run import open_run_checkpoint
+from .run import check_options_resumed, open_run_checkpoint
 from .steps import ACCELERATOR_STEPS
 
 __all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", "run_options",
@@ -156,8 +156,19 @@ def check_options(args):
     if args.augment_seed is not None and not args.augment:
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
+    from ..augment.spec import Augmentation
+    from ..order.shuffle import check_seed
+
+    if args.augment is not None:  # (checked in full later, against the images)
+        Augmentation.parse(args.augment, given="--augment")
+    for option in ("seed", "augment_seed"):
+        if getattr(args, option, None) is not None:
+            check_seed(getattr(args, option), "--" + option.replace("_", "-"), option)
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None))
+    if args.resume:
+        check_options_resumed(args.resume, args.seed, args.augment, args.augment_seed,
+                              args.learning_rate)
 
 
 def _check_files(checkpoint, save_model, resume, dataset=None):

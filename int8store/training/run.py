@@ -49,7 +49,7 @@ from ..store.checkpoint import (RUN_DESCRIPTION, description_array, npz_path, op
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
-__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint"]
+__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint", "check_options_resumed"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
@@ -293,9 +293,27 @@ _RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as", "encoding"
                          "classic_count")
 
 
-def _check_same(path, recorded, current):
-    """Refuse a checkpoint of another run, naming what differs."""
+def check_options_resumed(path, seed=None, augment=None, augment_seed=None,
+                          learning_rate=None):
+    """Refuse the run checkpoint at ``path`` where the options that say
+    what it trained (the seeds, the augmentation, the learning rate) are
+    not its run's, before anything is loaded or compiled (the rest is
+    checked once the data and the model are: :meth:`RunCheckpoint.resume`)."""
+    archive, description = open_run_checkpoint(path)
+    current = {"seed": None if seed is None else int(seed),
+               "augmentation": _augmentation_key(augment) if augment else None,
+               "augment_seed": (1 if augment_seed is None else int(augment_seed)) if augment
+               else None,
+               "learning_rate": None if learning_rate is None else float(learning_rate)}
+    _check_same(archive.path, description["identity"], current, keys=current)
+
+
+def _check_same(path, recorded, current, keys=None):
+    """Refuse a checkpoint of another run, naming what differs (of ``keys``
+    only, where given)."""
     for key, what in _WHAT.items():
+        if keys is not None and key not in keys:
+            continue
         then, now = recorded.get(key), current.get(key)
         if key == "augmentation" and isinstance(then, str):  # (0.3.0 recorded it as given)
             then = _augmentation_key(then)
