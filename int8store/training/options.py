@@ -153,6 +153,10 @@ def check_options(args):
     if not math.isfinite(args.learning_rate) or args.learning_rate < 0:
         raise ArgumentError(f"--learning-rate {args.learning_rate:g}: expected a finite number, "
                             "0 or more")
+    if args.steps_per_call is not None and args.steps_per_call < 1:  # (before JAX's set-up)
+        raise ArgumentError(f"--steps-per-call {args.steps_per_call}: expected 1 or more")
+    if args.devices not in (None, 1) and args.mode != "jax" and not args.coordinator:
+        raise ArgumentError("--devices needs --mode jax: the C backend runs on one CPU")
     if args.augment_seed is not None and not args.augment:
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
