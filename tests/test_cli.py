@@ -448,6 +448,22 @@ def test_an_augmentation_option_that_does_nothing_and_a_bad_seed_are_refused_by_
         assert capsys.readouterr() == ("", f"error: {said}\n")
 
 
+def test_predict_names_the_tutorial_whose_model_it_was_given(capsys, tmp_path):
+    """A LeNet5 model given to the logistic regression's --predict was "holds
+    no W, the model's parameter 0 W (its arrays: arr_0, ..., arr_7,
+    int8store_model): not this model's" (user trial)."""
+    import logistic_sgd
+    import mlp
+
+    model = str(tmp_path / "mlp_model.npz")
+    assert mlp.main(["--dataset", "digits", "--epochs", "1", "--save-model", model]) == 0
+    capsys.readouterr()
+    assert logistic_sgd.main(["--dataset", "digits", "--predict", "--save-model", model]) == 2
+    assert capsys.readouterr() == ("", f"error: {model}: the model of mlp.py, not of "
+                                       "logistic_sgd.py: its --predict reads a model its own "
+                                       "--save-model wrote\n")
+
+
 def test_predict_refuses_the_training_options_it_would_ignore(capsys, tmp_path):
     # (--predict ran with --epochs, --mode jax or --resume nothere, ignored without a word;
     # logistic_sgd.py alone predicts, as the classic's did)

@@ -138,7 +138,7 @@ def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, caps
     # The model records its normalization: read otherwise, --predict refuses
     # (it predicted other labels without a word: a trial).
     with np.load(model) as saved:
-        assert json.loads(saved["int8store_model"].tobytes()) == {"normalize": "none"}
+        assert json.loads(saved["int8store_model"].tobytes()) == {"normalize": "none", "program": "logistic_sgd"}
         arrays = {"W": saved["W"], "b": saved["b"]}
     assert logistic_sgd.main(["--dataset", "digits", "--save-model", str(model), "--predict"]) == 2
     assert capsys.readouterr().err == (

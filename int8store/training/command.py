@@ -16,6 +16,7 @@ on; and the result's summary.
 
 import math
 import sys
+from pathlib import Path
 
 from ..errors import ArgumentError, Int8StoreError
 from ..runtime.interrupts import stop_requests
@@ -67,7 +68,8 @@ def predict_command(predict, args, **kwargs):
     as a run's (:func:`run_reporting_errors`). Returns the exit status."""
     try:
         _refuse_training_options(args)
-        check_saved_model(args.save_model, getattr(args, "normalize", None))
+        check_saved_model(args.save_model, getattr(args, "normalize", None),
+                          Path(predict.__code__.co_filename).stem)
     except Int8StoreError as error:
         return _said(error)
     for line in files_said(args):

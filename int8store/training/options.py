@@ -11,7 +11,7 @@ import os
 import re
 
 from ..codes.vocabulary import NORMALIZATIONS
-from ..errors import ArgumentError
+from ..errors import ArgumentError, shortened
 from ..runtime.arguments import devices_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
@@ -209,12 +209,12 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
                             "own; give them two paths")
 
 
-def check_saved_model(path, normalize=None):
+def check_saved_model(path, normalize=None, program=None):
     """``--predict``'s model, the one ``--save-model`` names: a file (not a
     folder) there, a saved model read as far as it can be without the
     model (:func:`~.parameters.open_saved_model`), before the data is read
     and the model built; and trained on images normalized as ``normalize``
-    (``--normalize``) where it records how."""
+    (``--normalize``) by ``program`` (a tutorial's name), where it records them."""
     folder = path and _folder(path)
     if folder:
         raise ArgumentError(f"--save-model {_named(path, folder)}: a folder; expected the .npz "
@@ -225,7 +225,13 @@ def check_saved_model(path, normalize=None):
                             ".npz file a run's --save-model wrote")
     _check_written("--save-model", path, "saved model", "--save-model",
                    "or a run without --predict to write one")
-    trained_on = saved_model_description(open_saved_model(path)).get("normalize")
+    description = saved_model_description(open_saved_model(path))
+    saved_by = description.get("program")
+    if program is not None and isinstance(saved_by, str) and saved_by != program:
+        raise ArgumentError(f"{npz_path(path)}: the model of {shortened(saved_by)}.py, not of "
+                            f"{program}.py: its --predict reads a model its own --save-model "
+                            "wrote")
+    trained_on = description.get("normalize")
     if normalize is not None and trained_on is not None and trained_on != normalize:
         raise ArgumentError(f"{npz_path(path)}: a model trained on images normalized "
                             f"{trained_on!r}, read here as {normalize!r} (--normalize), which "

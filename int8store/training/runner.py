@@ -291,6 +291,7 @@ class Run:
         ``resume``); :meth:`minibatches` then starts where it stopped."""
         from .run import RunCheckpoint, run_identity
 
+        self._program = program  # (what a saved model says it is)
         if not (self.checkpoint or self.resume_path):
             return 0, [], False, loop
         identity = run_identity(program, self.splits, params, self.batch_size, self.seed,
@@ -339,13 +340,17 @@ class Run:
         replaced at each improvement, never half-written; nothing without a
         path, nor in a process other than the first of several. Beside the
         arrays, what the model was trained on (:func:`~.parameters.saved_model_description`):
-        its images' normalization, which ``--predict`` must read them with."""
+        its images' normalization, which ``--predict`` must read them with,
+        and the program (:meth:`resume`'s) whose model it is."""
         from ..backend.jax.sharding import is_main_process
         from ..store.checkpoint import MODEL_DESCRIPTION, description_array, save_checkpoint
 
         if path and is_main_process():
+            description = {"normalize": self.normalize}
+            if getattr(self, "_program", None):
+                description["program"] = str(self._program)
             save_checkpoint(path, *arrays, **named,
-                            **{MODEL_DESCRIPTION: description_array({"normalize": self.normalize})})
+                            **{MODEL_DESCRIPTION: description_array(description)})
 
     # -- the end ------------------------------------------------------------------------
 
