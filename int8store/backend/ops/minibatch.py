@@ -1,9 +1,10 @@
-"""The static-size minibatch op: ``size`` rows from ``index * stride``
+"""The fixed-size minibatch op: ``size`` rows from ``index * stride``
 (``stride`` is ``size`` for the classic minibatches, 1 for a window that
 starts anywhere, as :func:`~int8store.training.evaluate_in_chunks` takes).
 
 A plain slice with a symbolic start has a symbolic length, which JAX refuses
-to trace; this op's output has the static length ``size`` in every mode. On
+to trace; this op's output has ``size`` rows in every mode, a length its
+type states in int8store's JAX mode (:class:`Minibatch`'s ``static``). On
 the C backend it is a view (no copy); in JAX mode it is
 ``jax.lax.dynamic_slice_in_dim`` (see :mod:`int8store.backend.jax.conversions`).
 
@@ -65,7 +66,7 @@ def shuffled_epoch_and_index(index, batches, name="data"):
 
 
 class Minibatch(_api.module("graph.op").Op):
-    """``data[index * stride:index * stride + size]`` with the static length
+    """``data[index * stride:index * stride + size]``, always of length
     ``size`` (``stride`` defaults to ``size``: minibatch ``index``).
 
     With a ``seed`` (a shuffled split, ``stride == size``), ``index`` counts

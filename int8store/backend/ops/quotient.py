@@ -14,8 +14,8 @@ Why an op and not graph arithmetic:
   algebraic rewrites see through and distribute other products over (the
   denoising autoencoder's ``(1 - x) * log(1 - z)`` became
   ``-log(1 - z) - x * log(1 - z)``), rounding otherwise than the classic
-  graph: its costs differed in the 7th digit under float32 (the 15th under
-  float64) though every pixel was the same.
+  graph: its costs differed in the 7th digit under float32 though every
+  pixel was the same.
 * A divisor that is no power of two cannot be left to arithmetic in every
   mode: Aesara rewrites ``x / c`` into ``x * (1 / c)``, Numba's fast-math
   does the same to any division, and XLA's CPU division (float32, and
