@@ -10,13 +10,15 @@ import math
 import os
 import re
 
+from ..augment.spec import Augmentation
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError, shortened
+from ..order.shuffle import check_seed
 from ..runtime.arguments import devices_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model, saved_model_description
-from .run import check_options_resumed, open_run_checkpoint
+from .run import check_options_resumed
 from .steps import ACCELERATOR_STEPS
 
 __all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", "run_options",
@@ -160,27 +162,25 @@ def check_options(args):
     if args.augment_seed is not None and not args.augment:
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
-    from ..augment.spec import Augmentation
-    from ..order.shuffle import check_seed
-
     if args.augment is not None:  # (checked in full later, against the images)
         Augmentation.parse(args.augment, given="--augment")
     for option in ("seed", "augment_seed"):
         if getattr(args, option, None) is not None:
             check_seed(getattr(args, option), "--" + option.replace("_", "-"), option)
     _check_processes(args.coordinator, args.num_processes, args.process_id)
-    _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None))
-    if args.resume:
-        check_options_resumed(args.resume, args.seed, args.augment, args.augment_seed,
-                              args.learning_rate)
+    _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None),
+                 resumed=dict(seed=args.seed, augment=args.augment,
+                              augment_seed=args.augment_seed, learning_rate=args.learning_rate))
 
 
-def _check_files(checkpoint, save_model, resume, dataset=None):
+def _check_files(checkpoint, save_model, resume, dataset, resumed):
     """The run's checkpoint and the best model: two files, never one, and
     neither the dataset's own file; they and the checkpoint resumed: files,
-    not folders; and the one resumed there and read as far as it can be
-    without the run (:func:`~.run.open_run_checkpoint`), before the data is
-    read and the model built (a file cut short was refused once they were)."""
+    not folders; and the one resumed there, read as far as it can be
+    without the run, and taken with the options ``resumed`` names (the
+    seeds, the augmentation, the learning rate: :func:`~.run.check_options_resumed`),
+    before the data is read and the model built (a file cut short was
+    refused once they were)."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
             ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
@@ -192,7 +192,7 @@ def _check_files(checkpoint, save_model, resume, dataset=None):
     if resume:
         _check_written("--resume", resume, "checkpoint", "--checkpoint",
                        "or no --resume to start afresh")
-        open_run_checkpoint(resume)
+        check_options_resumed(resume, **resumed)
     for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
         if path and dataset and os.path.isfile(str(dataset)) \
                 and os.path.realpath(npz_path(path)) == os.path.realpath(str(dataset)):
