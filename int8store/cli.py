@@ -20,6 +20,7 @@ quietly with 128 + SIGPIPE. A traceback means a bug in int8store.
 """
 
 import argparse
+import contextlib
 import shlex
 import signal
 import sys
@@ -260,7 +261,8 @@ def main(argv=None):
         # ends here as an interrupt, not as a traceback.
         with interrupts_remembered():
             status = _run(args, argv)
-            _flush_stdout()  # (a closed pipe is met here, not as Python exits)
+            with _writing_stdout():  # (a closed pipe is met here, not as Python exits)
+                sys.stdout.flush()
     except Int8StoreError as error:
         return _fail(str(error))
     except (BrokenPipeError, _PipeClosed):
@@ -292,24 +294,22 @@ class _StdoutFailed(Exception):
     fault of the files the command reads or writes, nor theirs to report."""
 
 
+@contextlib.contextmanager
+def _writing_stdout():
+    """A failure to write stdout raised as stdout's (:class:`_PipeClosed`,
+    :class:`_StdoutFailed`)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise _PipeClosed() from None
+    except OSError as error:
+        raise _StdoutFailed(error.strerror or error) from None
+
+
 def _print(text):
     """``print(text)`` to stdout at once, a failure named as stdout's."""
-    try:
-        print(text)
-        _flush_stdout()
-    except BrokenPipeError:
-        raise _PipeClosed() from None
-    except OSError as error:
-        raise _StdoutFailed(error.strerror or error) from None
-
-
-def _flush_stdout():
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise _PipeClosed() from None
-    except OSError as error:
-        raise _StdoutFailed(error.strerror or error) from None
+    with _writing_stdout():
+        print(text, flush=True)
 
 
 def _system_says(error):
