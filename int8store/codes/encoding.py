@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import EncodingError
 
-__all__ = ["Encoding", "encode", "new_codes", "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "encode", "new_codes", "is_power_of_two", "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -226,6 +226,12 @@ def _encode_blocks(flat_in, encoding, flat_out, name):
                     casting="unsafe")  # in range: checked just above
 
 
+def is_power_of_two(divisor):
+    """Whether dividing by ``divisor`` (a positive integer) is exact
+    arithmetic: a product by its reciprocal, in every float precision."""
+    return divisor & (divisor - 1) == 0
+
+
 def encode_scaled_exactly(chunk, encoding, out):
     """The fast road for float data and a power-of-two divisor: ``chunk *
     divisor`` is exact, and its cast to 8 bits is the code when, and only
@@ -233,7 +239,7 @@ def encode_scaled_exactly(chunk, encoding, out):
     returns True, or returns False (another road must decide)."""
     divisor = encoding.divisor
     if np.issubdtype(chunk.dtype, np.integer) or chunk.dtype.itemsize < 4 \
-            or divisor & (divisor - 1) or not chunk.size:
+            or not is_power_of_two(divisor) or not chunk.size:
         return False
     with np.errstate(over="ignore", invalid="ignore"):  # huge values: refused just below
         levels = chunk * chunk.dtype.type(divisor)

@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...augment.draws import augment
+from ...codes.encoding import is_power_of_two
 from ...errors import ArgumentError
 from ..ops.augment import Augment
 from ..ops.gather import GatherRows
-from ..ops.quotient import LevelQuotient, is_power_of_two
+from ..ops.quotient import LevelQuotient
 from ..ops.minibatch import Minibatch
 from ..setup.activation import activate
 from ...order.blocks import check_shuffled_over

@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from ...codes.encoding import is_power_of_two
 from ...errors import ArgumentError, MinibatchIndexError
 from ..setup.activation import activate
 from . import numba
@@ -57,7 +58,7 @@ def decode_recipe(encoding, normalize, dataset_mean, dtype):
         # (levels - mean) / spread (a power of two), the mean rounded to the view's dtype first
         return offset, float(np.asarray(dataset_mean, dtype=dtype)), 1.0 / encoding.spread
     divisor = int(encoding.divisor)
-    if divisor < 1 or divisor & (divisor - 1):
+    if divisor < 1 or not is_power_of_two(divisor):
         return None
     return offset, 0.0, 1.0 / divisor
 

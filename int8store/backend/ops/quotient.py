@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from ...codes.encoding import Encoding
+from ...codes.encoding import Encoding, is_power_of_two
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from . import numba
@@ -41,7 +41,7 @@ from . import numba
 _api = activate()
 at = _api.at
 
-__all__ = ["LevelQuotient", "level_quotient", "is_power_of_two"]
+__all__ = ["LevelQuotient", "level_quotient"]
 
 
 class LevelQuotient(_api.module("link.c.op").COp):
@@ -121,11 +121,6 @@ class LevelQuotient(_api.module("link.c.op").COp):
 def level_quotient(codes, offset, divisor, precision, dtype):
     """Symbolic ``(codes + offset) / divisor`` (see :class:`LevelQuotient`)."""
     return LevelQuotient(offset, divisor, precision, dtype)(codes)
-
-
-def is_power_of_two(divisor):
-    """Whether dividing by ``divisor`` is exact arithmetic (a product by its reciprocal)."""
-    return divisor & (divisor - 1) == 0
 
 
 def _in_numba(op, node, **kwargs):
