@@ -82,6 +82,7 @@ class Run:
             raise ArgumentError(f"--steps-per-call {steps_per_call}: expected 1 or more")
         self.splits = self.batch_size = None
         self._scores, self._lines, self._checkpoint = [], None, None
+        self._program = None  # (the model's program, from resume: what a saved model says it is)
         self._epoch_walk, self._start, self._mid_call = None, 0, False
         #: The epochs this run trained in (an epoch resumed in its middle
         #: counted): all of the loop's, fewer when it was resumed.
@@ -291,7 +292,7 @@ class Run:
         ``resume``); :meth:`minibatches` then starts where it stopped."""
         from .run import RunCheckpoint, run_identity
 
-        self._program = program  # (what a saved model says it is)
+        self._program = program
         if not (self.checkpoint or self.resume_path):
             return 0, [], False, loop
         identity = run_identity(program, self.splits, params, self.batch_size, self.seed,
@@ -347,7 +348,7 @@ class Run:
 
         if path and is_main_process():
             description = {"normalize": self.normalize}
-            if getattr(self, "_program", None):
+            if self._program:
                 description["program"] = str(self._program)
             save_checkpoint(path, *arrays, **named,
                             **{MODEL_DESCRIPTION: description_array(description)})
