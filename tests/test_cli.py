@@ -411,8 +411,10 @@ def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
         capsys, tmp_path, monkeypatch):
     """Its seed, augmentation and learning rate are in its description: it
     was refused once the data was loaded and the model built, after
-    "... training the model" (user trial)."""
+    "... training the model" (user trial); so is its program, another
+    tutorial's checkpoint."""
     import logistic_sgd
+    import mlp
 
     monkeypatch.chdir(tmp_path)
     run = ["--dataset", "digits", "--batch-size", "20", "--epochs", "2"]
@@ -427,6 +429,33 @@ def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
         out, err = capsys.readouterr()
         assert out == "" and err.startswith(f"error: ck.npz: a checkpoint of another run: "
                                             f"{difference}"), (out, err)
+    assert mlp.main(run + ["--seed", "1", "--resume", "ck"]) == 2
+    assert capsys.readouterr() == ("", "error: ck.npz: a checkpoint of another run: the program "
+                                       "differs ('logistic_sgd' then, 'mlp' now); resume with "
+                                       "what it was written with, or start afresh\n")
+
+
+def test_a_tutorial_copied_under_another_name_predicts_and_resumes_its_own_files(
+        capsys, tmp_path, monkeypatch):
+    """The program a model and a checkpoint record is the name the tutorial
+    gives its run, not its file's: a copy of logistic_sgd.py named
+    my_logistic.py was refused its own model ("the model of logistic_sgd.py,
+    not of my_logistic.py")."""
+    import logistic_sgd
+
+    copy = tmp_path / "my_logistic.py"
+    copy.write_bytes(open(logistic_sgd.__file__, "rb").read())
+    spec = importlib.util.spec_from_file_location("my_logistic", copy)
+    my_logistic = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(my_logistic)
+    monkeypatch.chdir(tmp_path)
+    run = ["--dataset", "digits", "--batch-size", "20"]
+    assert my_logistic.main(run + ["--epochs", "1", "--checkpoint", "ck",
+                                   "--save-model", "m"]) == 0
+    assert my_logistic.main(run + ["--epochs", "2", "--resume", "ck", "--save-model", "m"]) == 0
+    assert "epoch 2," in capsys.readouterr().out
+    assert my_logistic.main(["--dataset", "digits", "--predict", "--save-model", "m"]) == 0
+    assert "Predicted values for the first 10 examples" in capsys.readouterr().out
 
 
 def test_an_augmentation_option_that_does_nothing_and_a_bad_seed_are_refused_by_name(capsys):

@@ -359,8 +359,9 @@ def main(argv=None):
     parser.add_argument('--nkerns', type=int, nargs=2, default=[20, 50], metavar='N',
                         help='kernels of the two conv layers (default: 20 50)')
     args = parser.parse_args(argv)
-    return training.run_command(evaluate_lenet5, args, learning_rate=args.learning_rate,
-                                n_epochs=args.epochs, dataset=args.dataset, nkerns=args.nkerns,
+    return training.run_command(evaluate_lenet5, args, program='convolutional_mlp',
+                                learning_rate=args.learning_rate, n_epochs=args.epochs,
+                                dataset=args.dataset, nkerns=args.nkerns,
                                 batch_size=args.batch_size, model_path=args.save_model)
 
 

@@ -306,11 +306,13 @@ def main(argv=None):
                              "(--save-model) instead of training")
     args = parser.parse_args(argv)
     if args.predict:
-        return training.predict_command(predict, args, model_path=args.save_model,
-                                        dataset=args.dataset, normalize=args.normalize)
-    return training.run_command(sgd_optimization_mnist, args, learning_rate=args.learning_rate,
-                                n_epochs=args.epochs, dataset=args.dataset,
-                                batch_size=args.batch_size, model_path=args.save_model)
+        return training.predict_command(predict, args, program='logistic_sgd',
+                                        model_path=args.save_model, dataset=args.dataset,
+                                        normalize=args.normalize)
+    return training.run_command(sgd_optimization_mnist, args, program='logistic_sgd',
+                                learning_rate=args.learning_rate, n_epochs=args.epochs,
+                                dataset=args.dataset, batch_size=args.batch_size,
+                                model_path=args.save_model)
 
 
 if __name__ == '__main__':

@@ -242,7 +242,7 @@ def main(argv=None):
     parser.add_argument('--hidden', type=int, default=500,
                         help='hidden units (default: %(default)s)')
     args = parser.parse_args(argv)
-    return training.run_command(test_mlp, args, learning_rate=args.learning_rate,
+    return training.run_command(test_mlp, args, program='mlp', learning_rate=args.learning_rate,
                                 n_epochs=args.epochs, dataset=args.dataset,
                                 batch_size=args.batch_size, n_hidden=args.hidden,
                                 model_path=args.save_model)

@@ -16,7 +16,6 @@ on; and the result's summary.
 
 import math
 import sys
-from pathlib import Path
 
 from ..errors import ArgumentError, Int8StoreError
 from ..runtime.interrupts import stop_requests
@@ -26,13 +25,15 @@ from .options import check_options, check_saved_model, files_said, run_options
 __all__ = ["run_command", "predict_command", "print_summary"]
 
 
-def run_command(train, args, **kwargs):
+def run_command(train, args, program=None, **kwargs):
     """``train(**kwargs, **run options)`` as a command (see the module
     docstring); ``args``: the parsed options
-    (:func:`~int8store.training.options.add_arguments`). Returns the exit
-    status."""
+    (:func:`~int8store.training.options.add_arguments`); ``program``: the
+    name ``train`` gives :meth:`~int8store.training.runner.Run.resume`, so
+    that another program's checkpoint is refused before anything is loaded.
+    Returns the exit status."""
     try:
-        check_options(args)
+        check_options(args, program)
     except Int8StoreError as error:
         return _said(error)
     for line in files_said(args):
@@ -60,16 +61,17 @@ def run_command(train, args, **kwargs):
     return status
 
 
-def predict_command(predict, args, **kwargs):
+def predict_command(predict, args, program=None, **kwargs):
     """``predict(**kwargs)`` as a command: the saved model (``--save-model``)
-    refused first when it cannot be read or is not one
+    refused first when it cannot be read, is not one, or is another
+    ``program``'s (the name its training gave
+    :meth:`~int8store.training.runner.Run.resume`)
     (:func:`~int8store.training.options.check_saved_model`), before the
     data is read and the model built; then errors and interrupts reported
     as a run's (:func:`run_reporting_errors`). Returns the exit status."""
     try:
         _refuse_training_options(args)
-        check_saved_model(args.save_model, getattr(args, "normalize", None),
-                          Path(predict.__code__.co_filename).stem)
+        check_saved_model(args.save_model, getattr(args, "normalize", None), program)
     except Int8StoreError as error:
         return _said(error)
     for line in files_said(args):

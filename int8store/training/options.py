@@ -146,9 +146,11 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     return parser
 
 
-def check_options(args):
+def check_options(args, program=None):
     """Refuse parsed options that cannot go together, before anything is
-    loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them)."""
+    loaded or JAX is used (:class:`~int8store.ArgumentError`, naming them);
+    and a checkpoint resumed of another ``program``, where given (the name
+    the run gives :meth:`~int8store.training.runner.Run.resume`)."""
     if args.epochs < 1:
         raise ArgumentError(f"--epochs {args.epochs}: expected 1 or more epochs")
     # (NaN or infinity would train to NaN and save NaNs; a negative rate climbs the cost)
@@ -169,7 +171,7 @@ def check_options(args):
             check_seed(getattr(args, option), "--" + option.replace("_", "-"), option)
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None),
-                 resumed=dict(seed=args.seed, augment=args.augment,
+                 resumed=dict(program=program, seed=args.seed, augment=args.augment,
                               augment_seed=args.augment_seed, learning_rate=args.learning_rate))
 
 
@@ -178,7 +180,8 @@ def _check_files(checkpoint, save_model, resume, dataset, resumed):
     neither the dataset's own file; they and the checkpoint resumed: files,
     not folders; and the one resumed there, read as far as it can be
     without the run, and taken with the options ``resumed`` names (the
-    seeds, the augmentation, the learning rate: :func:`~.run.check_options_resumed`),
+    program, the seeds, the augmentation, the learning rate:
+    :func:`~.run.check_options_resumed`),
     before the data is read and the model built (a file cut short was
     refused once they were)."""
     for option, path, what, example in (

@@ -293,18 +293,21 @@ _RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as", "encoding"
                          "classic_count")
 
 
-def check_options_resumed(path, seed=None, augment=None, augment_seed=None,
+def check_options_resumed(path, program=None, seed=None, augment=None, augment_seed=None,
                           learning_rate=None):
-    """Refuse the run checkpoint at ``path`` where the options that say
-    what it trained (the seeds, the augmentation, the learning rate) are
-    not its run's, before anything is loaded or compiled (the rest is
-    checked once the data and the model are: :meth:`RunCheckpoint.resume`)."""
+    """Refuse the run checkpoint at ``path`` where the ``program`` (where
+    given) or the options that say what it trained (the seeds, the
+    augmentation, the learning rate) are not its run's, before anything is
+    loaded or compiled (the rest is checked once the data and the model
+    are: :meth:`RunCheckpoint.resume`)."""
     archive, description = open_run_checkpoint(path)
     current = {"seed": None if seed is None else int(seed),
                "augmentation": _augmentation_key(augment) if augment else None,
                "augment_seed": (1 if augment_seed is None else int(augment_seed)) if augment
                else None,
                "learning_rate": None if learning_rate is None else float(learning_rate)}
+    if program is not None:
+        current["program"] = str(program)
     _check_same(archive.path, description["identity"], current, keys=current)
 
 
