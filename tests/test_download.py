@@ -1,9 +1,13 @@
 """Downloads against a server the test starts on 127.0.0.1: nothing leaves the machine."""
 
+import errno
 import gzip
 import hashlib
+import io
+import os
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -11,13 +15,17 @@ import numpy as np
 import pytest
 
 from archives import IDX_NAMES, fake_mnist, idx_bytes
-from int8store import DatasetNotFoundError, DownloadError, SourceFormatError, load_data, load_splits
+from int8store import (DatasetNotFoundError, DownloadError, OutputError, SourceFormatError,
+                       load_data, load_splits)
+from int8store.sources import download as downloads
 from int8store.sources.download import RemoteFile, download
 from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
 
 
 class _Handler(BaseHTTPRequestHandler):
-    routes = {}  # path -> (body, how): how is "ok", "truncate" or "refuse" (503, body the reason)
+    # path -> (body, how): how is "ok", "truncate", "refuse" (503, body the reason) or
+    # "trickle" (a byte every 50 ms)
+    routes = {}
 
     def do_GET(self):
         if self.path not in self.routes:
@@ -31,6 +39,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if how == "trickle":
+            try:
+                for byte in body:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # (the client gave up)
+                pass
+            return
         self.wfile.write(body if how == "ok" else body[: len(body) // 2])
         self.wfile.flush()
         if how == "truncate":
@@ -274,6 +291,65 @@ def test_a_silent_server_times_out_instead_of_hanging(tmp_path):
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
         with pytest.raises(DatasetNotFoundError, match="timed out"):
             read_mnist(tmp_path, mirrors=[url], timeout=0.5)
+
+
+@pytest.mark.timeout(60)
+def test_a_server_that_trickles_is_given_up_on(server, tmp_path, monkeypatch):
+    """Each read has its timeout, and a byte every few seconds resets it: a
+    mirror that trickled would never end (user trial); now one that sends
+    fewer than SLOWEST's bytes in its seconds is given up on, the next
+    mirror tried, and nothing is left."""
+    body = b"x" * 1000
+    server.serve("/slow/file.bin", body, "trickle")
+    server.serve("/file.bin", body)
+    monkeypatch.setattr(downloads, "SLOWEST", (500, 0.5))
+    start = time.monotonic()
+    with pytest.raises(DownloadError, match=r"slow/file.bin: too slow: under 500 bytes in 0.5 s$"):
+        download(remote_for("file.bin", body), [server.url + "slow/"], tmp_path)
+    assert time.monotonic() - start < 10
+    assert leftovers(tmp_path) == []
+    path = download(remote_for("file.bin", body), [server.url + "slow/", server.url], tmp_path)
+    assert path.read_bytes() == body
+
+
+def test_a_cache_folder_that_cannot_be_written_is_named_not_blamed_on_the_mirrors(
+        server, tmp_path, monkeypatch):
+    """A local failure (a folder that cannot be made, a folder where the file
+    goes, a full disk) was "could not download ...", each mirror's failure,
+    after each mirror had sent the whole file (user trial)."""
+    body = b"int8store" * 1000
+    server.serve("/file.bin", body)
+    requests, fetch = [], downloads._fetch
+
+    def fetch_counted(url, *rest):
+        requests.append(url)
+        return fetch(url, *rest)
+
+    monkeypatch.setattr(downloads, "_fetch", fetch_counted)
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"")
+    with pytest.raises(OutputError, match=f"^{afile}/mnist: the cache folder cannot be written "
+                                          r"\(Not a directory.*\): make it writable, or name "
+                                          r"another one \(\$INT8STORE_DATA\)$"):
+        download(remote_for("file.bin", body), [server.url, server.url], afile / "mnist")
+    (tmp_path / "cache" / "file.bin").mkdir(parents=True)
+    with pytest.raises(OutputError, match="file.bin: not a file, where the download is to be "
+                                          "kept: remove it"):
+        download(remote_for("file.bin", body), [server.url, server.url], tmp_path / "cache")
+    full = tmp_path / "full"
+
+    class FullDisk(io.BufferedWriter):
+        def write(self, block):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(downloads.os, "fdopen", lambda handle, mode: FullDisk(io.FileIO(handle,
+                                                                                         "wb")))
+    with pytest.raises(OutputError, match="full: the cache folder cannot be written "
+                                          r"\(No space left on device\)"):
+        download(remote_for("file.bin", body), [server.url, server.url], full)
+    monkeypatch.undo()
+    assert requests == [server.url + "file.bin"]  # (the second mirror was not tried)
+    assert not full.exists()  # (made for the download, removed with it)
 
 
 def test_classic_default_argument_uses_the_cache(server, tmp_path, monkeypatch):

@@ -7,23 +7,30 @@ import hashlib
 import http.client
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from ..errors import DatasetNotFoundError, DownloadError, SourceFormatError, shortened
+from ..errors import (DatasetNotFoundError, DownloadError, OutputError, SourceFormatError,
+                      shortened)
 from ..runtime.interrupts import interrupts_deferred
 from ..runtime.temporaries import new_temporary, remove_stale_temporaries
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
            "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
 
-#: Seconds to wait for a connection or for the next block of data.
+#: Seconds to wait for a connection or for the next bytes of data.
 DEFAULT_TIMEOUT = 5.0
 _BLOCK = 1 << 16
+#: A server that sends fewer bytes than this in as many seconds is given up
+#: on: the timeout is each read's, and one byte every few seconds would
+#: never end (a 1 KiB/s link takes a day for CIFAR-10).
+SLOWEST = (_BLOCK, 60.0)
 # Set to 1 to never touch the network (fail at once when nothing is cached).
 _OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
 
@@ -62,28 +69,64 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
 
     Returns the path written. Nothing is left in ``folder`` if every mirror
     fails, nor the folders made for it; the error lists what each mirror did.
+    A folder that cannot be written is :class:`~int8store.OutputError`,
+    raised at once: no mirror would do better.
     """
     folder = Path(folder)
     made = [f for f in (folder, *folder.parents) if not f.exists()]  # (deepest first)
-    folder.mkdir(parents=True, exist_ok=True)
+    with _cache_writes(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+    target = folder / remote.name
+    if os.path.lexists(target) and not target.is_file():
+        raise OutputError(f"{target}: not a file, where the download is to be kept: remove it "
+                          "or name another cache folder ($INT8STORE_DATA)")
     failures = []
-    for mirror in mirrors:
-        url = mirror.rstrip("/") + "/" + remote.name
-        try:
-            urllib.request.Request(url)  # (a URL it cannot parse: "http://[::1:8765/")
-        except ValueError as error:
-            failures.append(f"{url}: not a URL ({shortened(str(error))})")
-            continue
-        try:
-            return _fetch(url, remote, folder, timeout)
-        except (OSError, http.client.HTTPException, _Rejected) as error:
-            failures.append(f"{url}: {shortened(_reason(error))}")  # (the server's words)
-    for empty in made:  # (a first run offline left ~/.cache/int8store/mnist/, empty)
+    try:
+        for mirror in mirrors:
+            url = mirror.rstrip("/") + "/" + remote.name
+            try:
+                urllib.request.Request(url)  # (a URL it cannot parse: "http://[::1:8765/")
+            except ValueError as error:
+                failures.append(f"{url}: not a URL ({shortened(str(error))})")
+                continue
+            try:
+                return _fetch(url, remote, target, timeout)
+            except OutputError:
+                raise
+            except (OSError, http.client.HTTPException, _Rejected) as error:
+                failures.append(f"{url}: {shortened(_reason(error))}")  # (the server's words)
+    except OutputError:
+        _remove_empty(made)
+        raise
+    _remove_empty(made)
+    raise DownloadError(f"could not download {remote.name}: " + "; ".join(failures or ["no mirrors"]))
+
+
+def _remove_empty(made):
+    """Remove the folders ``made`` (deepest first) while they are empty (a
+    first run offline left ~/.cache/int8store/mnist/, empty)."""
+    for empty in made:
         try:
             empty.rmdir()
         except OSError:  # (no longer empty: another run wrote there)
             break
-    raise DownloadError(f"could not download {remote.name}: " + "; ".join(failures or ["no mirrors"]))
+
+
+@contextmanager
+def _cache_writes(folder):
+    """A failure to write in the cache ``folder`` (read-only, full, a file
+    where a folder should be) as :class:`~int8store.OutputError` naming it,
+    and not as a mirror's failure."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = f": {error.filename}" if error.filename and str(error.filename) != str(folder) \
+            else ""
+        raise OutputError(f"{folder}: the cache folder cannot be written ({reason}{where}): make "
+                          "it writable, or name another one ($INT8STORE_DATA)") from error
 
 
 def dataset_folder(dataset, cache_dir=None):
@@ -147,34 +190,54 @@ class _Rejected(Exception):
     """The transfer completed but the file is not the one expected."""
 
 
-def _fetch(url, remote, folder, timeout):
-    target = folder / remote.name
+def _fetch(url, remote, target, timeout):
+    folder = target.parent
     temporary = None
     try:
-        remove_stale_temporaries(target, _PART)  # (a run killed mid-download left one)
-        with interrupts_deferred():  # (a Ctrl-C just after the file is made removes it too)
-            handle, temporary = new_temporary(target, _PART)
+        with _cache_writes(folder):
+            remove_stale_temporaries(target, _PART)  # (a run killed mid-download left one)
+            with interrupts_deferred():  # (a Ctrl-C just after the file is made removes it too)
+                handle, temporary = new_temporary(target, _PART)
         digest = hashlib.new(remote.algorithm)
         received = 0
         with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response, \
                 tqdm(total=remote.size, unit="B", unit_scale=True, desc=remote.name,
                      disable=None, leave=False) as progress:
-            for block in iter(lambda: response.read(_BLOCK), b""):
-                out.write(block)
+            read = getattr(response, "read1", response.read)  # (what has come, not a whole block)
+            for block in _paced(iter(lambda: read(_BLOCK), b"")):
+                with _cache_writes(folder):
+                    out.write(block)
                 digest.update(block)
                 received += len(block)
                 progress.update(len(block))
                 if received > remote.size:
                     raise _Rejected(f"more than the expected {remote.size:,} bytes")
+            with _cache_writes(folder):
+                out.flush()
         if received != remote.size:
             raise _Rejected(f"received {received:,} bytes, expected {remote.size:,}")
         if digest.hexdigest() != remote.digest:
             raise _Rejected(f"{remote.algorithm} {digest.hexdigest()}, expected {remote.digest}")
-        os.replace(temporary, target)
+        with _cache_writes(folder):
+            os.replace(temporary, target)
         return target
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _paced(blocks):
+    """``blocks`` as they come, given up on (:class:`_Rejected`) when fewer
+    than :data:`SLOWEST` bytes come in its seconds."""
+    least, seconds = SLOWEST
+    since, count = time.monotonic(), 0
+    for block in blocks:
+        count += len(block)
+        if count >= least:
+            since, count = time.monotonic(), 0
+        elif time.monotonic() - since > seconds:
+            raise _Rejected(f"too slow: under {least:,} bytes in {seconds:g} s")
+        yield block
 
 
 def _reason(error):
