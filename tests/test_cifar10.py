@@ -7,6 +7,7 @@ names). Images come out channels last, pixel for pixel the R, G, B planes;
 hostile archives are refused in one line naming the file and the member."""
 
 import gzip
+import io
 import pickle
 import pickletools
 import re
@@ -499,5 +500,18 @@ def test_a_member_announcing_more_than_the_archive_can_hold_is_refused(tmp_path,
     info.size = 1 << 40  # a header, and nothing behind it
     path = tmp_path / "cifar-10-python.tar.gz"
     path.write_bytes(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT)))
+    refused_in_one_line(path, "cifar-10-batches-py/data_batch_1", SizeLimitError,
+                        "its header announces 1,099,511,627,776 bytes but the file holds", capsys)
+    # Members each within the archive's bytes, together beyond them:
+    with tarfile.open(path, "w") as archive:
+        for name in ("readme.html", "readme.txt"):
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = 3000
+            archive.addfile(info, io.BytesIO(b"\0" * 3000))
+        header = tarfile.TarInfo("cifar-10-batches-py/data_batch_2")
+        header.size = 5000
+        archive.fileobj.write(header.tobuf(format=tarfile.GNU_FORMAT))
+        archive.offset += tarfile.BLOCKSIZE
     refused_in_one_line(path, None, SizeLimitError,
-                        "its members announces 1,099,511,627,776 bytes but the file holds", capsys)
+                        "the headers of its members up to cifar-10-batches-py/data_batch_2 "
+                        "announce 11,000 bytes but the file holds", capsys)

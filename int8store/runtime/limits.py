@@ -112,15 +112,16 @@ def describe_bytes(nbytes):
     return f"{nbytes} bytes"
 
 
-def check_in_file(announced, stored, what, origin, compressed=False):
+def check_in_file(announced, stored, what, origin, compressed=False, verb="announces"):
     """Raise :class:`SizeLimitError` if ``announced`` bytes cannot come out of
-    ``stored`` bytes of file (as they are, or ``compressed``)."""
+    ``stored`` bytes of file (as they are, or ``compressed``), saying that
+    ``what`` (``verb``) them."""
     limit = stored * MAX_COMPRESSION_RATIO if compressed else stored
     if announced > limit:
         how = (f"{stored:,} compressed bytes, which decompress to at most {limit:,}"
                if compressed else f"{stored:,} bytes")
         raise SizeLimitError(
-            f"{origin}: {what} announces {announced:,} bytes but the file holds {how}: "
+            f"{origin}: {what} {verb} {announced:,} bytes but the file holds {how}: "
             "it is damaged or not what it claims to be")
 
 

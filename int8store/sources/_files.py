@@ -109,8 +109,10 @@ def checked_tar_members(archive, path, layout):
         where = located(path, member.name)
         check_tar_member(member, where, layout)
         if member.isfile():
+            check_in_file(member.size, stored, "its header", where, compressed=compressed)
             total += member.size
-            check_in_file(total, stored, "its members", path, compressed=compressed)
+            check_in_file(total, stored, f"the headers of its members up to {member.name}",
+                          path, compressed=compressed, verb="announce")
         count += 1
         yield member, where
     check_tar_ended(archive, path, count)
