@@ -338,6 +338,10 @@ def _each_file(files, action):
 def _run(args, argv):
     if args.command == "convert":
         from .converter import convert
+        from .order.shuffle import check_seed
+
+        if args.seed is not None:  # (convert names valid_seed, its keyword)
+            check_seed(args.seed, "--seed", "seed")
         path = convert(args.sources, args.output, valid_size=args.valid_size,
                        valid_seed=args.seed, lossy=args.lossy, resize=args.resize,
                        keys=dict(args.keys) if args.keys else None, force=args.force,

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from .codes.labels import class_count
 from .errors import ArgumentError, EncodingError
 from .store.atomic import check_can_write, check_not_a_source
+from .order.shuffle import check_seed
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
 from .plan.arrangement import describe_order
@@ -100,6 +101,8 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
         raise ArgumentError(f"{output}: a store is an HDF5 file, and a name ending in {suffix} "
                             "says another format: name it .h5")
     check_can_write(output, force)  # before the reading, which may take long
+    if valid_seed is not None:
+        check_seed(valid_seed, name="valid_seed")
     plan = plan_splits(read_source(sources, resize=resize, keys=keys), valid_size=valid_size,
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes,
                        keep_order=keep_order, test_size=test_size)

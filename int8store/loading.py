@@ -127,6 +127,8 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     check_mode(mode)  # before the reading, which may take a while
     if seed is not None:
         check_seed(seed)
+    if valid_seed is not None:
+        check_seed(valid_seed, name="valid_seed")
     if residency is not None:
         check_choice("residency", residency, RESIDENCIES)
     caller = caller or caller_file()

@@ -387,8 +387,23 @@ def test_a_seed_outside_32_bits_is_refused_naming_the_range(tmp_path, capsys):
     for seed in ("-1", str(1 << 32)):
         assert main(["convert", str(tmp_path / "animals"), "-o", str(tmp_path / "a.h5"),
                      "--seed", seed]) == 2
-        assert f"seed={seed}: expected an integer from 0 to 4294967295" in capsys.readouterr().err
+        assert capsys.readouterr().err == (f"error: seed={seed} (--seed): expected an integer "
+                                           "from 0 to 4294967295\n")
     assert not (tmp_path / "a.h5").exists()
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5])
+def test_a_validation_seed_is_refused_by_its_own_name(seed, tmp_path):
+    """load_data(valid_seed=-1) said "seed=-1", a keyword not given (user trial)."""
+    from int8store import convert, load_data, load_splits
+
+    said = rf"^valid_seed={re.escape(repr(seed))}: expected an integer from 0 to 4294967295$"
+    for load in (load_data, load_splits):
+        with pytest.raises(ArgumentError, match=said):
+            load("digits", valid_seed=seed)
+    with pytest.raises(ArgumentError, match=said):
+        convert("digits", tmp_path / "d.h5", valid_seed=seed)
+    assert not (tmp_path / "d.h5").exists()
 
 
 @pytest.mark.parametrize("seed", [1.5, "1", -1, 1 << 32, True])
