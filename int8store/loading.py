@@ -116,7 +116,15 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     -------
     dict
         ``{"train": split, "valid": ..., "test": ...}``: each a
-        :class:`~int8store.dataset.split.Split`.
+        :class:`~int8store.dataset.split.Split` (a dict: unpacked, it gives
+        the names).
+
+    Examples
+    --------
+    >>> splits = load_splits("digits")
+    >>> train = splits["train"]
+    >>> train.n_examples, train.n_batches(100)
+    (1197, 11)
     """
     from .runtime.allocator import keep_large_blocks
     from .runtime.limits import max_memory as ceiling, memory_ceiling
