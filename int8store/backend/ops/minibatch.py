@@ -166,30 +166,30 @@ class Minibatch(_api.module("graph.op").Op):
 
 # Changes whenever the compiled minibatch does, or moves (Numba's disk cache
 # names the module that defined it: 1 was int8store.backend.numba_ops).
-_NUMBA_CACHE_VERSION = 2
+_NUMBA_CACHE_VERSION = 3
 
 
 def _in_numba(op, node, **kwargs):
     """The plain minibatch compiled by Numba (PyTensor's Numba mode): a view,
-    its index checked as in the C backend (the message cannot name the rows:
-    Numba raises constant messages). A shuffled one runs its ``perform``
-    (the Feistel walk is numpy's)."""
+    its index checked as in the C backend (a refusal is made in Python, in
+    an object-mode block: Numba raises constant messages, which cannot name
+    the index and the rows). A shuffled one runs its ``perform`` (the
+    Feistel walk is numpy's)."""
     if op.seed is not None:
         return numba.object_mode(op, node, **kwargs)
+    import numba as numba_library
     from pytensor.link.numba.dispatch.basic import numba_njit
 
-    size, stride = op.size, op.stride
+    size, stride, short = op.size, op.stride, op.short
     name = node.inputs[0].name or "data"
-    message = (f"{name}: minibatch index outside the data (a minibatch of {size} rows "
-               f"from row index * {stride})") if op.short is None else (
-        f"{name}: index past the data: its {size} rows are fewer than a slice of {op.short}, "
-        "so only index 0 (all of them, as the classic's short slice) exists")
 
     @numba_njit
     def minibatch(data, index):
         start = index.item() * stride
         if start < 0 or start + size > data.shape[0]:
-            raise MinibatchIndexError(message)
+            at, rows = index.item(), data.shape[0]
+            with numba_library.objmode():
+                check_index(at, size, rows, name, stride, short)
         return data[start:start + size]
 
     return minibatch, (f"int8store.Minibatch({size}, {stride}, {name!r}, {op.short}) "
