@@ -102,8 +102,32 @@ def test_truncated_transfer_leaves_nothing(server, tmp_path):
     server.serve("/file.bin", body, how="truncate")
     with pytest.raises(DownloadError, match="could not download file.bin") as error:
         download(remote_for("file.bin", body), [server.url], tmp_path)
-    assert "cut short" in str(error.value) or "received" in str(error.value)
+    assert str(error.value).endswith(f"file.bin: the transfer ended after {len(body) // 2:,} "
+                                     f"bytes, expected {len(body):,}"), str(error.value)
     assert leftovers(tmp_path) == []
+
+
+def test_an_interrupted_download_leaves_no_folder_it_made(server, tmp_path, monkeypatch):
+    # (it removed them when every mirror failed, not on Ctrl-C: user trial)
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(downloads, "_fetch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        download(remote_for("file.bin", b"x"), [server.url], tmp_path / "cache" / "mnist")
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("value", ["0", "false", "No", " off ", ""])
+def test_the_offline_switch_set_to_a_no_leaves_the_network_on(server, tmp_path, monkeypatch,
+                                                             value):
+    # (any value but "" or "0" meant offline: INT8STORE_OFFLINE=false too, user trial)
+    body = b"payload" * 10
+    server.serve("/file.bin", body)
+    monkeypatch.setenv("INT8STORE_OFFLINE", value)
+    folder = downloads.fetch_into(tmp_path, [remote_for("file.bin", body)], [server.url], 5,
+                                  "the data", "")
+    assert (folder / "file.bin").read_bytes() == body
 
 
 def test_mirrors_are_tried_in_order(server, tmp_path):

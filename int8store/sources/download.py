@@ -31,8 +31,10 @@ _BLOCK = 1 << 16
 #: on: the timeout is each read's, and one byte every few seconds would
 #: never end (a 1 KiB/s link takes a day for CIFAR-10).
 SLOWEST = (_BLOCK, 60.0)
-# Set to 1 to never touch the network (fail at once when nothing is cached).
+# Set to 1 to never touch the network (fail at once when nothing is cached);
+# empty, 0, false, no or off leave it on.
 _OFFLINE_VARIABLE = "INT8STORE_OFFLINE"
+_ONLINE_VALUES = ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def download(remote, mirrors, folder, timeout=DEFAULT_TIMEOUT):
                 raise
             except (OSError, http.client.HTTPException, _Rejected) as error:
                 failures.append(f"{url}: {shortened(_reason(error))}")  # (the server's words)
-    except OutputError:
+    except BaseException:  # (a cache folder that cannot be written, Ctrl-C)
         _remove_empty(made)
         raise
     _remove_empty(made)
@@ -158,7 +160,7 @@ def fetch_into(folder, files, mirrors, timeout, dataset, what_to_do):
             missing.append(remote)
     if not missing:
         return folder
-    offline = os.environ.get(_OFFLINE_VARIABLE, "") not in ("", "0")
+    offline = os.environ.get(_OFFLINE_VARIABLE, "").strip().lower() not in _ONLINE_VALUES
     failures = ["the network is off ($INT8STORE_OFFLINE is set)"] if offline else []
     for remote in [] if offline else missing:
         try:
@@ -215,7 +217,8 @@ def _fetch(url, remote, target, timeout):
             with _cache_writes(folder):
                 out.flush()
         if received != remote.size:
-            raise _Rejected(f"received {received:,} bytes, expected {remote.size:,}")
+            raise _Rejected(f"the transfer ended after {received:,} bytes, expected "
+                            f"{remote.size:,}")
         if digest.hexdigest() != remote.digest:
             raise _Rejected(f"{remote.algorithm} {digest.hexdigest()}, expected {remote.digest}")
         with _cache_writes(folder):

@@ -85,8 +85,10 @@ def fetch_mnist_idx(folder, mirrors=MNIST_MIRRORS, files=MNIST_IDX_FILES, timeou
     """Make sure ``folder`` holds ``files``, verified; download the missing ones."""
     return fetch_into(
         folder, files, mirrors, timeout, "MNIST",
-        f"Put the classic mnist.pkl.gz, or the four files {', '.join(r.name for r in files)}, "
-        f"into {folder} (or set INT8STORE_DATA to a folder whose mnist/ subfolder holds them).")
+        f"Put the classic mnist.pkl.gz, or the four published files "
+        f"{', '.join(r.name for r in files)} (each checked by its size and SHA-256), into "
+        f"{folder} (or set INT8STORE_DATA to a folder whose mnist/ subfolder holds them); other "
+        "IDX files are read from their own folder, given as the dataset.")
 
 
 def _read_pickle_by_content(path, known=None):
