@@ -17,15 +17,15 @@ import statistics
 import subprocess
 from pathlib import Path
 
+from blas_threads import blas_environment
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
 def step_times(python, backend, threads, steps):
     """``(backend description, {model: int8 seconds a step})`` from one fresh process."""
-    env = dict(os.environ, INT8STORE_BACKEND=backend)
-    if threads != "default":
-        env["OPENBLAS_NUM_THREADS"] = threads
+    env = blas_environment(threads, INT8STORE_BACKEND=backend)
     output = subprocess.run([python, str(HERE / "step_overhead.py"), "--worker", "--rounds", "3",
                              "--steps", str(steps)], env=env, check=True, capture_output=True,
                             text=True).stdout

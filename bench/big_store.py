@@ -24,7 +24,6 @@ import argparse
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +32,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 TUTORIALS = HERE.parent / "tutorials"
 sys.path.insert(0, str(HERE))
+
+from scratch import scratch_folder  # noqa: E402 (bench/ on the path first)
 
 SHARD_BYTES = 16 << 20
 EVALUATION = 10_000  # validation and test examples
@@ -105,7 +106,7 @@ def main(argv=None):
     parser.add_argument("--max-memory", metavar="SIZE",
                         help="stream under this ceiling instead of in shards of 16 MiB")
     args = parser.parse_args(argv)
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="int8store-big-"))
+    folder = args.keep or Path(scratch_folder("int8store-big-"))
     folder.mkdir(parents=True, exist_ok=True)
     big, small = folder / "big.h5", folder / "small.h5"
     for path, n, evaluation in ((big, args.examples, EVALUATION), (small, 600, 600)):

@@ -88,14 +88,13 @@ def main(argv=None):
             train = build(model, splits, batch_size, rate, keep_params=keep)
             steps[way] = lambda i, f=train: f(i % n_batches)
             device_bytes[way] = splits["train"].nbytes
-        for step in steps.values():  # compile and warm up
+        for step in steps.values():  # compile and warm up, each done before the next
             for i in range(3):
-                step(i)
+                jax.block_until_ready(step(i))
         times = {way: [] for way in steps}
         for round_ in range(args.rounds):
             order = list(steps) if round_ % 2 == 0 else list(reversed(steps))
-            for way in order:
-                jax.block_until_ready(jax.numpy.zeros(()))
+            for way in order:  # (each way's last step waited for: the next starts idle)
                 start = time.perf_counter()
                 for i in range(args.steps):
                     out = steps[way](i)

@@ -33,6 +33,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?"which part: 1, 2, 3, 4 or 5"}
+case $part in
+1|2|3|4|5) ;;
+*) echo "gpu_check.sh: no part '$part': give 1, 2, 3, 4 or 5 (see the comments at its top)" >&2
+   exit 2 ;;
+esac
+# (on a machine without one it ran on the CPU for minutes before failing)
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+    echo "gpu_check.sh: needs an NVIDIA GPU (nvidia-smi finds none): run it through the device tool" >&2
+    exit 2
+fi
 out=${OUT:-/tmp}/gpu_check_$part.txt
 # The carried wheels of packages the image lacks (its own are kept: the image
 # has most of them, and numpy, jax and torch as a GPU user has them).
@@ -50,6 +60,10 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # int8store from the checkout
 export PYTENSOR_FLAGS=mode=FAST_RUN  # (PyTensor's C mode: no numba on the device)
 export PYTHONUNBUFFERED=1  # each line into $OUT as it comes: a call cut off at its limit keeps them
 mnist=.device/mnist.pkl.gz
+if [ ! -f $mnist ]; then
+    echo "gpu_check.sh: no $mnist: run scripts/device_wheels.sh here first, and carry .device" >&2
+    exit 2
+fi
 {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
     python -c "import jax, numpy; print('jax', jax.__version__, 'numpy', numpy.__version__, jax.devices())"

@@ -1,7 +1,9 @@
 """Loading mnist.pkl.gz: ``int8store.load_data`` against the classic
 tutorials' loader (its few lines are copied below), time and memory, each run
-in a fresh process with Aesara imported first (as the tutorials do), under
-floatX float32 and float64, the two loaders interleaved.
+in a fresh process with the graph library imported first (as the tutorials
+do: Aesara, the classic tutorials' users' library, where it is installed,
+else PyTensor), under floatX float32 and float64, the two loaders
+interleaved.
 
 Per run: seconds in the loader; the process's peak resident memory (what
 the machine must have); the memory the loaded data holds afterwards
@@ -13,6 +15,8 @@ under float64; held <= the classic's minus 3/4 of the images' bytes.
 """
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import statistics
@@ -21,6 +25,8 @@ import sys
 from pathlib import Path
 
 LOADERS = ("classic", "int8store")
+#: The graph library the classic loader's shared variables are made with.
+LIBRARY = "aesara" if importlib.util.find_spec("aesara") else "pytensor"
 
 
 def classic_load_data(dataset):
@@ -29,8 +35,9 @@ def classic_load_data(dataset):
     import pickle
 
     import numpy
-    import aesara
-    import aesara.tensor as T
+
+    aesara = importlib.import_module(LIBRARY)
+    T = importlib.import_module(LIBRARY + ".tensor")
 
     with gzip.open(dataset, "rb") as f:
         try:
@@ -61,7 +68,7 @@ def worker(loader, dataset):
     import resource
     import time
 
-    import aesara  # noqa: F401  (imported first, as the tutorials do)
+    importlib.import_module(LIBRARY)  # (imported first, as the tutorials do)
     import numpy  # noqa: F401
 
     if loader == "int8store":
@@ -81,10 +88,14 @@ def worker(loader, dataset):
 
 
 def measure(loader, dataset, floatx):
-    env = {k: v for k, v in os.environ.items() if k != "AESARA_FLAGS"}
-    env["AESARA_FLAGS"] = f"floatX={floatx}"
+    flags = LIBRARY.upper() + "_FLAGS"
+    env = {k: v for k, v in os.environ.items() if k != flags}
+    env[flags] = f"floatX={floatx}"
     done = subprocess.run([sys.executable, __file__, "--worker", loader, "--dataset", str(dataset)],
-                          env=env, capture_output=True, text=True, check=True)
+                          env=env, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the {loader} loader's process failed (status {done.returncode}):\n"
+                 f"{done.stderr.strip()}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -107,7 +118,7 @@ def main(argv=None):
         return
     float32_images = image_bytes(args.dataset)
     print(f"{args.dataset}: {Path(args.dataset).stat().st_size:,} bytes, images "
-          f"{float32_images:,} bytes as float32; medians of {args.repeats} fresh processes "
+          f"{float32_images:,} bytes as float32; {LIBRARY}; medians of {args.repeats} fresh processes "
           "per cell, the loaders interleaved; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     header = (f"{'floatX':8} {'loader':10} {'seconds':>8} {'x classic':>9} {'peak MB':>8} "

@@ -45,15 +45,17 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
 
+from blas_threads import blas_environment  # noqa: E402 (bench/ on the path first)
+from scratch import scratch_folder  # noqa: E402
+
 SETTINGS = {"default": {}, "OPENBLAS_THREAD_TIMEOUT=4": {"OPENBLAS_THREAD_TIMEOUT": "4"},
-            "OPENBLAS_NUM_THREADS=1": {"OPENBLAS_NUM_THREADS": "1"}}
+            "OPENBLAS_NUM_THREADS=1": {"threads": "1"}}
 WAYS = ("resident", "process", "process, SCHED_IDLE", "process, nice 19", "serial")
 GRAPH_WAYS = ("resident, gathered", "shards ready", "serial, rows in order",
               "process, rows in order")
@@ -71,7 +73,7 @@ def measure(rounds):
     from int8store.streaming.sources import StoreShards, inverse
     from int8store.streaming.split import StreamingSplit
 
-    path = write_store(tempfile.mkdtemp(prefix="int8store-contention-"), EXAMPLES)
+    path = write_store(scratch_folder("int8store-contention-"), EXAMPLES)
     store = open_store(path)
     codes, labels = store.read_split("train")
     resident = SharedDataset(codes, labels, store.encoding, image_shape=(28, 28), name="train",
@@ -141,7 +143,7 @@ class _Gathered:
         self.dataset, self.order, self.y = dataset, order, dataset.y
         self.n_features, self.image_shape = dataset.n_features, dataset.image_shape
 
-    def minibatch(self, index, size):
+    def minibatch(self, index, size, augment=False):  # (never augmented)
         from int8store import dequantize
         from int8store.nnet import minibatch
 
@@ -259,7 +261,7 @@ def main(argv=None):
     notes, graph_rows = [], []
     for setting, extra in SETTINGS.items():  # each in a fresh process
         child = subprocess.run([sys.executable, __file__, "--child", "--rounds", str(args.rounds)],
-                               env={**os.environ, **extra}, capture_output=True, text=True,
+                               env=blas_environment(**extra), capture_output=True, text=True,
                                check=True)
         result = json.loads(child.stdout.strip().splitlines()[-1])
         rates = result["rates"]

@@ -47,7 +47,8 @@ def measure(rounds, steps, examples, mode="c"):
                 place(list(splits.values()), "jax")
             train[storage] = build(model, splits, batch_size, rate, mode=mode)[1]
             for step in range(3):  # warm up
-                train[storage](step % n_batches)
+                cost = train[storage](step % n_batches)
+            float(numpy.asarray(cost))  # (JAX: done before another's timing starts)
         times = {"float32": [], "int8": []}
         for round_ in range(rounds):
             for storage in (("float32", "int8") if round_ % 2 == 0 else ("int8", "float32")):
@@ -79,13 +80,12 @@ def main(argv=None):
         print(json.dumps({"backend": activate().describe(), "results": results}))
         return
     sys.path.insert(0, str(HERE))
+    from blas_threads import blas_environment
     from models import MODELS
 
     rows = []
     for threads in args.threads:
-        env = dict(os.environ)
-        if threads != "default":
-            env["OPENBLAS_NUM_THREADS"] = threads
+        env = blas_environment(threads)
         command = [sys.executable, __file__, "--worker", "--rounds", str(args.rounds),
                    "--steps", str(args.steps), "--examples", str(args.examples), "--mode", args.mode]
         output = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout

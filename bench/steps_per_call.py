@@ -239,12 +239,12 @@ def tutorial_epochs(ks, epochs=6):
     tutorial in JAX mode: the time from one epoch's validation line to the
     next (an epoch's steps, its validation, and its test scoring when the
     model improved); the first epoch also holds XLA's compilation."""
-    import tempfile
+    from scratch import scratch_folder
 
     import logistic_sgd
 
     images, labels = digit_like_images(70000, seed=1)
-    folder = tempfile.mkdtemp(prefix="int8store-steps-")
+    folder = scratch_folder("int8store-steps-")
     path = Path(folder) / "mnist-shaped.npz"
     np.savez(path, x_train=images[:50000], y_train=labels[:50000],
              x_valid=images[50000:60000], y_valid=labels[50000:60000],

@@ -49,16 +49,17 @@ in a fresh process: examples/s and peak resident memory.
 """
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tutorials"), str(HERE)]
+
+from blas_threads import blas_environment  # noqa: E402 (bench/ on the path first)
+from scratch import scratch_folder  # noqa: E402
 
 BATCHES = {"logistic regression": 600, "LeNet5": 500}
 
@@ -126,7 +127,7 @@ def measure(model, examples, shard, rounds):
     from int8store.streaming.split import StreamingSplit
 
     batch = BATCHES[model]
-    folder = tempfile.mkdtemp(prefix="int8store-streaming-")
+    folder = scratch_folder("int8store-streaming-")
     path = write_store(folder, examples)
     store = open_store(path)
     codes, labels = store.read_split("train")
@@ -301,7 +302,7 @@ def main(argv=None):
           f"{args.shard:,}; medians of {args.rounds} alternated rounds")
     # The producer alone, in this process (which trains nothing: no BLAS
     # threads spinning on the other core), beside a memory copy.
-    gb = producer_rate(write_store(tempfile.mkdtemp(prefix="int8store-streaming-"), args.examples),
+    gb = producer_rate(write_store(scratch_folder("int8store-streaming-"), args.examples),
                        args.shard)
     print(f"producer, one thread, from the page cache: {gb['producer']:.2f} GB/s read, checked "
           f"and shuffled ({gb['seconds_per_shard'] * 1e3:.2f} ms a shard); {gb['lent']:.2f} GB/s "
@@ -310,9 +311,7 @@ def main(argv=None):
           f"{gb['verify']:.2f} GB/s; a memory copy of 256 MiB {gb['copy']:.2f} GB/s "
           "(the same process, one after the other)")
     for threads in ("default", "1"):  # each in a fresh process
-        env = dict(os.environ)
-        if threads == "1":
-            env["OPENBLAS_NUM_THREADS"] = "1"
+        env = blas_environment(threads)
         child = subprocess.run([sys.executable, __file__, "--child", "--examples", str(args.examples),
                                 "--shard", str(args.shard), "--rounds", str(args.rounds),
                                 "--models", *args.models],

@@ -169,6 +169,9 @@ def measure(models, dataset, anchors, epochs, rounds, c_backend, torch_python, b
         ways[2:2] = ["before: int8store jax"] + (["before: int8store c"] if c_backend else [])
     if torch_imports(torch_python):
         ways += ["torch resident", "torch DataLoader"]
+    else:
+        print(f"(the PyTorch ways are left out: {torch_python} cannot import torch; "
+              "--torch-python names one that can)", file=sys.stderr)
     ways = [way for way in ways if way not in skip]
     results = {}
     for model in models:
@@ -188,6 +191,8 @@ def measure(models, dataset, anchors, epochs, rounds, c_backend, torch_python, b
                     if warm in runs:
                         record(warm, tutorial_run(model, dataset, "jax", epochs, env))
                 elif way.startswith("before: "):
+                    # (with the cache the cold run left, it was a warm run against a cold one)
+                    shutil.rmtree(os.path.join(cache, "int8store"), ignore_errors=True)
                     record(way, tutorial_run(model, dataset, way.split()[-1], epochs, env,
                                              before))
                 elif way == "int8store c":
