@@ -245,7 +245,7 @@ def test_a_second_interrupt_as_the_run_ends_stops_at_once_in_one_line(capsys, mo
     monkeypatch.setattr(command, "_set_up_and", lambda train, args, **kwargs: {"ended": True})
     args = type("Args", (), {"coordinator": None, "timings": False, "save_model": None,
                              "checkpoint": None})()
-    monkeypatch.setattr(command, "check_options", lambda args: None)
+    monkeypatch.setattr(command, "check_options", lambda args, program: None)
     assert command.run_command(None, args) == 130
     assert capsys.readouterr().err == "interrupted: stopped at once\n"
 
