@@ -353,8 +353,8 @@ def test_a_cache_folder_that_cannot_be_written_is_named_not_blamed_on_the_mirror
     afile = tmp_path / "afile"
     afile.write_bytes(b"")
     with pytest.raises(OutputError, match=f"^{afile}/mnist: the cache folder cannot be written "
-                                          r"\(Not a directory.*\): make it writable, or name "
-                                          r"another one \(\$INT8STORE_DATA\)$"):
+                                          r"\(Not a directory.*\): give it room and write "
+                                          r"access, or name another one \(\$INT8STORE_DATA\)$"):
         download(remote_for("file.bin", body), [server.url, server.url], afile / "mnist")
     (tmp_path / "cache" / "file.bin").mkdir(parents=True)
     with pytest.raises(OutputError, match="file.bin: not a file, where the download is to be "

@@ -127,8 +127,8 @@ def _cache_writes(folder):
         reason = error.strerror or str(error)
         where = f": {error.filename}" if error.filename and str(error.filename) != str(folder) \
             else ""
-        raise OutputError(f"{folder}: the cache folder cannot be written ({reason}{where}): make "
-                          "it writable, or name another one ($INT8STORE_DATA)") from error
+        raise OutputError(f"{folder}: the cache folder cannot be written ({reason}{where}): give "
+                          "it room and write access, or name another one ($INT8STORE_DATA)") from error
 
 
 def dataset_folder(dataset, cache_dir=None):
