@@ -274,7 +274,9 @@ def tutorial_epochs(ks, epochs=6):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=9,
+                        help="alternating rounds of the cases (--tutorial times epochs 2 to 6 "
+                             "of one run a K instead)")
     parser.add_argument("--steps", type=int, default=200,
                         help="steps a round, a multiple of the largest K")
     parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
