@@ -42,8 +42,6 @@ __all__ = ["preview", "Preview", "display_bytes"]
 BACKGROUND = 96
 _GAP = 1  # pixels between cells
 _MIN_CELL = 32  # cells are scaled up (by an integer factor) to at least this
-# Names of formats the grid is not written in (JPEG would blur its pixels).
-_OTHER_IMAGE_SUFFIXES = {".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff"}
 
 
 @dataclass
@@ -137,7 +135,7 @@ def preview(dataset, output, split="train", count=8, scale=None, force=False, ke
         epoch = check_epoch(epoch, "--epoch")
     check_not_a_source(output, files_read(dataset), "show", "the grid",
                        class_folder_trees(dataset))
-    if Path(output).suffix.lower() in _OTHER_IMAGE_SUFFIXES:
+    if Path(output).suffix.lower() not in ("", ".png"):  # (g.txt, g.jpg: a PNG all the same)
         raise ArgumentError(f"{output}: the grid is written as PNG (lossless: each pixel as "
                             "stored); name it .png")
     with memory_ceiling(max_memory):

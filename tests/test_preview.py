@@ -111,8 +111,10 @@ def test_preview_refuses_what_it_cannot_show_in_one_line(tmp_path, capsys):
     # Options that would do nothing, or a name the PNG would belie.
     assert main(["preview", "digits", "-o", str(tmp_path / "e.png"), "--epoch", "3"]) == 2
     assert "--epoch) chooses the epoch of an augmented preview" in capsys.readouterr().err
-    assert main(["preview", "digits", "-o", str(tmp_path / "g.jpg")]) == 2
-    assert "g.jpg: the grid is written as PNG" in capsys.readouterr().err
+    for name in ("g.jpg", "g.txt"):  # (g.txt was written, a PNG: user trial)
+        assert main(["preview", "digits", "-o", str(tmp_path / name)]) == 2
+        assert f"{name}: the grid is written as PNG" in capsys.readouterr().err
+        assert not (tmp_path / name).exists()
     # A grid Pillow would not open again (8.2 gigapixels took 16 GB to write), or
     # one over the memory ceiling.
     assert main(["preview", "digits", "-o", str(tmp_path / "big.png"), "--scale", "1000"]) == 2
