@@ -58,6 +58,36 @@ def test_every_example_once_per_epoch(seed, prefetch):
     assert worker_threads() == []
 
 
+@pytest.mark.parametrize("reader", ["views", "threads"])
+def test_a_seed_of_any_integer_type_streams_as_its_int(reader):
+    """A numpy int32 seed passed check_seed, then reached the shard orders
+    unconverted and overflowed their 32-bit mask (review)."""
+    walks = []
+    for seed in (7, np.int32(7), np.uint8(7)):
+        stream, _ = array_stream(seed=seed, reader=reader)
+        walks.append([labels.tolist() for labels, _ in visit(stream, 1)])
+        stream.close()
+    assert walks[0] == walks[1] == walks[2]
+
+
+def test_a_pass_and_a_resumed_epoch_take_only_whole_numbers_in_range():
+    """epoch(0, first=6) of 5 shards gave epoch 1's shards numbered as 0's
+    and then an IndexError; first=-1 and epoch -1 were taken too; a start
+    of 2.0, taken held whole, failed streamed (review)."""
+    stream, _ = array_stream(n=40)
+    assert stream.n_shards == 5
+    for first in (6, -1, 1.5, True):
+        with pytest.raises(ArgumentError, match=f"a pass cannot start at shard {first!r}: "
+                                                r"expected 0 to 5"):
+            stream.epoch(0, first=first)
+    with pytest.raises(ArgumentError, match="epoch -1: expected a whole number"):
+        stream.epoch(-1)
+    assert list(stream.epoch(0, first=5)) == []  # (the epoch over: a run stopped at its end)
+    whole = [(b.number, b.index) for b in stream.minibatches(0, 4, start=2)]
+    assert [(b.number, b.index) for b in stream.minibatches(0, 4, start=2.0)] == whole
+    stream.close()
+
+
 def test_a_lent_epoch_may_end_and_the_next_start_with_the_short_shard():
     """Lent shards need a buffer only for the short last shard: read again
     right after itself (the end of one shuffled epoch, the start of the

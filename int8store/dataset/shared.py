@@ -326,9 +326,9 @@ class SharedDataset(Split):
         epoch = check_epoch(epoch, self.name)
         self.set_epoch(epoch)
         count = self.n_batches(batch_size)
-        check_start(start, count, self.name)
+        start = check_start(start, count, self.name)
         offset = int(epoch) * count if self.seed is not None else 0
-        return (Batch(i, offset + i) for i in range(int(start), count))
+        return (Batch(i, offset + i) for i in range(start, count))
 
     def scoring_plans(self, chunk_size, classic_count=False):
         """The windows that score every example once (see

@@ -11,10 +11,12 @@ __all__ = ["check_start", "check_epoch", "check_batch_size"]
 
 def check_start(start, count, name):
     """Refuse a start outside an epoch of ``count`` minibatches of split
-    ``name`` (``count`` itself is one: the epoch is over)."""
-    if int(start) != start or not 0 <= start <= count:
+    ``name`` (``count`` itself is one: the epoch is over); returns it as an
+    int (2.0 was taken, then failed streamed as a float)."""
+    if isinstance(start, bool) or int(start) != start or not 0 <= start <= count:
         raise ArgumentError(f"{name}: an epoch of {count} minibatches cannot start at "
                             f"minibatch {start!r}")
+    return int(start)
 
 
 def check_epoch(epoch, name):

@@ -71,7 +71,7 @@ class ShardLayout:
         place in the epoch's visit order, minibatches of the epoch before
         that shard, the minibatch's index in it)``; ``start`` may be the
         epoch's minibatch count (the epoch is over). Nothing is read."""
-        check_start(start, self.n_batches(batch_size), self.name)
+        start = check_start(start, self.n_batches(batch_size), self.name)
         number, order = 0, self.visit_order(epoch)
         for place, index in enumerate(order):
             first, stop = self.bounds(index)

@@ -48,6 +48,7 @@ every HDF5 call): the manifest gives each chunk's byte range and checksum
 (:mod:`int8store.store.reader`), and each read opens its own file handle.
 """
 
+import numbers
 import threading
 import weakref
 from collections import deque
@@ -159,7 +160,8 @@ class StreamingSplit(Split):
                     "use smaller shards or allow more memory")
             prefetch = min(prefetch, int(max_prefetch_bytes) // self.shard_bytes - 1)
         self.workers, self.prefetch, self.mode = workers, prefetch, mode
-        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, seed,
+        # (the checked seed: a numpy int32 one overflowed the orders' 32-bit mask)
+        self.layout = ShardLayout(self.name, source.n_examples, self.shard_size, self.seed,
                                   orders_in_c=mode == "c")
         self.reader = self._choose_reader(reader)
         # Shuffled shards lent in the split's order: the step gathers each
@@ -286,7 +288,12 @@ class StreamingSplit(Split):
                 "shard on the device, so a second pass cannot run beside it. End the first: "
                 "leave its loop, call its close(), or this split's close(). (To score the "
                 "training split, do it between epochs.)")
-        current = Pass(self, int(epoch), progress, int(first))
+        epoch = check_epoch(epoch, self.name)
+        if isinstance(first, bool) or not isinstance(first, numbers.Integral) \
+                or not 0 <= first <= self.n_shards:  # (6 of 5 gave epoch 1's shards as 0's)
+            raise ArgumentError(f"{self.name}: a pass cannot start at shard {first!r}: expected "
+                                f"0 to {self.n_shards} (the epoch's {self.n_shards} shards)")
+        current = Pass(self, epoch, progress, int(first))
         self._pass = weakref.ref(current)
         return current
 
