@@ -15,7 +15,7 @@ the end of an epoch too): memory stays bounded by ``(prefetch + 2) x
 shard_size`` examples.
 
 One pass at a time: a split holds one shard on the device, so while a pass
-is alive (started and neither finished nor closed) another is refused at
+is alive (made and neither finished nor closed) another is refused at
 once with :class:`StreamError`, which says how to end the first. The pass
 owns the shards it asked for; leaving it early, an exception or Ctrl-C
 ends it (:meth:`StreamingSplit.close` too), and ending gives back every
@@ -277,7 +277,7 @@ class StreamingSplit(Split):
         ``first``: the pass starts at the epoch's shard ``first`` in its
         visit order (a run resumed mid-epoch): those before are not read.
 
-        While a pass is alive (started, neither finished nor closed), the
+        While a pass is alive (made, neither finished nor closed), the
         split refuses another with :class:`StreamError`: one shard is on
         the device at a time."""
         live = self._live_pass()
