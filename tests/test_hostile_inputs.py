@@ -26,7 +26,8 @@ import pytest
 
 from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_zeros,
                       write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
-from int8store import EncodingError, SourceFormatError, load_data, load_splits, open_store
+from int8store import (EncodingError, SourceFormatError, StoreFormatError, load_data, load_splits,
+                       open_store)
 from int8store.cli import main
 from int8store.sources import read_source
 
@@ -704,6 +705,34 @@ def test_an_hdf5_source_that_hangs_the_library_is_one_error_within_the_limit(tmp
 def test_an_hdf5_source_that_crashes_the_library_is_one_error(tmp_path, capsys):
     path = damaged_attribute_source(tmp_path / "crash.h5", "type")
     refused(tmp_path, capsys, [path], str(path), "the file is damaged")
+
+
+@pytest.mark.timeout(120)
+def test_an_hdf5_file_that_crashes_or_hangs_the_library_is_one_error_for_the_store_commands(
+        tmp_path, capsys, monkeypatch):
+    """info, verify and manifest read a plain HDF5 file's root attributes to
+    tell an old or damaged store: in their own process, where a damaged file
+    killed them with SIGSEGV (review); convert and load_data read it in a
+    child process already."""
+    from int8store.store import plain_hdf5
+
+    crash = damaged_attribute_source(tmp_path / "crash.h5", "type")
+    said = (f"error: {crash}: not an int8store file; as an HDF5 file it is damaged (the HDF5 "
+            "library crashed (signal SIGSEGV) reading it)\n")
+    for command in ("info", "verify", "manifest"):
+        assert main([command, str(crash)]) == 2
+        assert capsys.readouterr().err == said
+    with pytest.raises(StoreFormatError, match="crash.h5: not an int8store file"):
+        open_store(crash)
+    monkeypatch.setattr(plain_hdf5, "TIME_LIMIT", 3)
+    loops = damaged_attribute_source(tmp_path / "loops.h5", "heap")
+    assert main(["info", str(loops)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {loops}: not an int8store file; as an HDF5 "
+                                              "file it is damaged (the HDF5 library ")
+    plain = hdf5_source(tmp_path / "plain.h5")  # (a readable one: the usual line)
+    assert main(["info", str(plain)]) == 2
+    assert capsys.readouterr().err == (f"error: {plain}: not an int8store file; convert archives "
+                                       "with 'int8store convert'\n")
 
 
 @pytest.mark.timeout(60)

@@ -131,6 +131,21 @@ def test_a_forged_chunk_size_is_refused_by_name(store, rows):
         open_store(store)
 
 
+def test_labels_beyond_the_class_names_of_a_forged_manifest_are_refused(store, capsys):
+    """The manifest's label names were checked to be text, never against the
+    labels: info and verify said OK, load_data loaded, preview ended in an
+    IndexError (review)."""
+    rewrite_manifest(store, lambda m: m.update(label_names=["zero", "one"]))
+    said = rf"{store.name}: split 'train' has labels from 0 to \d, but the manifest names 2 " \
+           r"classes \(0 to 1\): the store is damaged"
+    with pytest.raises(StoreFormatError, match=said):
+        load_splits(store)
+    for command in (["verify", str(store)], ["preview", str(store), "-o",
+                                             str(store.parent / "g.png")]):
+        assert main(command) == 2
+        assert re.search(said, capsys.readouterr().err)
+
+
 def test_a_damaged_magic_is_not_read_as_a_plain_hdf5_file(store):
     with open(store, "r+b") as f:
         f.write(b"INT8STORE")
@@ -207,10 +222,12 @@ def test_an_output_that_is_no_regular_file_is_never_replaced_even_with_force(tmp
         assert main(["convert", str(folder), "-o", str(fifo), *force]) == 2
         assert f"{fifo}: is not a regular file (a FIFO)" in capsys.readouterr().err
         assert fifo.is_fifo()
-    assert main(["preview", str(folder), "-o", str(fifo), "--force"]) == 2
+    grid = tmp_path / "pipe.png"  # (preview names its grid .png)
+    os.mkfifo(grid)
+    assert main(["preview", str(folder), "-o", str(grid), "--force"]) == 2
     assert "is not a regular file (a FIFO)" in capsys.readouterr().err
-    assert fifo.is_fifo()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "pipe.h5"]
+    assert fifo.is_fifo() and grid.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "pipe.h5", "pipe.png"]
 
 
 def test_an_output_through_a_link_is_refused_up_front_or_written_where_it_points(tmp_path, capsys):

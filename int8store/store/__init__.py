@@ -1,5 +1,6 @@
 """The store: one HDF5 file of int8 codes behind a checksummed manifest.
-Its format, and how a file is recognised as one (:mod:`.file_format`); its
+Its format, and how a file is recognised as one (:mod:`.file_format`; a
+plain HDF5 file's attributes read apart, :mod:`.plain_hdf5`); its
 manifest (:mod:`.manifest`), each split's entry in it
 (:mod:`.split_entries`), its encoding (:mod:`.encoding_entry`) and order
 (:mod:`.order_entry`); per-chunk checksums (:mod:`.checksums`); opening and

@@ -76,7 +76,7 @@ def split_digest(codes, labels):
     ``codes`` and ``labels`` in memory: the same hex digest for the same
     data wherever it is held."""
     hasher = chunk_hasher(SPLIT_DIGEST)
-    hasher.update(memoryview(np.ascontiguousarray(codes, dtype=np.int8)).cast("B"))
+    hasher.update(np.ascontiguousarray(codes, dtype=np.int8).reshape(-1).view(np.uint8))
     hasher.update(np.ascontiguousarray(labels, dtype="<i4").view(np.uint8))
     return hasher.hexdigest()
 

@@ -99,10 +99,14 @@ def refuse_non_store(path):
     int8store file this release cannot read, or not an int8store file."""
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
-    if head.startswith(HDF5_SIGNATURE):
-        import h5py
-        with h5py.File(path, "r") as f:
-            refuse_unreadable_store(path, f.attrs)
+    if head.startswith(HDF5_SIGNATURE):  # (read apart: a damaged file crashed the caller)
+        from .plain_hdf5 import root_attributes
+
+        attributes, problem = root_attributes(path)
+        if problem is not None:
+            raise StoreFormatError(f"{path}: not an int8store file; as an HDF5 file it is "
+                                   f"damaged (the HDF5 library {problem})")
+        refuse_unreadable_store(path, attributes)
     if not head:
         raise StoreFormatError(f"{path}: an empty file (0 bytes), not an int8store file")
     if len(head) == len(MAGIC) and sum(a != b for a, b in zip(head, MAGIC)) <= 2:

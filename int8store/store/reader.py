@@ -156,6 +156,13 @@ class Store:
             for offset, nbytes, digest in layout.labels:
                 self._reader.read_range(f, offset, memoryview(labels).cast("B"),
                                         digest if verify else None, f"split {name!r} label array")
+        if self.label_names is not None and labels.size \
+                and not 0 <= labels.min() <= labels.max() < len(self.label_names):
+            # (the checksums hold for a manifest forged whole: preview then indexed past names)
+            raise StoreFormatError(
+                f"{self.path}: split {name!r} has labels from {labels.min()} to {labels.max()}, "
+                f"but the manifest names {len(self.label_names)} classes (0 to "
+                f"{len(self.label_names) - 1}): the store is damaged")
         return labels.astype(np.int32, copy=False)
 
     def read_split(self, name, verify=True):
