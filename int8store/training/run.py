@@ -49,7 +49,8 @@ from ..store.checkpoint import (RUN_DESCRIPTION, description_array, npz_path, op
 from .early_stopping import EARLY_STOPPING
 from .parameters import parameter_label, read_parameters
 
-__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint", "check_options_resumed"]
+__all__ = ["RunCheckpoint", "RunState", "run_identity", "open_run_checkpoint",
+           "check_options_resumed"]
 
 #: Changes when what a checkpoint holds does.
 FORMAT = 1
@@ -83,14 +84,22 @@ def run_identity(program, splits, params, batch_size, seed=None, augmentation=No
         "model": [[p.name or f"parameter {i}", list(np.shape(p.get_value(borrow=True))),
                    str(np.asarray(p.get_value(borrow=True)).dtype)] for i, p in enumerate(params)],
         "batch_size": int(batch_size),
-        "seed": None if seed is None else int(seed),
-        "augmentation": None if not augmentation else _augmentation_key(augmentation),
-        "augment_seed": None if not augmentation else int(augment_seed),
+        **_trained_with(seed, augmentation, augment_seed, learning_rate),
         "normalize": _normalization_key(normalize, splits),
-        "learning_rate": None if learning_rate is None else float(learning_rate),
         "shuffled_as": None if seed is None or not splits else _held(splits[0]),
         "classic_count": None if classic_count is None else bool(classic_count),
     }
+
+
+def _trained_with(seed, augmentation, augment_seed, learning_rate):
+    """The identity's entries of the options that say what a run trained
+    (the seeds, the augmentation as parsed, the learning rate): known from
+    the command line, so checked before anything is loaded too
+    (:func:`check_options_resumed`)."""
+    return {"seed": None if seed is None else int(seed),
+            "augmentation": None if not augmentation else _augmentation_key(augmentation),
+            "augment_seed": None if not augmentation else int(augment_seed),
+            "learning_rate": None if learning_rate is None else float(learning_rate)}
 
 
 def _normalization_key(normalize, splits):
@@ -301,11 +310,9 @@ def check_options_resumed(path, program=None, seed=None, augment=None, augment_s
     loaded or compiled (the rest is checked once the data and the model
     are: :meth:`RunCheckpoint.resume`)."""
     archive, description = open_run_checkpoint(path)
-    current = {"seed": None if seed is None else int(seed),
-               "augmentation": _augmentation_key(augment) if augment else None,
-               "augment_seed": (1 if augment_seed is None else int(augment_seed)) if augment
-               else None,
-               "learning_rate": None if learning_rate is None else float(learning_rate)}
+    # (--augment-seed defaults to 1 where --augment is given: the run's own default)
+    current = _trained_with(seed, augment, 1 if augment_seed is None else augment_seed,
+                            learning_rate)
     if program is not None:
         current["program"] = str(program)
     _check_same(archive.path, description["identity"], current, keys=current)
