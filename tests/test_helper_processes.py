@@ -149,14 +149,30 @@ def test_convert_of_an_hdf5_source_works_under_ulimit_v(tmp_path):
 def test_the_hdf5_child_holds_itself_to_the_lower_of_its_ceiling_and_the_inherited_limit(
         tmp_path):
     probe = ("import json, resource, sys\n"
-             "from int8store.sources.hdf5_process import _limit_address_space\n"
-             "print(json.dumps([_limit_address_space(int(a)) for a in sys.argv[1:]]\n"
+             "from int8store.runtime.limits import limit_address_space\n"
+             "print(json.dumps([limit_address_space(int(a)) for a in sys.argv[1:]]\n"
              "                 + [resource.getrlimit(resource.RLIMIT_AS)]))\n")
     inherited = 3 << 30
     done = run_limited([sys.executable, "-c", probe, str(4 << 30), str(2 << 30)], tmp_path,
                        inherited)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [[inherited, True], [2 << 30, False], [2 << 30, 2 << 30]]
+
+
+@pytest.mark.graph_free
+def test_the_root_attributes_reader_is_held_to_its_address_space(tmp_path, monkeypatch):
+    """info, verify and manifest read a plain HDF5 file's root attributes in
+    a child held, as the HDF5 source's is, to an address space: a size that
+    damaged metadata announces fails there. Too small a one fails it here."""
+    from int8store.store import plain_hdf5 as reader
+
+    source = plain_hdf5(tmp_path / "plain.h5")
+    with h5py.File(source, "a") as f:
+        f.attrs["format"] = "not ours"
+    assert reader.root_attributes(source) == ({"format": "not ours", "format_version": None}, None)
+    monkeypatch.setattr(reader, "ADDRESS_SPACE", 40 << 20)  # (numpy alone needs more)
+    attributes, problem = reader.root_attributes(source)
+    assert attributes is None and problem
 
 
 BROKEN_H5PY = {

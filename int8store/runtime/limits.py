@@ -30,7 +30,8 @@ from contextvars import ContextVar
 from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size", "physical_memory",
-           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes"]
+           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes",
+           "limit_address_space"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
 MAX_COMPRESSION_RATIO = 1032
@@ -172,3 +173,17 @@ class AnnouncedBytes:
         (a line) asks for one more at most, and :meth:`add` then refuses it."""
         in_file = self.stored * MAX_COMPRESSION_RATIO if self.compressed else self.stored
         return max(0, min(in_file, max_memory()) - self.total)
+
+
+def limit_address_space(wanted):
+    """Hold this process's address space to ``wanted`` bytes, or to the
+    limit it inherited if that is lower (raising it is not allowed);
+    returns ``(limit, inherited)``, ``inherited`` whether the inherited
+    limit was the lower. For a child that parses a file in C (HDF5): a
+    size its damaged metadata announces fails there, not in the machine."""
+    import resource
+
+    inherited = [n for n in resource.getrlimit(resource.RLIMIT_AS) if n != resource.RLIM_INFINITY]
+    limit = min([wanted, *inherited])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return limit, limit < wanted

@@ -55,7 +55,8 @@ import numpy as np
 from .. import errors
 from ..runtime import processes
 from ..errors import SourceFormatError, located, shortened
-from ..runtime.limits import check_in_file, check_memory, describe_bytes, max_memory
+from ..runtime.limits import (check_in_file, check_memory, describe_bytes, limit_address_space,
+                              max_memory)
 
 __all__ = ["Hdf5Process", "TIME_LIMIT", "MAX_CHUNK_BYTES"]
 
@@ -275,7 +276,7 @@ def _checked_layout(shape, dtype, path):
 
 def _serve(path, ceiling):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    address_space = _limit_address_space(ceiling + _INTERPRETER_ROOM)
+    address_space = limit_address_space(ceiling + _INTERPRETER_ROOM)
     import h5py
 
     from ..runtime.limits import memory_ceiling
@@ -310,19 +311,6 @@ def _serve(path, ceiling):
             except Exception as error:  # noqa: BLE001 - reported to the parent, which raises it
                 _send_header(out, _describe_error(error, path, address_space))
             out.flush()
-
-
-def _limit_address_space(wanted):
-    """Hold this process's address space to ``wanted`` bytes, or to the
-    limit it inherited if that is lower (raising it is not allowed);
-    returns ``(limit, inherited)``, ``inherited`` whether the inherited
-    limit was the lower."""
-    import resource
-
-    inherited = [n for n in resource.getrlimit(resource.RLIMIT_AS) if n != resource.RLIM_INFINITY]
-    limit = min([wanted, *inherited])
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    return limit, limit < wanted
 
 
 def _labels(datasets, path, images_key, labels_key):

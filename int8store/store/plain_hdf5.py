@@ -16,18 +16,23 @@ import sys
 
 from ..runtime import processes
 
-__all__ = ["root_attributes", "TIME_LIMIT"]
+__all__ = ["root_attributes", "TIME_LIMIT", "ADDRESS_SPACE"]
 
 #: Seconds the child may take to open the file and read two attributes.
 TIME_LIMIT = 60.0
+#: Bytes of address space the child may use: the interpreter with h5py (about
+#: 150 MB), and room for two attributes a damaged file may announce as huge.
+ADDRESS_SPACE = 1 << 30
 
 
 def root_attributes(path, time_limit=None):
     """``(attributes, None)``: the file's ``format`` and ``format_version``
     (None where absent); or ``(None, why)`` where the HDF5 library could not
-    read them (an error, a crash, no answer within ``time_limit`` seconds)."""
+    read them (an error, a crash, no answer within ``time_limit`` seconds,
+    more memory than :data:`ADDRESS_SPACE`)."""
     time_limit = TIME_LIMIT if time_limit is None else time_limit
-    child = processes.start("int8store.store.plain_hdf5", [path], stderr=subprocess.DEVNULL,
+    child = processes.start("int8store.store.plain_hdf5", [path, str(ADDRESS_SPACE)],
+                            stderr=subprocess.DEVNULL,
                             env={"OPENBLAS_NUM_THREADS": "1"})
     try:
         out, _ = child.communicate(timeout=time_limit)
@@ -61,6 +66,9 @@ def _attributes(path):
 
 
 if __name__ == "__main__":
+    from ..runtime.limits import limit_address_space
+
+    limit_address_space(int(sys.argv[2]))
     try:
         print(json.dumps(_attributes(sys.argv[1])))
     except Exception as error:  # noqa: BLE001 - said to the parent, which names the file
