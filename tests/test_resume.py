@@ -317,6 +317,29 @@ def test_a_resumed_run_times_the_epochs_it_ran(tmp_path, capsys):
     assert "The code run for 2 epochs, with " in capsys.readouterr().out
 
 
+def test_a_run_that_ends_between_validations_checkpoints_its_end(tmp_path, capsys):
+    """With more minibatches an epoch than half the patience, the classic
+    loop validates every 2,500: a run of 3,000 ended with a checkpoint of
+    minibatch 2,500, so a resume made the last 500 updates again (review)."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "many.npz", x_train=rng.integers(0, 256, (3010, 2, 2), dtype=np.uint8),
+             y_train=np.arange(3010) % 2, x_valid=rng.integers(0, 256, (10, 2, 2), dtype=np.uint8),
+             y_valid=np.arange(10) % 2, x_test=rng.integers(0, 256, (10, 2, 2), dtype=np.uint8),
+             y_test=np.arange(10) % 2)
+    run = dict(dataset=tmp_path / "many.npz", batch_size=1, model_path=None)
+    logistic_sgd.sgd_optimization_mnist(n_epochs=1, checkpoint=tmp_path / "one", **run)
+    with np.load(tmp_path / "one.npz") as held:
+        state = json.loads(bytes(held["int8store_run"]))
+    assert (state["epoch"], state["step"]) == (1, 3010)
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, checkpoint=tmp_path / "whole", **run)
+    logistic_sgd.sgd_optimization_mnist(n_epochs=2, resume=tmp_path / "one",
+                                        checkpoint=tmp_path / "one", **run)
+    assert "resumed from" in capsys.readouterr().out
+    for ended, uninterrupted in zip(parameters(tmp_path / "one.npz"),
+                                    parameters(tmp_path / "whole.npz"), strict=True):
+        assert (ended == uninterrupted).all()
+
+
 def test_an_augmentation_written_another_way_is_the_same_run(tmp_path):
     run = dict(dataset="digits", batch_size=20, n_epochs=1, model_path=None)
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", augment="translate=1,cutout=2",

@@ -317,9 +317,10 @@ def evaluate_lenet5(learning_rate=0.1, n_epochs=200,
 
             # int8store: Ctrl-C (or SIGTERM) stops here, after the call under way
             # (its minibatch, or the many a call makes), and the run's checkpoint is
-            # written where the loop looked at the model
+            # written where the loop looked at the model, and at the end
             stop = patience <= iter or run.stop_requested()
-            if stop or (iter + 1) % validation_frequency == 0:
+            last = epoch == n_epochs and minibatch_index + 1 == n_train_batches
+            if stop or last or (iter + 1) % validation_frequency == 0:
                 run.save(epoch, minibatch_index, best_params, patience <= iter,
                          patience=patience, best_validation_loss=best_validation_loss,
                          best_iter=best_iter, test_score=test_score, test_count=test_count)
