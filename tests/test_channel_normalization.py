@@ -77,6 +77,23 @@ def test_minibatches_hold_numpys_float32_values(mode, normalize):
     assert (copy.x.get_value() == want).all()
 
 
+@pytest.mark.parametrize("normalize", ["channel", "standard"])
+def test_pixels_taken_from_a_view_hold_the_values_of_the_whole_rows(normalize):
+    """``x[rows, pixels]`` once took the pixels off the codes before the
+    channels' statistics were laid along them: columns 1..3 of an RGB row
+    were normalized as channels 0..2 (PyTensor), or failed an assertion
+    naming nothing (Aesara) (review)."""
+    images, labels = colour_images()
+    split = SharedDataset.from_arrays(images, labels, name="train", dtype="float32",
+                                      normalize=normalize)
+    whole = split.x.get_value()
+    for key in [(slice(0, 20), slice(1, 4)), (slice(None), 4), (7, slice(2, 9)), (Ellipsis, 5),
+                (None, slice(0, 3)), (slice(5, 9),)]:
+        # (to float32's rounding: on a column, PyTensor rearranges (x - m) * r
+        # into x * r - m * r; the wrong statistics were off by up to 16)
+        np.testing.assert_allclose(split.x[key].eval(), whole[key], rtol=0, atol=4e-7)
+
+
 def test_every_split_takes_the_training_splits_statistics(tmp_path):
     from int8store import load_splits
 

@@ -60,15 +60,18 @@ class FloatView(_api.TensorVariable):
         dataset = self.dataset
         if self.owner.op.augmented:
             return _augmented_minibatch(dataset, key)
-        if dataset.order is None:
-            return dataset._float_view(dataset.data[key])
-        # The first index picks rows (through the order), the rest the pixels.
+        # The first index picks rows (through the order), the rest the pixels:
+        # a row is widened whole (per-channel statistics repeat along it).
         rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
-        rows = dataset.order[rows]
-        view = dataset._rows_view(rows)
+        if rows is None or rows is Ellipsis:
+            return self[:][key]
+        if dataset.order is None:
+            view = dataset._float_view(dataset.data[rows])
+        else:
+            view = dataset._rows_view(dataset.order[rows])
         if not rest:
             return view
-        return view[((slice(None),) if rows.ndim else ()) + rest]
+        return view[((slice(None),) if view.ndim == dataset.data.ndim else ()) + rest]
 
     def get_value(self, borrow=False, return_internal_type=False):
         """The images as the view's values: a new ``(N, features)`` array of
