@@ -26,6 +26,22 @@ def test_shared_dataset_returns_a_float_view_and_int32_labels():
     np.testing.assert_array_equal(lib.function([], x)(), images)
 
 
+def test_labels_set_anew_are_the_splits_labels_and_must_be_one_an_example():
+    """y.set_value changed the shared variable only: the split's labels,
+    its digest (recorded in checkpoints) and its class count kept the old
+    ones (review)."""
+    x, y = shared_dataset((images_k256(), np.arange(12) % 3), dtype="float32")
+    before = x.dataset.digest()
+    y.set_value(np.full(12, 5.0))  # (integral floats, as archives give them)
+    assert y.get_value().tolist() == [5] * 12 and y.get_value().dtype == np.int32
+    assert x.dataset.labels.tolist() == [5] * 12 and x.dataset.digest() != before
+    with pytest.raises(ArgumentError, match="3 labels for 12 examples"):
+        y.set_value([1, 2, 3])
+    with pytest.raises(ValueError, match="labels must be integers"):
+        y.set_value(np.full(12, 0.5))
+    assert x.dataset.labels.tolist() == [5] * 12
+
+
 def test_int8_images_take_exactly_a_quarter_of_float32():
     images = images_k256(50, 28 * 28)
     int8 = SharedDataset.from_arrays(images, np.zeros(50), storage="int8", dtype="float32")

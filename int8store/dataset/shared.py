@@ -238,8 +238,19 @@ class SharedDataset(Split):
 
     @property
     def labels(self):
-        """The labels, int32 in host memory (wherever ``y`` is held)."""
+        """The labels, int32 in host memory: ``y``'s value held on one device
+        (``y.set_value`` changes them), a copy kept over several."""
+        if self.blocks is None:
+            return np.asarray(self.y.get_value(borrow=True))
         return self._labels
+
+    def set_labels(self, labels):
+        """Replace the labels (``y.set_value``): one an example, integers."""
+        labels = as_int32_labels(labels, name=f"{self.name} labels")
+        if len(labels) != self.n_examples:
+            raise ArgumentError(f"{self.name}: {len(labels)} labels for {self.n_examples} "
+                                "examples: y.set_value takes one label an example")
+        self.y.set_value(labels)
 
     def shuffle(self, seed):
         """This split taking its minibatches in a seeded order, a new one each

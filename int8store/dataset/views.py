@@ -154,8 +154,9 @@ class LabelsView(_api.TensorVariable):
         return self.shared.get_value(borrow=borrow, return_internal_type=return_internal_type)
 
     def set_value(self, value, borrow=False):
-        """Set the labels (the shared variable's value)."""
-        self.shared.set_value(value, borrow=borrow)
+        """Set the labels (the shared variable's value, which the split's
+        digest and class count read): one an example, integers."""
+        self.dataset.set_labels(value)
 
 
 def labels_view(dataset):
