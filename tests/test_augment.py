@@ -51,6 +51,8 @@ def test_the_text_a_command_line_takes():
     assert not Augmentation.parse("")
     for text, message in [("rotate=3", "not understood"), ("translate=two", "whole number"),
                           ("flip=sometimes", "one of none, random, alternate"),
+                          # (flip= was taken as flip: an unfinished flip=alternate?)
+                          ("flip=", "'flip=' not understood"),
                           ("translate=1,translate=2", "given twice"), ("cutout=-1", "0 or more"),
                           # a fill with nothing to fill was taken, and did nothing
                           ("fill=edge,flip", "fill=edge fills the border a translation uncovers"),

@@ -323,6 +323,12 @@ NUMBER_REFUSALS = {  # (options after "--epochs 1"; "=": -inf is no option)
     "an augmentation's seed without one": (["--augment-seed", "3"],
                                            "--augment-seed 3 seeds an augmentation: give "
                                            "--augment LIST too"),
+    # (JAX's set-up, accepted on the C backend and ignored there: review)
+    **{f"{' '.join(given)} on the C backend": (given, f"{' and '.join(given)} {verb} up JAX mode "
+                                               "(--mode jax): the C backend compiles no XLA "
+                                               "program and runs the same ops each time")
+       for given, verb in ((["--deterministic"], "sets"),
+                           (["--no-compile-cache", "--no-deterministic"], "set"))},
 }
 
 

@@ -81,9 +81,9 @@ class Augmentation:
                 if given:
                     raise ArgumentError(f"{given} {text!r}: an empty item between commas")
                 continue
-            name, _, value = item.partition("=")
+            name, equals, value = item.partition("=")
             name = name.strip()
-            if name == "flip" and not value:
+            if name == "flip" and not equals:  # (a bare flip; flip= is refused as translate= is)
                 value = "random"
             if name not in ("translate", "fill", "flip", "cutout") or not value:
                 raise ArgumentError(

@@ -161,6 +161,15 @@ def check_options(args, program=None):
         raise ArgumentError(f"--steps-per-call {args.steps_per_call}: expected 1 or more")
     if args.devices not in (None, 1) and args.mode != "jax" and not args.coordinator:
         raise ArgumentError("--devices needs --mode jax: the C backend runs on one CPU")
+    if args.mode != "jax" and not args.coordinator:  # (options of JAX's set-up, else ignored)
+        given = [option for option, on in (
+            ("--no-compile-cache", args.no_compile_cache),
+            ("--deterministic" if args.deterministic else "--no-deterministic",
+             args.deterministic is not None)) if on]
+        if given:
+            raise ArgumentError(f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} up "
+                                "JAX mode (--mode jax): the C backend compiles no XLA program "
+                                "and runs the same ops each time")
     if args.augment_seed is not None and not args.augment:
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
