@@ -25,6 +25,7 @@ every split then uses.
 
 import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -171,19 +172,34 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             check_splits(store, opened.splits)
             say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed),
                                    store=True)
-            splits = load_store_over_devices(opened, devices, normalize, dtype,
-                                             _store_statistics(opened, normalize))
+            with _named_by(dataset):
+                splits = load_store_over_devices(opened, devices, normalize, dtype,
+                                                 _store_statistics(opened, normalize))
         else:
             held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                       valid_seed, lossy, keep_order, test_size,
                                                       _quiet(seed), report)
-            splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
-                            devices)
+            with _named_by(dataset):  # (a split too small for the devices)
+                splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
+                                devices)
     if seed is not None:
         splits["train"] = splits["train"].shuffle(seed)
     _say_if_not_scaled(splits["train"], dataset, normalize, report)
     keep_large_blocks()  # (each step's large buffers reused, as after the classic loader)
     return splits
+
+
+@contextmanager
+def _named_by(dataset):
+    """Refusals of how the data is laid out (over devices) named by the
+    dataset they are about, where they do not name it already."""
+    try:
+        yield
+    except ArgumentError as error:
+        origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else None
+        if origin is None or str(error).startswith(origin):
+            raise
+        raise type(error)(f"{origin}: {error}") from None
 
 
 def _say_if_not_scaled(train, dataset, normalize, report):

@@ -283,6 +283,31 @@ def test_the_tutorials_train_over_four_devices(tmp_path):
         assert "best validation error" in done.stdout
 
 
+@needs_jax
+def test_a_split_too_small_for_the_devices_is_named_with_its_dataset(tmp_path, capsys):
+    """The refusal named the split only (review): from a file, a store read
+    for each device's rows, and budget's plan."""
+    from int8store.cli import main
+
+    np.savez(tmp_path / "t7.npz", x_train=np.zeros((7, 4, 4), np.uint8),
+             y_train=np.arange(7) % 2)
+    assert main(["convert", str(tmp_path / "t7.npz"), "-o", str(tmp_path / "t7.h5")]) == 0
+    for source in ("t7.npz", "t7.h5"):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset", source,
+             "--mode", "jax", "--devices", "4"], capture_output=True, text=True, timeout=600,
+            cwd=tmp_path, env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+        assert (done.returncode, done.stderr) == (2, (
+            f"error: {source}: split 'valid': 1 example cannot be split over 4 devices: each "
+            "needs at least one real row (use at most 1 device)\n"))
+    capsys.readouterr()
+    assert main(["budget", "--dataset", str(tmp_path / "t7.npz"), "--devices", "4",
+                 "--model", "logistic"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 't7.npz'}: the 1 valid example is too few for a batch over 4 "
+        "devices (--devices 4): each needs one; use --devices 1\n")
+
+
 def test_devices_need_jax_mode(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"),
                            "--dataset", "digits", "--devices", "2"],

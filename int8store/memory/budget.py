@@ -80,8 +80,10 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     # The batch the tutorials take (a cut of the batch asked said in a line below).
     smallest_name, smallest = min(counts.items(), key=lambda item: item[1])
     if smallest < devices:
-        raise ArgumentError(f"the {smallest} {smallest_name} examples are too few for a batch "
-                            f"over {devices} devices")
+        raise ArgumentError(f"{dataset}: the {counted(smallest, smallest_name + ' example')} "
+                            f"{'are' if smallest != 1 else 'is'} too few for a batch over "
+                            f"{devices} devices (--devices {devices}): each needs one; use "
+                            f"--devices {smallest}{' or fewer' if smallest > 1 else ''}")
     asked, requested = batch_size, batch_size or MODELS[model]
     taken = fitted_batch_size(requested, smallest, devices)
     batch_size = taken.size

@@ -66,8 +66,8 @@ class Blocks:
             what = ("the split is empty: there is nothing to split" if self.n_examples < 1 else
                     f"{counted(self.n_examples, 'example')} cannot be split")
             raise ArgumentError(f"{self._split()}{what} over {self.devices} devices: each needs "
-                                f"at least one real row (use at most {max(self.n_examples, 1)} "
-                                "devices)")
+                                f"at least one real row (use at most "
+                                f"{counted(max(self.n_examples, 1), 'device')})")
 
     def _split(self):
         return f"split {self.name!r}: " if self.name else ""
