@@ -270,7 +270,8 @@ def test_a_checkpoint_of_another_run_is_refused_with_the_difference_named(tmp_pa
     logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "seeded", seed=3, **run)
     with pytest.raises(ArgumentError, match=r"how the shuffled training split is held \(--max-"
                                             r"device-bytes, --max-memory\) differs \('whole' "
-                                            r"then, 'streamed in shards of \d+ examples' now\)"):
+                                            r"then, 'streamed in shards of \d+ examples, the "
+                                            r"short one drawn each epoch' now\)"):
         logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "seeded", seed=3,
                                             max_device_bytes=20000, **run)
     images = (np.arange(40 * 64) % 17).reshape(40, 8, 8).astype(np.uint8)

@@ -21,7 +21,7 @@ class Shard:
     """A shard now in the device's shared variables: its ``number`` in this
     epoch's order, its ``index`` in the split, its first example ``start`` in
     the split and its ``count`` of own examples (the first ``count`` rows;
-    the rest, a short last shard's, hold the examples before it)."""
+    the rest, a short shard's, hold the examples around it)."""
 
     number: int
     index: int

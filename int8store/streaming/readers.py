@@ -144,7 +144,7 @@ class Reader:
     def _own_labels(self, buffer, epoch, index):
         """The labels of the ticket's rows into ``buffer`` (shuffled if the
         split is): ``(start, stop, order)``."""
-        start, stop = self.layout.bounds(index)
+        start, stop = self.layout.bounds(index, epoch)
         order, own = self.layout.shuffled_labels(self.source.labels, epoch, index)
         fill_labels(self.source.labels, start, stop, buffer.labels, own)
         return start, stop, order
@@ -156,7 +156,7 @@ class Reader:
             fill_shard(self.source, start, stop, buffer.codes, order)
         except Exception as error:  # noqa: BLE001 - raised again, naming the shard
             self.pool.give_back(buffer)
-            raise self.layout.error(ticket.index, error) from error
+            raise self.layout.error(ticket.index, error, ticket.epoch) from error
         return Prepared(ticket.index, start, stop - start, buffer.codes, buffer.labels, None, buffer)
 
     def _spent(self, ticket):
@@ -201,7 +201,7 @@ class LentReader(SerialReader):
     each epoch when pages are given back after use (``release_pages``: a
     new mark each pass). The kernel is asked to read ahead the shards
     prepared behind the one waited for, each once, unless their pages are
-    mapped here already (lent before, and kept). Only the split's short last shard is copied, into the pool's
+    mapped here already (lent before, and kept). Only the split's short shard is copied, into the pool's
     one buffer."""
 
     name = "views"
@@ -210,7 +210,7 @@ class LentReader(SerialReader):
         super().__init__(layout, source, pool)
         self.release_pages = release_pages
         self._mark = None
-        self._mapped = set()  # shards lent while pages are kept: all their pages are here
+        self._mapped = set()  # (start, stop) of shards lent while pages are kept: all here
 
     def begin_pass(self):
         if self.release_pages or self._mark is None:
@@ -221,7 +221,7 @@ class LentReader(SerialReader):
         self.source.check_unchanged(self._mark)
 
     def reads_in_place(self, ticket):
-        start, stop = self.layout.bounds(ticket.index)
+        start, stop = self.layout.bounds(ticket.index, ticket.epoch)
         return stop - start < self.layout.shard_size
 
     def wait(self, ticket):
@@ -233,18 +233,19 @@ class LentReader(SerialReader):
             if isinstance(ticket.prepared, BaseException):
                 return  # (collect raises it)
             if not self.release_pages:
-                self._mapped.add(ticket.index)
+                self._mapped.add(self.layout.bounds(ticket.index, ticket.epoch))
         for behind in self._outstanding:
-            if behind is not ticket and not behind.hinted and behind.index not in self._mapped:
-                self.source.read_ahead(*self.layout.bounds(behind.index))
+            bounds = self.layout.bounds(behind.index, behind.epoch)
+            if behind is not ticket and not behind.hinted and bounds not in self._mapped:
+                self.source.read_ahead(*bounds)
                 behind.hinted = True
 
     def _lend(self, ticket):
-        start, stop = self.layout.bounds(ticket.index)
+        start, stop = self.layout.bounds(ticket.index, ticket.epoch)
         try:
             codes = self.source.lend(start, stop, self._mark)
         except Exception as error:  # noqa: BLE001 - raised again, naming the shard
-            return self.layout.error(ticket.index, error)
+            return self.layout.error(ticket.index, error, ticket.epoch)
         order, labels = self.layout.shuffled_labels(self.source.labels, ticket.epoch, ticket.index)
         if labels is None:
             labels = self.source.labels[start:stop]
@@ -288,8 +289,8 @@ class ThreadReader(Reader):
         error = ticket.future.exception()
         if error is not None:
             self.pool.give_back(ticket.buffer)
-            raise self.layout.error(ticket.index, error) from error
-        start, stop = self.layout.bounds(ticket.index)
+            raise self.layout.error(ticket.index, error, ticket.epoch) from error
+        start, stop = self.layout.bounds(ticket.index, ticket.epoch)
         return Prepared(ticket.index, start, stop - start, ticket.buffer.codes,
                         ticket.buffer.labels, None, ticket.buffer)
 
@@ -386,8 +387,8 @@ class ProcessReader(Reader):
         self._forget(ticket)
         if ticket.error is not None:
             self.pool.give_back(ticket.buffer)
-            raise self.layout.error(ticket.index, ticket.error)
-        start, stop = self.layout.bounds(ticket.index)
+            raise self.layout.error(ticket.index, ticket.error, ticket.epoch)
+        start, stop = self.layout.bounds(ticket.index, ticket.epoch)
         return Prepared(ticket.index, start, stop - start, ticket.buffer.codes,
                         ticket.buffer.labels, None, ticket.buffer)
 

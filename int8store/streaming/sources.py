@@ -3,10 +3,11 @@ host memory (:class:`ArrayShards`) or in a store on disk
 (:class:`StoreShards`), and how one shard is put into a buffer
 (:func:`fill_shard`).
 
-A shard is ``shard_size`` consecutive examples of the split; the last one
-holds fewer (``count``). Its buffer keeps one static shape: the rows after
-its own examples are filled with the examples just before the shard,
-nearest first, so that every row of every shard is a real example (a
+A shard is ``shard_size`` consecutive examples of the split; one holds
+fewer (``count``: the last, or shuffled, one drawn each epoch,
+:mod:`.layout`). Its buffer keeps one static shape: the rows after its own
+examples are filled with the examples just before the shard, nearest first
+(after it, for a shuffled split's first), so that every row of every shard is a real example (a
 window of the shard evaluated whole is a window of real images, as on a
 resident split; see :func:`int8store.training.evaluate_in_chunks`). Only the first
 ``count`` rows are the shard's own: they alone are trained on and scored.
@@ -191,26 +192,32 @@ def fill_shard(source, start, stop, codes, order=None):
     """Read the shard of examples ``[start, stop)`` into ``codes`` (its
     buffer, ``shard_size`` rows): its own examples in the first rows, in
     ``order`` when given (row ``i`` holds example ``start + order[i]``),
-    read and shuffled in one pass; the rows after them (a short last
-    shard's) the examples just before ``start``, nearest first."""
+    read and shuffled in one pass; the rows after them (a short shard's)
+    the examples just before ``start``, nearest first (a last window scored
+    over them holds the examples the split's own last window holds), or for
+    a shuffled split's short first shard, those just after ``stop``."""
     count = stop - start
     source.read(start, stop, codes[:count], None if order is None else inverse(order))
     rest = len(codes) - count
-    if rest:
-        if rest > start:  # (a split of one shard is never short)
-            raise ArgumentError(f"{source.name}: a shard of {len(codes)} rows from example "
-                                f"{start} cannot be filled from the {start} examples before it")
+    if rest and rest <= start:
         source.read(start - rest, start, codes[count:])
         codes[count:] = codes[count:][::-1].copy()
+    elif rest:
+        if stop + rest > source.n_examples:  # (a split of one shard is never short)
+            raise ArgumentError(f"{source.name}: a shard of {len(codes)} rows from example "
+                                f"{start} cannot be filled from the examples around it")
+        source.read(stop, stop + rest, codes[count:])
 
 
 def fill_labels(labels, start, stop, out, own=None):
     """The labels of :func:`fill_shard`'s rows into ``out``: ``own`` (the
     shard's own labels in its order, for a shuffled shard) or those of
-    examples ``[start, stop)``, then those of the examples before them,
-    nearest first."""
+    examples ``[start, stop)``, then those of the examples that fill the
+    rest of the buffer, as :func:`fill_shard` takes them."""
     count = stop - start
     out[:count] = labels[start:stop] if own is None else own
     rest = len(out) - count
-    if rest:
+    if rest and rest <= start:
         out[count:] = labels[start - rest:start][::-1]
+    elif rest:
+        out[count:] = labels[stop:stop + rest]

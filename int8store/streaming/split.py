@@ -22,10 +22,12 @@ ends it (:meth:`StreamingSplit.close` too), and ending gives back every
 buffer, idempotently, whatever a second Ctrl-C interrupts (the bookkeeping
 runs with interrupts deferred).
 
-The last shard holds fewer examples than ``shard_size``: :class:`Shard` says
-how many are its own (``count``), and every example is visited exactly once
-per epoch. Its other rows hold the examples just before it
-(:func:`.sources.fill_shard`), so no row of any shard is padding.
+One shard holds fewer examples than ``shard_size`` (the last; shuffled, one
+drawn each epoch, so that no example is always left over the minibatches:
+:mod:`.layout`): :class:`Shard` says how many are its own (``count``), and
+every example is visited exactly once per epoch. Its other rows hold the
+examples around it (:func:`.sources.fill_shard`), so no row of any shard is
+padding.
 
 Who reads (:mod:`.readers`): on the C backend a shard is not copied at
 all: each whole shard is lent as a view of the source's rows, for a store a
@@ -116,7 +118,7 @@ class StreamingSplit(Split):
 
     Host memory holds ``prefetch + 2`` shards (one when ``prefetch`` is 0):
     the one in the shared variables and those in flight. Shards lent as
-    views of a mapped store take no buffer (only the split's short last
+    views of a mapped store take no buffer (only the split's short
     shard is copied into one), and their pages are unmapped once they leave
     the shared variables, unless the whole split fits in those
     ``prefetch + 2`` shards.
@@ -217,7 +219,7 @@ class StreamingSplit(Split):
         """The buffer pool and the reader: one buffer for each shard in
         flight and the one in the shared variables (prefetch + 2), or one,
         read in place, with no prefetch; lent shards need one for the short
-        last shard only."""
+        shard only."""
         held = self.prefetch + 2 if self.prefetch else 1
         count = held
         if self.reader == "views":

@@ -143,7 +143,11 @@ def _augmentation_key(text):
 
 def _held(split):
     shard = getattr(split, "shard_size", None)
-    return "whole" if shard is None else f"streamed in shards of {counted(int(shard), 'example')}"
+    if shard is None:
+        return "whole"
+    # (the short shard was the last in every epoch once: such a run would go on otherwise)
+    drawn = ", the short one drawn each epoch" if split.n_examples % int(shard) else ""
+    return f"streamed in shards of {counted(int(shard), 'example')}{drawn}"
 
 
 @dataclass
