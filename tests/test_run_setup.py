@@ -27,7 +27,8 @@ def fresh(script, tmp_path, **env):
     environment = {key: value for key, value in os.environ.items()
                    if not key.endswith("_FLAGS") and not key.endswith("RC")
                    and key != "XLA_PYTHON_CLIENT_PREALLOCATE"}
-    environment.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), **env)
+    environment.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    environment.update(env)
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
                           text=True, env=environment, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -160,3 +161,43 @@ def test_a_second_run_compiles_nothing_and_the_cache_can_be_declined(tmp_path):
     assert "no compilation cache" in declined[0]
     assert sorted(cache.iterdir()) == held  # nothing written
     assert "0 loaded from the cache" in [line for line in declined if "timings" in line][0]
+
+
+CACHE_LINE = """
+    import json, jax, int8store
+    setup = int8store.training.set_up_run(compile_cache={compile_cache!r})
+    jax.jit(lambda x: x * 3 + 1)(jax.numpy.arange(5.0)).block_until_ready()
+    print(json.dumps({{"line": setup.describe().split("; ")[-1]}}))
+"""
+
+
+def test_the_cache_follows_jaxs_own_settings_and_a_folder_that_cannot_be_made_is_none(
+        tmp_path):
+    """JAX_COMPILATION_CACHE_DIR was replaced by int8store's folder, and
+    JAX_ENABLE_COMPILATION_CACHE=false left a line naming a cache never
+    written; --no-compile-cache (compile_cache=False) wrote into JAX's
+    folder all the same; a cache folder that could not be made (a file in
+    the way, a read-only file system) ended the run in a traceback; a
+    relative XDG_CACHE_HOME made a folder where the run was started (user
+    trial)."""
+    theirs = tmp_path / "theirs"
+    seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path,
+                 JAX_COMPILATION_CACHE_DIR=str(theirs))
+    assert seen["line"] == "compilation cache ~/theirs (JAX_COMPILATION_CACHE_DIR)"  # (HOME)
+    assert any(path.name.endswith("-cache") for path in theirs.iterdir())
+    declined = tmp_path / "declined"
+    seen = fresh(CACHE_LINE.format(compile_cache=False), tmp_path,
+                 JAX_COMPILATION_CACHE_DIR=str(declined))
+    assert seen["line"] == "no compilation cache" and not declined.exists()
+    seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path,
+                 JAX_ENABLE_COMPILATION_CACHE="false")
+    assert seen["line"] == "no compilation cache (JAX_ENABLE_COMPILATION_CACHE=false)"
+    assert not (tmp_path / "cache").exists()
+    (tmp_path / "a file").write_text("")
+    seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path,
+                 XDG_CACHE_HOME=str(tmp_path / "a file"))
+    assert seen["line"] == ("no compilation cache (~/a file/int8store/jax cannot "
+                            "be made: Not a directory)")
+    seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path, XDG_CACHE_HOME="relative")
+    assert seen["line"] == "compilation cache ~/.cache/int8store/jax"  # (HOME is tmp_path)
+    assert not (tmp_path / "relative").exists()

@@ -53,9 +53,38 @@ CACHE_BYTES = 1 << 30
 
 def compile_cache_folder():
     """Where the compilation cache lives: ``$XDG_CACHE_HOME/int8store/jax``,
-    by default ``~/.cache/int8store/jax``."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "int8store" / "jax"
+    by default ``~/.cache/int8store/jax`` (a relative ``XDG_CACHE_HOME`` is
+    ignored, as the XDG specification asks)."""
+    root = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(root) if os.path.isabs(root) else Path.home() / ".cache"
+    return root / "int8store" / "jax"
+
+
+def _chosen_cache(compile_cache):
+    """``(folder or None, where it comes from or why there is none)``:
+    ``compile_cache`` as :func:`set_up_run` takes it, JAX's own settings
+    (``JAX_ENABLE_COMPILATION_CACHE``, ``JAX_COMPILATION_CACHE_DIR``)
+    kept where the user made them."""
+    if not compile_cache:
+        return None, None
+    if compile_cache is not True:
+        return Path(compile_cache), None
+    enabled = os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower()
+    if enabled in ("0", "false", "no", "off"):
+        return None, f"JAX_ENABLE_COMPILATION_CACHE={enabled}"
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR"
+    return compile_cache_folder(), None
+
+
+def _made(folder):
+    """``(folder, None)`` once it exists, else ``(None, why)``: a cache that
+    cannot be made is none (JAX would warn at every program), not a crash."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return None, f"{_short(folder)} cannot be made: {error.strerror or error}"
+    return folder, None
 
 
 def user_named_float_type():
@@ -136,10 +165,12 @@ class RunSetup:
     the compilation cache's ``cache`` folder (None: off) and the run's
     ``compilations``."""
 
-    def __init__(self, platform, device, float_type, why, deterministic, cache, compilations):
+    def __init__(self, platform, device, float_type, why, deterministic, cache, compilations,
+                 cache_note=None):
         self.platform, self.device = platform, device
         self.float_type, self.why = float_type, why
         self.deterministic, self.cache, self.compilations = deterministic, cache, compilations
+        self.cache_note = cache_note  # where the cache's folder was named, or why there is none
 
     @property
     def accelerator(self):
@@ -151,8 +182,9 @@ class RunSetup:
         if self.platform == "gpu":
             parts.append("deterministic GPU ops" if self.deterministic else
                          "GPU ops as XLA picks them (not deterministic)")
-        parts.append(f"compilation cache {_short(self.cache)}" if self.cache else
-                     "no compilation cache")
+        parts.append((f"compilation cache {_short(self.cache)}" if self.cache else
+                      "no compilation cache")
+                     + (f" ({self.cache_note})" if self.cache_note else ""))
         return "; ".join(parts)
 
 
@@ -172,7 +204,10 @@ def set_up_run(compile_cache=True, deterministic=None):
     ----------
     compile_cache : bool or path
         True: XLA's persistent compilation cache in
-        :func:`compile_cache_folder`; a path: there; False: none.
+        :func:`compile_cache_folder`, or where ``JAX_COMPILATION_CACHE_DIR``
+        names (none under ``JAX_ENABLE_COMPILATION_CACHE=false``); a path:
+        there; False: none, whatever JAX's settings. A folder that cannot
+        be made is no cache, said in the line.
     deterministic : bool or None
         Deterministic GPU ops (:data:`DETERMINISTIC_FLAGS`); None: on GPUs
         (they are what makes a run held whole and streamed, or stopped and
@@ -186,15 +221,15 @@ def set_up_run(compile_cache=True, deterministic=None):
     """
     jax = require_jax()
     started = _backends_started(jax)
-    cache = None
-    if compile_cache:
-        cache = Path(compile_cache_folder() if compile_cache is True else compile_cache)
+    cache, cache_note = _chosen_cache(compile_cache)
+    if cache is not None:
+        cache, problem = _made(cache)
+        cache_note = problem or cache_note
     if deterministic or (deterministic is None and not started):
         _add_xla_flags(jax, DETERMINISTIC_FLAGS + _shared_autotuning(cache))
     if not started:
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if cache is not None:
-        _use_cache(jax, cache)
+    _use_cache(jax, cache)
     devices = jax.devices()
     platform, device = jax.default_backend(), devices[0].device_kind
     api = activate()
@@ -213,7 +248,8 @@ def set_up_run(compile_cache=True, deterministic=None):
         why = f"{api.NAME}'s default floatX ({flags}=floatX={other} to change)"
     xla_flags = os.environ.get("XLA_FLAGS", "")
     deterministic = platform == "gpu" and all(flag in xla_flags for flag in DETERMINISTIC_FLAGS)
-    return RunSetup(platform, device, float_type, why, deterministic, cache, Compilations())
+    return RunSetup(platform, device, float_type, why, deterministic, cache, Compilations(),
+                    cache_note)
 
 
 def _add_xla_flags(jax, flags):
@@ -242,7 +278,10 @@ def _shared_autotuning(cache):
     if cache is None or any(character.isspace() for character in str(cache)):
         return ()
     folder = cache / "autotune"
-    folder.mkdir(parents=True, exist_ok=True)  # (XLA needs it there)
+    try:
+        folder.mkdir(exist_ok=True)  # (XLA needs it there)
+    except OSError:  # (a cache that takes no folder: the programs, without the tuning)
+        return ()
     return (f"--xla_gpu_per_fusion_autotune_cache_dir={folder}",)
 
 
@@ -253,8 +292,14 @@ def _backends_started(jax):
 
 
 def _use_cache(jax, folder):
-    """XLA's persistent compilation cache in ``folder``, every program kept."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """XLA's persistent compilation cache in ``folder``, every program kept;
+    None: none (JAX's own, named by its environment variables, off too)."""
+    try:
+        jax.config.update("jax_enable_compilation_cache", folder is not None)
+    except AttributeError:  # (an older JAX without that setting)
+        pass
+    if folder is None:
+        return
     jax.config.update("jax_compilation_cache_dir", str(folder))
     for name, value in (("jax_persistent_cache_min_compile_time_secs", 0),
                         ("jax_persistent_cache_min_entry_size_bytes", 0),
