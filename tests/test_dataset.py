@@ -181,3 +181,15 @@ def test_load_data_refuses_a_bad_option_before_reading_anything(tmp_path):
                              ({"mode": "cuda"}, "mode='cuda' is not one of c, jax")):
         with pytest.raises(ArgumentError, match=message):
             load_data(missing, **options)
+
+
+def test_a_floatx_the_views_cannot_follow_is_named_as_floatx(monkeypatch):
+    """floatX=float16 was refused as "dtype=None", an argument the user
+    never gave (user trial)."""
+    monkeypatch.setattr(lib.config, "floatX", "float16")
+    with pytest.raises(ArgumentError, match=r"^floatX=float16 \((pytensor|aesara)'s, which the "
+                                            r"float views follow without dtype=\): int8store's "
+                                            r"float views are float32 or float64$"):
+        shared_dataset((images_k256(), np.arange(12) % 3))
+    with pytest.raises(ArgumentError, match=r"^dtype='float16': "):
+        shared_dataset((images_k256(), np.arange(12) % 3), dtype="float16")

@@ -75,7 +75,9 @@ def float_dtype(dtype=None):
 
     chosen = str(np.dtype(dtype)) if dtype is not None else lib.config.floatX
     if chosen not in FLOAT_DTYPES:
-        raise ArgumentError(f"dtype={dtype!r}: int8store's float views are float32 or float64")
+        given = (f"dtype={dtype!r}" if dtype is not None else
+                 f"floatX={chosen} ({NAME}'s, which the float views follow without dtype=)")
+        raise ArgumentError(f"{given}: int8store's float views are float32 or float64")
     return chosen
 
 
