@@ -674,3 +674,20 @@ def test_a_tutorial_says_the_folders_it_makes_for_its_files(capsys, tmp_path):
     assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--save-model",
                               str(model)]) == 0
     assert "is made for" not in capsys.readouterr().out  # (there now)
+
+
+@pytest.mark.parametrize("mode", ["c", pytest.param("jax", marks=pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="JAX is not installed in this environment"))])
+def test_a_tutorial_read_by_what_goes_ends_quietly(tmp_path, mode):
+    """``logistic_sgd.py ... | head -1`` ended in a BrokenPipeError's
+    traceback, exit status 1 (user trial): now as a command-line tool ends,
+    141 (128 + SIGPIPE), nothing said."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset", "digits",
+         "--epochs", "50", "--mode", mode, "--save-model", ""], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()  # (as head -1 does)
+    stderr = process.stderr.read().decode()
+    assert first.startswith(b"...") and process.wait(timeout=300) == 141, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr

@@ -11,10 +11,15 @@ such and its checkpoint kept
 (exit status 130 or 143; a second one stops at once, and so does one
 before the training loop starts: the loading, a download); a checkpoint that
 cannot be written (a full disk) said in one line while the training goes
-on; and the result's summary.
+on; the result's summary; and output read by what has gone (``| head``)
+ending the run quietly, as a command-line tool ends (exit status 141).
 """
 
+import functools
 import math
+import os
+import select
+import signal
 import sys
 
 from ..errors import ArgumentError, Int8StoreError
@@ -25,6 +30,36 @@ from .options import check_options, check_saved_model, files_said, run_options
 __all__ = ["run_command", "predict_command", "print_summary"]
 
 
+def _ends_quietly_on_a_closed_pipe(command):
+    """``command``, ended quietly (exit status 141, as by SIGPIPE) when
+    what reads its standard output has gone; stdout then points at
+    /dev/null, so that Python's last flush fails no more (Python's docs'
+    way). A broken pipe of anything else is raised as it is."""
+
+    @functools.wraps(command)
+    def ended(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except BrokenPipeError:
+            if not _stdout_closed():
+                raise
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+
+    return ended
+
+
+def _stdout_closed():
+    """Whether standard output is a pipe whose reader has gone."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no file descriptor, no poll)
+        return False
+
+
+@_ends_quietly_on_a_closed_pipe
 def run_command(train, args, program=None, **kwargs):
     """``train(**kwargs, **run options)`` as a command (see the module
     docstring); ``args``: the parsed options
@@ -61,6 +96,7 @@ def run_command(train, args, program=None, **kwargs):
     return status
 
 
+@_ends_quietly_on_a_closed_pipe
 def predict_command(predict, args, program=None, **kwargs):
     """``predict(**kwargs)`` as a command: the saved model (``--save-model``)
     refused first when it cannot be read, is not one, or is another
