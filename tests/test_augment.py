@@ -98,6 +98,34 @@ def test_the_alternating_flip_flips_each_position_every_other_epoch():
     assert (draws[0] ^ draws[1]).all() and 10 < draws[0].sum() < 40
 
 
+def test_the_alternating_flip_is_refused_on_a_shuffled_split(tmp_path, capsys):
+    """Its draw is by place in the epoch, and a shuffle puts another example
+    in each place every epoch: 36 of 64 examples were flipped in exactly one
+    of two epochs, as a random flip gives, taken for airbench's (review)."""
+    from int8store import SharedDataset, StreamingSplit
+    from int8store.streaming.sources import ArrayShards
+
+    split = SharedDataset.from_arrays(np.zeros((16, 4, 4), np.uint8), np.arange(16) % 2,
+                                      name="train")
+    split.augment("flip=alternate", seed=1)  # (in one order each epoch: each example alternates)
+    with pytest.raises(ArgumentError, match=r"^train: flip=alternate flips each place of the "
+                                            r"epoch's sequence in every other epoch, and the "
+                                            r"shuffle \(seed 3\)"):
+        split.shuffle(3).augment("flip=alternate", seed=1)
+    split.shuffle(3).augment("flip", seed=1)
+    encoding = SharedDataset.from_arrays(np.zeros((16, 16), np.uint8), np.zeros(16)).encoding
+    stream = StreamingSplit(ArrayShards(np.zeros((16, 16), np.int8), np.arange(16) % 2), 8,
+                            encoding, (4, 4), seed=5)
+    with pytest.raises(ArgumentError, match=r"flip=alternate .* \(seed 5\)"):
+        stream.augment("flip=alternate", seed=1)
+    stream.close()
+    import logistic_sgd
+
+    assert logistic_sgd.main(["--dataset", "photos.npz", "--augment", "flip=alternate",
+                              "--seed", "2"]) == 2  # (refused before anything is read)
+    assert capsys.readouterr().err.startswith("error: --augment: flip=alternate flips each place")
+
+
 def test_a_cutout_blackens_one_square_and_nothing_else():
     grid, codes = (10, 10, 1), random_codes(20, (10, 10, 1))
     codes[codes == -128] = 0  # black only where the cut-out is

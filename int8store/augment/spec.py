@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import ArgumentError
 from ..runtime.words import counted
 
-__all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code", "refuse_flipped_digits", "names_digits"]
+__all__ = ["Augmentation", "FILLS", "FLIPS", "fill_code", "refuse_flipped_digits", "names_digits",
+           "refuse_alternating_shuffled"]
 
 #: What a translation brings in at the border: the code of a black pixel,
 #: the nearest edge pixel, or the pixels mirrored about the edge (not
@@ -20,7 +21,8 @@ FILLS = ("zero", "edge", "reflect")
 #: ``"random"``: each example flipped left-right with probability 1/2, drawn
 #: anew each epoch; ``"alternate"``: airbench's flip, each position flipped
 #: in every other epoch (a random half in even epochs, the other half in odd
-#: ones).
+#: ones): each example where the epochs keep one order, so not with a
+#: shuffle (:func:`refuse_alternating_shuffled`).
 FLIPS = ("none", "random", "alternate")
 
 
@@ -166,6 +168,20 @@ def refuse_flipped_digits(augmentation, dataset, source_of=None):
         raise ArgumentError(
             f"--augment flip on {dataset}{converted}: a mirrored digit is another shape (a "
             "mirrored 2 is no digit, and some 3s read as Es): leave flip out for digits")
+
+
+def refuse_alternating_shuffled(augmentation, seed, what):
+    """Refuse ``flip=alternate`` on ``what``, a split shuffled by ``seed``
+    (None: in one order each epoch). The flip is drawn by place in the
+    epoch's sequence (no op knows which example fills a place), and a
+    shuffle puts another example in each place every epoch: the examples
+    would be flipped at random, taken for airbench's alternation."""
+    if augmentation.flip == "alternate" and seed is not None:
+        raise ArgumentError(
+            f"{what}: flip=alternate flips each place of the epoch's sequence in every other "
+            f"epoch, and the shuffle (seed {seed}) puts another example there each epoch, so "
+            "the examples would be flipped at random: use flip (random) with a shuffle, or "
+            "flip=alternate without one")
 
 
 def names_digits(dataset):

@@ -10,7 +10,7 @@ import copy
 
 import numpy as np
 
-from ..augment.spec import Augmentation, fill_code
+from ..augment.spec import Augmentation, fill_code, refuse_alternating_shuffled
 from ..backend import activate
 from ..backend.ops.augment import augmented
 from ..backend.ops.gather import decode_recipe, gather_rows
@@ -308,6 +308,7 @@ class SharedDataset(Split):
         if not isinstance(augmentation, Augmentation):
             augmentation = Augmentation.parse(augmentation)
         augmentation.grid(self.image_shape, self.name)  # checked here, not at the first step
+        refuse_alternating_shuffled(augmentation, self.seed, self.name)
         if self.storage != "int8":
             raise ArgumentError(f"{self.name}: augmentation moves int8 codes; this split holds "
                                 "a float copy (storage='float')")

@@ -58,6 +58,7 @@ from contextlib import closing
 
 import numpy as np
 
+from ..augment.spec import Augmentation, refuse_alternating_shuffled
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
@@ -392,6 +393,9 @@ class StreamingSplit(Split):
     def augment(self, augmentation, seed):
         """The float view of each shard with augmented minibatches, keyed by the
         epoch and their number in it (:meth:`~int8store.SharedDataset.augment`)."""
+        if not isinstance(augmentation, Augmentation):
+            augmentation = Augmentation.parse(augmentation)
+        refuse_alternating_shuffled(augmentation, self.seed, self.name)
         return self.dataset.augment(augmentation, seed)
 
     def close(self):

@@ -10,7 +10,7 @@ import math
 import os
 import re
 
-from ..augment.spec import Augmentation
+from ..augment.spec import Augmentation, refuse_alternating_shuffled
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError, shortened
 from ..order.shuffle import check_seed
@@ -174,7 +174,8 @@ def check_options(args, program=None):
         raise ArgumentError(f"--augment-seed {args.augment_seed} seeds an augmentation: give "
                             "--augment LIST too")
     if args.augment is not None:  # (checked in full later, against the images)
-        Augmentation.parse(args.augment, given="--augment")
+        refuse_alternating_shuffled(Augmentation.parse(args.augment, given="--augment"),
+                                    args.seed, "--augment")
     for option in ("seed", "augment_seed"):
         if getattr(args, option, None) is not None:
             check_seed(getattr(args, option), "--" + option.replace("_", "-"), option)
