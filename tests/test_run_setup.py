@@ -161,6 +161,12 @@ def test_a_second_run_compiles_nothing_and_the_cache_can_be_declined(tmp_path):
     assert "no compilation cache" in declined[0]
     assert sorted(cache.iterdir()) == held  # nothing written
     assert "0 loaded from the cache" in [line for line in declined if "timings" in line][0]
+    # A run that checkpoints compiles no more: a copy of each parameter on the
+    # device, a program a parameter shape, came before its copy to the host.
+    checkpointed = tutorial(tmp_path, "--no-compile-cache", "--checkpoint", "run.npz")
+    compiled = [re.search(r"(\d+) XLA programs? compiled", " ".join(lines)).group(1)
+                for lines in (declined, checkpointed)]
+    assert compiled[0] == compiled[1] and int(compiled[0]) > 0
 
 
 CACHE_LINE = """

@@ -230,7 +230,10 @@ class RunCheckpoint:
             return None
         description = {"format": FORMAT, "identity": self.identity, "epoch": int(state.epoch),
                        "step": int(state.step), "loop": state.loop, "best": len(state.best)}
-        arrays = {f"param_{i}": np.asarray(p.get_value()) for i, p in enumerate(self.params)}
+        # (borrowed, then copied to the host: get_value() copied each on the
+        # device first, an XLA program compiled a parameter shape)
+        arrays = {f"param_{i}": np.array(p.get_value(borrow=True))
+                  for i, p in enumerate(self.params)}
         arrays.update({f"best_{i}": np.asarray(value) for i, value in enumerate(state.best)})
         return save_checkpoint(self.path, **arrays,
                                **{RUN_DESCRIPTION: description_array(description)})
