@@ -107,8 +107,8 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
                        valid_seed=valid_seed, lossy=lossy, chunk_bytes=chunk_bytes,
                        keep_order=keep_order, test_size=test_size)
     if report is not None:
+        report(f"test split: {plan.test}")  # (cut first: the validation's line names it)
         report(f"validation split: {plan.validation}")
-        report(f"test split: {plan.test}")
         report(f"order: {describe_order(plan.order)}")
         for note in plan.notes:
             report(f"note: {note}")

@@ -231,8 +231,12 @@ def test_test_size_cuts_a_test_split_from_one_pair_of_arrays(tmp_path, capsys):
     assert [default[n].n_examples for n in ("train", "valid", "test")] == [67, 13, 16]
     assert (np.bincount(default["test"].labels, minlength=3) == [5, 7, 4]).all()
     assert main(["convert", str(tmp_path / "one.npz"), "-o", str(tmp_path / "d.h5")]) == 0
-    assert "test split: 16 of the 96 training examples (a sixth, the default), stratified by " \
-           "class, drawn with seed 0" in capsys.readouterr().out
+    said = capsys.readouterr().out.splitlines()
+    # (in the order the splits are cut: the validation's line names the test split)
+    assert said[0] == ("test split: 16 of the 96 training examples (a sixth, the default), "
+                       "stratified by class, drawn with seed 0")
+    assert said[1].startswith("validation split: 13 of the 80 training examples left by the "
+                              "test split")
     assert main(["convert", str(tmp_path / "one.npz"), "-o", str(tmp_path / "t.h5"),
                  "--test-size", "0.25"]) == 0
     assert "12 of the 72 training examples left by the test split" in capsys.readouterr().out
