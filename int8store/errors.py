@@ -5,10 +5,13 @@ builtin that fits, so callers can catch either (``except ValueError`` keeps
 working for code written against the classic tutorials). A message quotes
 another library's error through :func:`quoted`, shows a value read from a
 file through :func:`shown` and names an archive's member through
-:func:`located`, so that it stays one short line whatever the file holds.
+:func:`located`, so that it stays one short line whatever the file holds
+(:func:`named_by`: the dataset an error is about, where it does not say).
 """
 
+import os
 import reprlib
+from contextlib import contextmanager
 
 __all__ = [
     "Int8StoreError",
@@ -139,3 +142,17 @@ def shown(value, most=100):
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel = 3
 _SHOWN.maxstring = 80  # (reprlib's 30 cut "streamed in shards of 280 examples" where it differs)
+
+
+@contextmanager
+def named_by(dataset):
+    """Errors about ``dataset`` (a path or a name; anything else: as they
+    are) named by it, where they do not name it already (how its splits are
+    laid over devices, found once it is read)."""
+    try:
+        yield
+    except ArgumentError as error:
+        origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else None
+        if origin is None or str(error).startswith(origin):
+            raise
+        raise type(error)(f"{origin}: {error}") from None

@@ -25,14 +25,13 @@ every split then uses.
 
 import os
 import sys
-from contextlib import contextmanager
 
 import numpy as np
 
 from .codes.histogram import channel_code_counts, channels_of, code_counts
 from .codes.statistics import normalization_statistics, scale_notice
 from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
-from .errors import ArgumentError, SourceFormatError
+from .errors import ArgumentError, SourceFormatError, named_by
 from .order.shuffle import check_seed
 from .runtime.words import counted
 from .sources.locate import find_store
@@ -80,10 +79,8 @@ def say_if_sorted_by_class(labels, origin, split="train", report=None, store=Fal
 
 
 def fits_in_memory(dataset, max_memory=None, caller=None):
-    """Whether ``dataset`` may be held whole: False only for a store whose
-    images and labels come to more than the memory ceiling (other sources
-    are read to know their size, and are held to the ceiling as they are
-    read)."""
+    """Whether ``dataset`` may be held whole: False only for a store whose images and labels
+    come to more than the memory ceiling (other sources are held to it as they are read)."""
     from .runtime.limits import max_memory as ceiling, memory_ceiling
 
     path = find_store(dataset, caller)
@@ -172,14 +169,14 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
             check_splits(store, opened.splits)
             say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed),
                                    store=True)
-            with _named_by(dataset):
+            with named_by(dataset):
                 splits = load_store_over_devices(opened, devices, normalize, dtype,
                                                  _store_statistics(opened, normalize))
         else:
             held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
                                                       valid_seed, lossy, keep_order, test_size,
                                                       _quiet(seed), report)
-            with _named_by(dataset):  # (a split too small for the devices)
+            with named_by(dataset):  # (a split too small for the devices)
                 splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
                                 devices)
     if seed is not None:
@@ -187,19 +184,6 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     _say_if_not_scaled(splits["train"], dataset, normalize, report)
     keep_large_blocks()  # (each step's large buffers reused, as after the classic loader)
     return splits
-
-
-@contextmanager
-def _named_by(dataset):
-    """Refusals of how the data is laid out (over devices) named by the
-    dataset they are about, where they do not name it already."""
-    try:
-        yield
-    except ArgumentError as error:
-        origin = os.fspath(dataset) if isinstance(dataset, (str, os.PathLike)) else None
-        if origin is None or str(error).startswith(origin):
-            raise
-        raise type(error)(f"{origin}: {error}") from None
 
 
 def _say_if_not_scaled(train, dataset, normalize, report):

@@ -175,7 +175,10 @@ def refuse_alternating_shuffled(augmentation, seed, what):
     (None: in one order each epoch). The flip is drawn by place in the
     epoch's sequence (no op knows which example fills a place), and a
     shuffle puts another example in each place every epoch: the examples
-    would be flipped at random, taken for airbench's alternation."""
+    would be flipped at random, taken for airbench's alternation.
+    ``augmentation``: an :class:`Augmentation` or its text."""
+    if not isinstance(augmentation, Augmentation):
+        augmentation = Augmentation.parse(augmentation)
     if augmentation.flip == "alternate" and seed is not None:
         raise ArgumentError(
             f"{what}: flip=alternate flips each place of the epoch's sequence in every other "

@@ -23,11 +23,9 @@ buffer, idempotently, whatever a second Ctrl-C interrupts (the bookkeeping
 runs with interrupts deferred).
 
 One shard holds fewer examples than ``shard_size`` (the last; shuffled, one
-drawn each epoch, so that no example is always left over the minibatches:
-:mod:`.layout`): :class:`Shard` says how many are its own (``count``), and
-every example is visited exactly once per epoch. Its other rows hold the
-examples around it (:func:`.sources.fill_shard`), so no row of any shard is
-padding.
+drawn each epoch: :mod:`.layout`): :class:`Shard` says how many are its own
+(``count``), and every example is visited exactly once per epoch. Its other
+rows hold the examples around it (:func:`.sources.fill_shard`): no padding.
 
 Who reads (:mod:`.readers`): on the C backend a shard is not copied at
 all: each whole shard is lent as a view of the source's rows, for a store a
@@ -58,7 +56,7 @@ from contextlib import closing
 
 import numpy as np
 
-from ..augment.spec import Augmentation, refuse_alternating_shuffled
+from ..augment.spec import refuse_alternating_shuffled
 from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
@@ -119,10 +117,9 @@ class StreamingSplit(Split):
 
     Host memory holds ``prefetch + 2`` shards (one when ``prefetch`` is 0):
     the one in the shared variables and those in flight. Shards lent as
-    views of a mapped store take no buffer (only the split's short
-    shard is copied into one), and their pages are unmapped once they leave
-    the shared variables, unless the whole split fits in those
-    ``prefetch + 2`` shards.
+    views of a mapped store take no buffer (the short shard is copied into
+    one), and their pages are unmapped once they leave the shared
+    variables, unless the whole split fits in those ``prefetch + 2`` shards.
 
     Examples
     --------
@@ -376,8 +373,7 @@ class StreamingSplit(Split):
         return self.shard_size
 
     def largest_call(self, batch_size):
-        """The most minibatches one call can take: a shard's (a call never
-        spans two)."""
+        """The most minibatches one call can take: a shard's (never two)."""
         return min(self.n_batches(batch_size), self.shard_size // int(batch_size))
 
     def describe_holding(self):
@@ -393,8 +389,6 @@ class StreamingSplit(Split):
     def augment(self, augmentation, seed):
         """The float view of each shard with augmented minibatches, keyed by the
         epoch and their number in it (:meth:`~int8store.SharedDataset.augment`)."""
-        if not isinstance(augmentation, Augmentation):
-            augmentation = Augmentation.parse(augmentation)
         refuse_alternating_shuffled(augmentation, self.seed, self.name)
         return self.dataset.augment(augmentation, seed)
 
