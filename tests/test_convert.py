@@ -622,6 +622,28 @@ def test_unreadable_png(tmp_path, capsys):
                    "damaged or truncated PNG file", output=out)
 
 
+@pytest.mark.parametrize("damage", ["garbage", "cut short"])
+def test_a_damaged_image_is_named_with_what_to_do(tmp_path, capsys, damage):
+    """Garbage under a .png name was "not one of the formats int8store
+    decodes", as if a format were missing; a JPEG cut short said Pillow's
+    words only (user trial): each now says the file may be damaged, and to
+    export it again or remove it."""
+    from PIL import Image
+
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((3, 8, 8), np.uint8), [0, 1, 1])
+    broken = root / "1" / "broken.jpg"
+    if damage == "garbage":
+        broken = root / "1" / "broken.png"
+        broken.write_bytes(bytes(range(256)) * 4)
+    else:
+        Image.fromarray(np.arange(64 * 64 * 3, dtype=np.uint8).reshape(64, 64, 3)).save(broken)
+        broken.write_bytes(broken.read_bytes()[:-200])
+    out = tmp_path / "m.h5"
+    assert_refused(capsys, ["convert", root, "-o", out], broken, "cannot read this image",
+                   "export it again or remove it", output=out)
+
+
 def test_image_and_label_counts_that_disagree(tmp_path, capsys):
     folder = tmp_path / "idx"
     folder.mkdir()

@@ -112,10 +112,12 @@ def decoded(data, origin, resize=None):
             raise SourceFormatError(f"{origin}: cannot read this image: a damaged or truncated "
                                     f"{known} file (its header cannot be read)") from error
         raise SourceFormatError(
-            f"{origin}: cannot read this image: not one of the formats int8store decodes "
-            f"({', '.join(RASTER_FORMATS)})") from error
-    except (OSError, SyntaxError, ValueError) as error:
-        raise SourceFormatError(f"{origin}: cannot read this image ({quoted(error)})") from error
+            f"{origin}: cannot read this image: its bytes are none of the formats int8store "
+            f"decodes ({', '.join(RASTER_FORMATS)}): a damaged file, or another format under an "
+            "image's name; export it again or remove it") from error
+    except (OSError, SyntaxError, ValueError) as error:  # (Pillow's words for a damaged file)
+        raise SourceFormatError(f"{origin}: cannot read this image ({quoted(error)}): damaged "
+                                "or cut short; export it again or remove it") from error
     if resize is not None:
         rows, cols = resize
         image = image.resize((cols, rows), Image.Resampling.BICUBIC)

@@ -110,7 +110,7 @@ def _read_tree(tree, resize):
                 data = (" (CIFAR-100's archive? int8store reads CIFAR-10's only: save CIFAR-100's "
                         "images and labels in an .npz as x_train, y_train, x_test, y_test)")
             raise SourceFormatError(
-                f"{tree.where(name)}: not an image file (expected one of "
+                f"{tree.where(name)}: not an image file by its name (expected one of "
                 f"{', '.join(sorted(IMAGE_SUFFIXES))}); {where} must hold only images{data}"
             )
     # Descend into one folder that wraps everything (e.g. digits/ inside
