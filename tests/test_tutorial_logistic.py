@@ -123,6 +123,31 @@ def test_predict_uses_the_saved_model(tmp_path, capsys):
             in capsys.readouterr().out)
 
 
+def test_predict_says_the_class_names_the_numbers_stand_for(tmp_path, capsys):
+    """Class folders 2, 10 and 7 are numbered in name order (10, 2, 7), and
+    --predict printed the numbers only: a 0 was folder 10 (user trial)."""
+    from archives import write_image_folder
+    from int8store.cli import main
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % 3
+    images = (rng.integers(0, 60, (60, 6, 6)) + 90 * labels[:, None, None]).astype(np.uint8)
+    write_image_folder(tmp_path / "numbered", images, labels, class_names=["10", "2", "7"])
+    assert main(["convert", str(tmp_path / "numbered"), "-o", str(tmp_path / "n.h5")]) == 0
+    model = str(tmp_path / "model.npz")
+    for dataset in ("numbered", "n.h5"):  # the folders, and the store of them
+        path = str(tmp_path / dataset)
+        assert logistic_sgd.main(["--dataset", path, "--epochs", "5", "--save-model", model]) == 0
+        capsys.readouterr()
+        predicted = logistic_sgd.predict(model, path, count=6)
+        names = capsys.readouterr().out.splitlines()[-1]
+        assert names == "as class names: %s" % [["10", "2", "7"][p] for p in predicted]
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--save-model", model]) == 0
+    capsys.readouterr()
+    logistic_sgd.predict(model, "digits", count=3)
+    assert "class names" not in capsys.readouterr().out  # (digits' classes are their numbers)
+
+
 def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, capsys):
     # --predict read them as --normalize unit whatever the option said.
     model = tmp_path / "model.npz"

@@ -293,6 +293,9 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
     # int8store: the count shown is the one predicted (a small test split holds fewer)
     print('Predicted values for the first %i examples in test set:' % len(predicted_values))
     print(predicted_values)
+    names = training.class_names(dataset)  # int8store: what the numbers stand for, if named
+    if names is not None:
+        print('as class names: %s' % [names[label] for label in predicted_values])
     return predicted_values
 
 

@@ -64,6 +64,7 @@ _LAZY = {
     "save_checkpoint": "..store.checkpoint",
     "checkpoint_writes": "..store.checkpoint",
     "class_count": "..codes.labels",
+    "class_names": "..sources.locate",
 }
 
 __all__ = list(_LAZY)
