@@ -187,6 +187,21 @@ def test_a_chunk_larger_than_a_split_held_whole_is_refused():
         one_call(model, x, y, split, 30, False, "c")
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_window_mean_in_place_of_each_examples_value_is_refused(mode):
+    """The classic errors(y), a window's mean, was taken in JAX mode and
+    spread over the window's weights: 0.8606 where the C backend (which
+    refuses it) and the values per example give 0.8621 (review)."""
+    split = digits_split(203)
+    model, x, y = trained_model()
+    if mode == "jax":
+        place([split], "jax")
+    start = T.lscalar()
+    givens = {x: split.x[start:start + 20], y: split.y[start:start + 20]}
+    with pytest.raises(ArgumentError, match="one per example|one value per example"):
+        scoring_function([start], model.errors(y), givens, split, 20, mode=mode)()
+
+
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 @pytest.mark.parametrize("group", [2, 3, 7])
 @pytest.mark.parametrize("classic", [False, True])

@@ -240,6 +240,35 @@ def test_a_call_past_the_split_is_refused(mode):
         steps_function([index], cost, updates, givens, steps=0, mode=mode)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_classic_parameters_train_and_bad_updates_are_refused_by_name(mode):
+    """Parameters made as the classic tutorials make them (no static shape)
+    failed in JAX mode on Aesara: the loop carried them without one, and
+    Aesara's conversions traced shapes XLA refuses. An update of another
+    rank, or a variable updated twice, failed inside the library or XLA
+    naming nothing (review)."""
+    split = digits_split()
+    if mode == "jax":
+        place([split], "jax")
+    index, x, y = T.lscalar(), T.matrix("x", dtype="float32"), T.ivector("y")
+    W = theano.shared(np.zeros((64, 10), np.float32), name="W")  # (no shape=, as the classic)
+    b = theano.shared(np.zeros(10, np.float32), name="b")
+    p_y = T.special.softmax(T.dot(x, W) + b, axis=-1)
+    cost = -T.mean(T.log(p_y)[T.arange(y.shape[0]), y])
+    gW, gb = T.grad(cost, [W, b])
+    givens = dict(zip((x, y), split.minibatch(index, 10)))
+    steps = steps_function([index], cost, [(W, W - np.float32(0.1) * gW),
+                                           (b, b - np.float32(0.1) * gb)], givens, steps=3,
+                           mode=mode)
+    assert len(steps(0)) == 3 and np.abs(W.get_value()).sum() > 0
+    for updates, message in [([(W, W - gW), (b, T.shape_padleft(b - gb))],
+                              r"the update of b: 2-D values for a 1-D shared variable"),
+                             ([(W, W - gW), (b, b - gb), (b, b + 1)],
+                              r"b is updated twice")]:
+        with pytest.raises(ArgumentError, match=message):
+            steps_function([index], cost, updates, givens, steps=3, mode=mode)
+
+
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 def test_many_updates_a_call_hold_no_minibatch_more_on_the_device():
     """XLA's memory analysis of the compiled calls: K = 100 holds the

@@ -232,6 +232,12 @@ def scoring_function(inputs, outputs, givens, split, chunk_size, classic_count=F
 
     start_in_window = start.type()
     (values,), read = rebound([outputs], givens, {start: start_in_window})
+    length = (getattr(values.type, "shape", None) or (None,))[0]
+    if values.ndim != 1 or length not in (None, int(chunk_size)):  # (as the C backend's calls)
+        raise ArgumentError(
+            f"outputs: {values.ndim}-D values for a window of {chunk_size} examples: a split is "
+            "scored from one value per example (T.neq(y_pred, y); the classic errors() is "
+            "their mean)")
     examples = split if isinstance(split, numbers.Integral) else getattr(split, "n_examples", 0)
     window = JaxScore(jax_graph([start_in_window, *read], [values]),
                       windows=-(-int(examples) // int(chunk_size)))

@@ -171,12 +171,18 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
                             "minibatch index")
     updates = list(updates.items() if hasattr(updates, "items") else updates)
     params = [variable for variable, _ in updates]
-    for variable, value in updates:  # (as the library's function checks its updates)
+    for number, (variable, value) in enumerate(updates):  # (as the library's function checks)
+        name = variable.name or variable
         if getattr(value, "dtype", None) != variable.dtype:
             raise ArgumentError(
-                f"the update of {variable.name or variable}: {getattr(value, 'dtype', value)} "
-                f"values for a {variable.dtype} shared variable (cast the update, e.g. "
+                f"the update of {name}: {getattr(value, 'dtype', value)} values for a "
+                f"{variable.dtype} shared variable (cast the update, e.g. "
                 f"value.astype('{variable.dtype}'))")
+        if value.ndim != variable.ndim:
+            raise ArgumentError(f"the update of {name}: {value.ndim}-D values for a "
+                                f"{variable.ndim}-D shared variable (an update keeps its shape)")
+        if variable in params[:number]:
+            raise ArgumentError(f"{name} is updated twice: give one update a shared variable")
     # The step on its own: the index and the parameters' values as inputs, the
     # givens applied, the shared variables it reads as they are.
     index_in_step = index.type()
@@ -185,7 +191,13 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     def turned(values):  # the parameters' values as the loop carries them, and back
         return [value.T if flip else value for value, flip in zip(values, flipped)]
 
-    carried = [value.type() for value in turned(params)]
+    def carried_as(variable, flip):  # in JAX mode of the value's static shape: Aesara's
+        if mode != "jax":                # classic shared variables have none, and its
+            return (variable.T if flip else variable).type()  # conversions trace shapes
+        shape = np.shape(variable.get_value(borrow=True))     # that XLA refuses
+        return api.at.TensorType(variable.dtype, shape=shape[::-1] if flip else shape)()
+
+    carried = [carried_as(variable, flip) for variable, flip in zip(params, flipped)]
     (cost_in_step, *updated), read = rebound(
         [cost] + [value for _, value in updates], givens,
         {index: index_in_step, **dict(zip(params, turned(carried)))})
