@@ -195,10 +195,23 @@ def test_the_cache_follows_jaxs_own_settings_and_a_folder_that_cannot_be_made_is
     seen = fresh(CACHE_LINE.format(compile_cache=False), tmp_path,
                  JAX_COMPILATION_CACHE_DIR=str(declined))
     assert seen["line"] == "no compilation cache" and not declined.exists()
-    seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path,
-                 JAX_ENABLE_COMPILATION_CACHE="false")
-    assert seen["line"] == "no compilation cache (JAX_ENABLE_COMPILATION_CACHE=false)"
-    assert not (tmp_path / "cache").exists()
+    held = sorted(theirs.iterdir())
+    for off in ("false", "F", "n"):  # (JAX's own words for false, each)
+        seen = fresh(CACHE_LINE.format(compile_cache=True).replace("x * 3", f"x * {len(off)}"),
+                     tmp_path, JAX_ENABLE_COMPILATION_CACHE=off,
+                     JAX_COMPILATION_CACHE_DIR=str(theirs))
+        assert seen["line"] == f"no compilation cache (JAX_ENABLE_COMPILATION_CACHE={off.lower()})"
+    assert sorted(theirs.iterdir()) == held and not (tmp_path / "cache").exists()
+    # A folder there but read-only (a home mounted so) is no cache either: JAX
+    # writes a lock file even to read one, and warned at every program.
+    read_only = CACHE_LINE.replace("import json, jax, int8store", """import json, jax, int8store
+    import errno, tempfile
+    def refused(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+    tempfile.TemporaryFile = refused""")
+    seen = fresh(read_only.format(compile_cache=True), tmp_path)
+    assert seen["line"] == ("no compilation cache (~/cache/int8store/jax cannot be written: "
+                            "Read-only file system)")
     (tmp_path / "a file").write_text("")
     seen = fresh(CACHE_LINE.format(compile_cache=True), tmp_path,
                  XDG_CACHE_HOME=str(tmp_path / "a file"))

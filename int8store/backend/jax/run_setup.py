@@ -35,6 +35,7 @@ changes ``XLA_FLAGS``, ``XLA_PYTHON_CLIENT_PREALLOCATE`` and JAX's configuration
 import configparser
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from ...errors import ArgumentError
@@ -70,7 +71,7 @@ def _chosen_cache(compile_cache):
     if compile_cache is not True:
         return Path(compile_cache), None
     enabled = os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower()
-    if enabled in ("0", "false", "no", "off"):
+    if enabled in ("0", "f", "false", "n", "no", "off"):  # (what JAX reads as false)
         return None, f"JAX_ENABLE_COMPILATION_CACHE={enabled}"
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR"
@@ -78,12 +79,17 @@ def _chosen_cache(compile_cache):
 
 
 def _made(folder):
-    """``(folder, None)`` once it exists, else ``(None, why)``: a cache that
-    cannot be made is none (JAX would warn at every program), not a crash."""
+    """``(folder, None)`` once it exists and takes files, else ``(None,
+    why)``: a cache that cannot be written is none, not a crash (JAX would
+    warn at every program, even to read it: it writes a lock file there)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         return None, f"{_short(folder)} cannot be made: {error.strerror or error}"
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as error:
+        return None, f"{_short(folder)} cannot be written: {error.strerror or error}"
     return folder, None
 
 
