@@ -684,7 +684,9 @@ def test_a_tutorial_read_by_what_goes_ends_quietly(tmp_path, mode):
     141 (128 + SIGPIPE), nothing said."""
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "tutorials" / "logistic_sgd.py"), "--dataset", "digits",
-         "--epochs", "50", "--mode", mode, "--save-model", ""], cwd=tmp_path,
+         # (more lines than a pipe holds, some 1,700 epochs until the patience
+         # ends: the run is still writing when the reader goes)
+         "--epochs", "100000", "--mode", mode, "--save-model", ""], cwd=tmp_path,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = process.stdout.readline()
     process.stdout.close()  # (as head -1 does)

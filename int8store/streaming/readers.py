@@ -210,7 +210,9 @@ class LentReader(SerialReader):
         super().__init__(layout, source, pool)
         self.release_pages = release_pages
         self._mark = None
-        self._mapped = set()  # (start, stop) of shards lent while pages are kept: all here
+        # The examples lent while pages are kept: their pages are all here (a
+        # shard's bounds move with the short shard from epoch to epoch).
+        self._mapped = np.zeros(layout.n_examples if not release_pages else 0, dtype=bool)
 
     def begin_pass(self):
         if self.release_pages or self._mark is None:
@@ -233,11 +235,13 @@ class LentReader(SerialReader):
             if isinstance(ticket.prepared, BaseException):
                 return  # (collect raises it)
             if not self.release_pages:
-                self._mapped.add(self.layout.bounds(ticket.index, ticket.epoch))
+                start, stop = self.layout.bounds(ticket.index, ticket.epoch)
+                self._mapped[start:stop] = True
         for behind in self._outstanding:
-            bounds = self.layout.bounds(behind.index, behind.epoch)
-            if behind is not ticket and not behind.hinted and bounds not in self._mapped:
-                self.source.read_ahead(*bounds)
+            start, stop = self.layout.bounds(behind.index, behind.epoch)
+            if behind is not ticket and not behind.hinted and \
+                    not (self._mapped.size and self._mapped[start:stop].all()):
+                self.source.read_ahead(start, stop)
                 behind.hinted = True
 
     def _lend(self, ticket):
