@@ -14,8 +14,9 @@ each copy from its own folder under ``--python``, with ``floatX`` from
 ``--floatx`` and, with ``--blas-threads N``, ``OPENBLAS_NUM_THREADS=N``. A
 ``theano`` package there, the same for both, names Aesara's modules as an
 Aesara user aliases them (``T.nnet.sigmoid``, gone from Aesara 2.9, is
-``aesara.tensor.sigmoid``). The originals import ``six``: install it in
-``--python``'s environment (``pip install six``).
+``aesara.tensor.sigmoid``) and corrects Aesara 2.9.4's ``CorrMM`` (without
+which the original stops at its first convolution). The originals import
+``six``: install it in ``--python``'s environment (``pip install six``).
 
 Per run: the process's seconds from start to exit; the training loop's (the
 tutorial's own "ran for X.XXm", to 0.6 s; compiling comes before it), and
@@ -55,12 +56,21 @@ import aesara
 import aesara.tensor
 import aesara.tensor.nnet
 import aesara.tensor.signal.pool
+import aesara.sandbox.rng_mrg
 
+if not hasattr(aesara.sandbox.rng_mrg, "MRG_RandomStreams"):  # (dA.py, SdA.py, rbm.py, DBN.py)
+    aesara.sandbox.rng_mrg.MRG_RandomStreams = aesara.sandbox.rng_mrg.MRG_RandomStream
 if not hasattr(aesara.tensor.nnet, "sigmoid"):
     aesara.tensor.nnet.sigmoid = aesara.tensor.sigmoid
 for name, module in list(sys.modules.items()):
     if name == "aesara" or name.startswith("aesara."):
         sys.modules["theano" + name[len("aesara"):]] = module
+
+# Aesara 2.9.4's CPU conv2d does not compile (its CorrMM): corrected for both
+# ways, as int8store corrects it on its first graph (the original stopped).
+from int8store.backend.setup.fixes import apply_all
+
+apply_all()
 '''
 #: Lines of the tutorial's output that carry its errors.
 ERROR_LINE = re.compile(r"error|Best validation")
