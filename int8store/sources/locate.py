@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["caller_file", "classic_candidates", "find_store", "recorded_source", "class_names"]
+__all__ = ["caller_file", "classic_candidates", "find_store", "recorded_source"]
 
 
 def caller_file():
@@ -75,21 +75,3 @@ def recorded_source(dataset, caller=None):
     path = find_store(dataset, caller)
     return None if path is None else open_store(path, verify=False).provenance["source"]
 
-
-def class_names(dataset, caller=None):
-    """What ``dataset``'s class numbers stand for, where its classes have
-    names other than their numbers (class folders ``cat``, ``dog``; folders
-    ``2``, ``10``, ``7``, numbered in name order ``10``, ``2``, ``7``): a
-    store's, from its manifest, or class folders', listed (their first
-    image alone decoded); None for any other source."""
-    from ..store.reader import open_store
-    from . import _kind, read_source
-
-    store = find_store(dataset, caller)
-    if store is not None:
-        names = open_store(store, verify=False).label_names
-    elif _kind(dataset, caller or caller_file())[0] in ("image folder", "image archive"):
-        names = read_source(dataset, caller=caller or caller_file()).label_names
-    else:
-        return None
-    return None if names is None or names == [str(i) for i in range(len(names))] else names

@@ -64,7 +64,7 @@ _LAZY = {
     "save_checkpoint": "..store.checkpoint",
     "checkpoint_writes": "..store.checkpoint",
     "class_count": "..codes.labels",
-    "class_names": "..sources.locate",
+    "class_names": "..sources.naming",
 }
 
 __all__ = list(_LAZY)
