@@ -28,6 +28,7 @@ import sys
 from .errors import ArgumentError, Int8StoreError, shortened
 from .memory.models import MODELS
 from .runtime.arguments import OneLineParser, devices_option
+from .runtime.files import end_with_stdout_closed
 
 __all__ = ["main"]
 
@@ -266,7 +267,7 @@ def main(argv=None):
     except Int8StoreError as error:
         return _fail(str(error))
     except (BrokenPipeError, _PipeClosed):
-        return _pipe_closed()
+        return end_with_stdout_closed()
     except _StdoutFailed as failure:
         written = f"; {_what_was_written(args)}" if getattr(args, "output", None) else ""
         _fail(f"cannot write to the standard output ({failure}){written}")
@@ -409,22 +410,6 @@ def _what_was_written(args):
     if output and was_published(output):
         return f"{output} had already been written, complete"
     return "nothing was written"
-
-
-def _pipe_closed():
-    """What reads stdout is gone (``int8store manifest FILE | head -1``): end
-    quietly, as a closed pipe ends other programs, with status 128 +
-    SIGPIPE (141); stdout goes to the null device, so that Python's last
-    flush as it exits meets no pipe either."""
-    import os
-
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's capture)
-        pass
-    return 128 + getattr(signal, "SIGPIPE", 13)
 
 
 def _fail(message):

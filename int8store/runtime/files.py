@@ -5,15 +5,21 @@ and readable; each refusal one error that names the file
 :class:`~int8store.SourceReadError`, an :class:`OSError` as a permission
 denied is). Outputs are checked by
 :func:`int8store.store.atomic.check_can_write`, with the same words for a
-file's kind (:func:`kind_of_file`).
+file's kind (:func:`kind_of_file`). Standard output read by what has gone
+(``| head -1``) ends a command quietly (:func:`stdout_closed`,
+:func:`end_with_stdout_closed`).
 """
 
 import os
+import select
+import signal
 import stat
+import sys
 
 from ..errors import SourceFormatError, SourceReadError
 
-__all__ = ["check_regular_file", "cannot_read", "kind_of_file"]
+__all__ = ["check_regular_file", "cannot_read", "kind_of_file", "stdout_closed",
+           "end_with_stdout_closed"]
 
 
 def check_regular_file(path):
@@ -44,3 +50,27 @@ def kind_of_file(mode):
         if test(mode):
             return name
     return "not a file"
+
+
+def stdout_closed():
+    """Whether standard output is a pipe whose reader has gone (a broken
+    pipe of anything else is not the command's output ending)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no file descriptor, no poll)
+        return False
+
+
+def end_with_stdout_closed():
+    """What reads stdout is gone: end quietly, as a closed pipe ends other
+    programs, with status 128 + SIGPIPE (141); stdout goes to the null
+    device, so that Python's last flush as it exits meets no pipe either."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's capture)
+        pass
+    return 128 + getattr(signal, "SIGPIPE", 13)

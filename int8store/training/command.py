@@ -17,12 +17,10 @@ ending the run quietly, as a command-line tool ends (exit status 141).
 
 import functools
 import math
-import os
-import select
-import signal
 import sys
 
 from ..errors import ArgumentError, Int8StoreError
+from ..runtime.files import end_with_stdout_closed, stdout_closed
 from ..runtime.interrupts import stop_requests
 from ..store.checkpoint import checkpoint_writes
 from .options import check_options, check_saved_model, files_said, run_options
@@ -32,31 +30,21 @@ __all__ = ["run_command", "predict_command", "print_summary"]
 
 def _ends_quietly_on_a_closed_pipe(command):
     """``command``, ended quietly (exit status 141, as by SIGPIPE) when
-    what reads its standard output has gone; stdout then points at
-    /dev/null, so that Python's last flush fails no more (Python's docs'
-    way). A broken pipe of anything else is raised as it is."""
+    what reads its standard output has gone
+    (:func:`~int8store.runtime.files.end_with_stdout_closed`, as the
+    ``int8store`` command ends). A broken pipe of anything else is raised
+    as it is."""
 
     @functools.wraps(command)
     def ended(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except BrokenPipeError:
-            if not _stdout_closed():
+            if not stdout_closed():
                 raise
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 128 + signal.SIGPIPE
+            return end_with_stdout_closed()
 
     return ended
-
-
-def _stdout_closed():
-    """Whether standard output is a pipe whose reader has gone."""
-    try:
-        poll = select.poll()
-        poll.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & select.POLLERR for _, events in poll.poll(0))
-    except (OSError, ValueError, AttributeError):  # (no file descriptor, no poll)
-        return False
 
 
 @_ends_quietly_on_a_closed_pipe
