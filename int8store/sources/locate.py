@@ -74,4 +74,3 @@ def recorded_source(dataset, caller=None):
 
     path = find_store(dataset, caller)
     return None if path is None else open_store(path, verify=False).provenance["source"]
-

@@ -17,11 +17,12 @@ def class_names(dataset, caller=None):
     image alone decoded); None for any other source."""
     from ..store.reader import open_store
 
+    caller = caller or caller_file()
     store = find_store(dataset, caller)
     if store is not None:
         names = open_store(store, verify=False).label_names
-    elif _kind(dataset, caller or caller_file())[0] in ("image folder", "image archive"):
-        names = read_source(dataset, caller=caller or caller_file()).label_names
+    elif _kind(dataset, caller)[0] in ("image folder", "image archive"):
+        names = read_source(dataset, caller=caller).label_names
     else:
         return None
     return None if names is None or names == [str(i) for i in range(len(names))] else names

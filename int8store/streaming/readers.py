@@ -210,9 +210,9 @@ class LentReader(SerialReader):
         super().__init__(layout, source, pool)
         self.release_pages = release_pages
         self._mark = None
-        # The examples lent while pages are kept: their pages are all here (a
-        # shard's bounds move with the short shard from epoch to epoch).
-        self._mapped = np.zeros(layout.n_examples if not release_pages else 0, dtype=bool)
+        # The examples lent while pages are kept (None: pages are given back):
+        # their pages are all here (a shard's bounds move with the short shard).
+        self._mapped = None if release_pages else np.zeros(layout.n_examples, dtype=bool)
 
     def begin_pass(self):
         if self.release_pages or self._mark is None:
@@ -234,13 +234,14 @@ class LentReader(SerialReader):
                 ticket.prepared = self._lend(ticket)
             if isinstance(ticket.prepared, BaseException):
                 return  # (collect raises it)
-            if not self.release_pages:
+            if self._mapped is not None:
                 start, stop = self.layout.bounds(ticket.index, ticket.epoch)
                 self._mapped[start:stop] = True
         for behind in self._outstanding:
+            if behind is ticket or behind.hinted:
+                continue
             start, stop = self.layout.bounds(behind.index, behind.epoch)
-            if behind is not ticket and not behind.hinted and \
-                    not (self._mapped.size and self._mapped[start:stop].all()):
+            if self._mapped is None or not self._mapped[start:stop].all():
                 self.source.read_ahead(start, stop)
                 behind.hinted = True
 

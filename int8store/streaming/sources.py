@@ -193,20 +193,18 @@ def fill_shard(source, start, stop, codes, order=None):
     buffer, ``shard_size`` rows): its own examples in the first rows, in
     ``order`` when given (row ``i`` holds example ``start + order[i]``),
     read and shuffled in one pass; the rows after them (a short shard's)
-    the examples just before ``start``, nearest first (a last window scored
-    over them holds the examples the split's own last window holds), or for
-    a shuffled split's short first shard, those just after ``stop``."""
+    the examples around it (:func:`_filling`)."""
     count = stop - start
     source.read(start, stop, codes[:count], None if order is None else inverse(order))
     rest = len(codes) - count
-    if rest and rest <= start:
-        source.read(start - rest, start, codes[count:])
-        codes[count:] = codes[count:][::-1].copy()
-    elif rest:
-        if stop + rest > source.n_examples:  # (a split of one shard is never short)
+    if rest:
+        first, last, nearest_first = _filling(start, stop, rest)
+        if last > source.n_examples:  # (a split of one shard is never short)
             raise ArgumentError(f"{source.name}: a shard of {len(codes)} rows from example "
                                 f"{start} cannot be filled from the examples around it")
-        source.read(stop, stop + rest, codes[count:])
+        source.read(first, last, codes[count:])
+        if nearest_first:
+            codes[count:] = codes[count:][::-1].copy()
 
 
 def fill_labels(labels, start, stop, out, own=None):
@@ -217,7 +215,15 @@ def fill_labels(labels, start, stop, out, own=None):
     count = stop - start
     out[:count] = labels[start:stop] if own is None else own
     rest = len(out) - count
-    if rest and rest <= start:
-        out[count:] = labels[start - rest:start][::-1]
-    elif rest:
-        out[count:] = labels[stop:stop + rest]
+    if rest:
+        first, last, nearest_first = _filling(start, stop, rest)
+        out[count:] = labels[first:last][::-1] if nearest_first else labels[first:last]
+
+
+def _filling(start, stop, rest):
+    """``(first, last, nearest first)``: the examples ``[first, last)`` that
+    fill the ``rest`` rows after a short shard's own: those just before
+    ``start``, nearest first (a last window scored over them holds the
+    examples the split's own last window holds), or for a shuffled split's
+    short first shard, those just after ``stop``."""
+    return (start - rest, start, True) if rest <= start else (stop, stop + rest, False)

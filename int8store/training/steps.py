@@ -191,10 +191,13 @@ def steps_function(inputs, cost, updates, givens=None, steps=10, mode="c"):
     def turned(values):  # the parameters' values as the loop carries them, and back
         return [value.T if flip else value for value, flip in zip(values, flipped)]
 
-    def carried_as(variable, flip):  # in JAX mode of the value's static shape: Aesara's
-        if mode != "jax":                # classic shared variables have none, and its
-            return (variable.T if flip else variable).type()  # conversions trace shapes
-        shape = np.shape(variable.get_value(borrow=True))     # that XLA refuses
+    # In JAX mode the loop carries each value with its static shape: Aesara's
+    # classic shared variables have none, and its conversions then trace
+    # shapes that XLA refuses.
+    def carried_as(variable, flip):
+        if mode != "jax":
+            return (variable.T if flip else variable).type()
+        shape = np.shape(variable.get_value(borrow=True))
         return api.at.TensorType(variable.dtype, shape=shape[::-1] if flip else shape)()
 
     carried = [carried_as(variable, flip) for variable, flip in zip(params, flipped)]
