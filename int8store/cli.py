@@ -254,7 +254,7 @@ def main(argv=None):
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    from .runtime.interrupts import interrupts_remembered
+    from .runtime.interrupts import interrupts_ignored, interrupts_remembered
 
     try:
         # Installed around the whole command, imports included: an interrupt
@@ -273,7 +273,10 @@ def main(argv=None):
         _fail(f"cannot write to the standard output ({failure}){written}")
         return 1  # (2 says the files failed: verify's checksums, convert's sources)
     except KeyboardInterrupt as interrupt:
-        _say(f"{interrupt or 'interrupted'}: {_what_was_written(args)}")
+        with interrupts_ignored():  # (Ctrl-C pressed again: the line is still said, once)
+            # (verify, info, budget write nothing: no word of what was written)
+            written = f": {_what_was_written(args)}" if hasattr(args, "output") else ""
+            _say(f"{str(interrupt) or 'interrupted'}{written}")
         return 128 + getattr(interrupt, "signal", signal.SIGINT)
     except MemoryError:
         return _fail("out of memory: the data does not fit; pass a lower --max-memory to be "

@@ -727,6 +727,21 @@ def test_interrupted_conversion_leaves_nothing(tmp_path, capsys, monkeypatch):
     assert leftovers(out.parent) == []
 
 
+
+def test_an_interrupted_verify_says_nothing_of_writing(tmp_path, capsys, monkeypatch):
+    # It said "interrupted by SIGINT: nothing was written": verify writes nothing.
+    from int8store.store import reader
+
+    store = convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=50)),
+                    tmp_path / "s.h5")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt("interrupted by SIGINT")
+
+    monkeypatch.setattr(reader.Store, "verify", interrupted)
+    status, _, err = run_cli(["verify", store], capsys)
+    assert (status, err) == (130, "interrupted by SIGINT\n")
+
 # -- memory ---------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -595,6 +595,14 @@ def test_a_failed_write_is_one_line_and_leaves_the_previous_file(tmp_path, monke
 
 
 @pytest.mark.graph_free
+def test_a_folder_where_the_checkpoint_goes_is_said_as_such(tmp_path):
+    # It said "not written (an error of the system)": the refusal had no strerror.
+    (tmp_path / "m.npz").mkdir()
+    with pytest.raises(OutputError, match=r"m\.npz: not written \(is a folder; give the path "):
+        save_checkpoint(tmp_path / "m", W=np.zeros(3))
+
+
+@pytest.mark.graph_free
 def test_a_path_failing_again_after_a_write_there_is_said_again():
     from int8store.store.checkpoint import CheckpointWrites
 

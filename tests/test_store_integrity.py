@@ -172,6 +172,21 @@ def test_a_damaged_first_line_or_an_empty_file_is_named_so_by_every_command(stor
         assert capsys.readouterr().err.startswith(f"error: {empty}: an empty file (0 bytes)")
 
 
+
+def test_a_store_with_its_first_bytes_wiped_is_named_damaged_by_every_command(store, capsys):
+    """info and verify said "not an int8store file; convert archives with
+    ...": HDF5's signature was looked for at byte 0 only, not after the
+    manifest's user block, where a store has it."""
+    with open(store, "r+b") as f:
+        f.write(bytes(64))
+    for command in ("verify", "info"):
+        assert main([command, str(store)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {store}: an int8store file whose manifest is missing or damaged: the "
+            "file is damaged\n")
+    with pytest.raises(StoreChecksumError, match="manifest is missing or damaged"):
+        load_splits(store)
+
 def test_single_bit_flips_never_change_data_silently_nor_hang():
     """bench/bitflips.py on every 11th metadata byte (all 8 bits) and 300 data bits."""
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "bitflips.py"), "--stride", "11",
@@ -339,6 +354,94 @@ def test_an_interrupt_just_after_the_temporary_file_is_made_leaves_no_file(tmp_p
         with atomic.atomic_output(tmp_path / "m.h5") as temporary:
             temporary.write_bytes(b"half")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("during", ["writeback", "close"])
+def test_a_second_interrupt_during_the_cleanup_leaves_no_temporary_file(tmp_path, monkeypatch,
+                                                                        during):
+    # Ctrl-C pressed twice: the second came while the first's cleanup joined
+    # the writeback thread or closed the HDF5 file, and the temporary file
+    # (the whole store's bytes so far) was left beside the target.
+    from int8store import quantize
+    from int8store.runtime.interrupts import Interrupted, interrupts_remembered
+    from int8store.store import writer as store_writer
+
+    def again():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # (the handler runs at the next bytecode)
+            pass
+
+    if during == "writeback":
+        close = store_writer._Writeback.close
+        monkeypatch.setattr(store_writer._Writeback, "close",
+                            lambda self, check=True: (again(), close(self, check)))
+    else:
+        close = h5py.File.close
+        monkeypatch.setattr(h5py.File, "close", lambda self: (again(), close(self)))
+    codes, encoding = quantize(np.zeros((10, 4, 4), np.uint8))
+    with pytest.raises(Interrupted), interrupts_remembered():
+        with store_writer.StoreWriter(tmp_path / "m.h5", encoding, (4, 4),
+                                      {"train": np.zeros(10, int)}) as writer:
+            writer.append("train", codes[:5])
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_after_publishing_says_the_file_was_written(tmp_path, capsys, monkeypatch):
+    # A link named as the output: the file it names was published, complete,
+    # and the command said "nothing was written".
+    from int8store import cli
+    from int8store.store import atomic
+
+    def interrupted(folder):
+        raise KeyboardInterrupt("interrupted by SIGINT")
+
+    monkeypatch.setattr(atomic, "_sync_folder", interrupted)
+    (tmp_path / "real.h5").write_bytes(b"old")
+    (tmp_path / "link.h5").symlink_to("real.h5")
+    source = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30))
+    for output in ("plain.h5", "link.h5"):
+        capsys.readouterr()
+        assert cli.main(["convert", str(source), "-o", str(tmp_path / output), "--force"]) == 130
+        assert "had already been written, complete" in capsys.readouterr().err
+    assert open_store(tmp_path / "real.h5").splits == open_store(tmp_path / "plain.h5").splits
+
+
+def test_an_output_ending_in_a_slash_is_refused_as_a_folder(tmp_path, capsys):
+    source = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(n_train=30))
+    assert main(["convert", str(source), "-o", f"{tmp_path / 'out'}{os.sep}"]) == 2
+    assert "names a folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_verify_stops_every_thread_at_the_first_damaged_chunk(tmp_path, monkeypatch):
+    # Its threads went on to the end of the split (Ctrl-C too waited for them).
+    from int8store import quantize
+    from int8store.store import chunk_reading
+    from int8store.store.writer import StoreWriter
+
+    codes, encoding = quantize(np.zeros((12, 1024, 1024), np.uint8))  # a chunk an image
+    store = tmp_path / "m.h5"
+    with StoreWriter(store, encoding, (1024, 1024), {"train": np.zeros(12, int)}) as writer:
+        writer.append("train", codes)
+
+    read = chunk_reading.ChunkReader.read_range
+    reads = []
+
+    def counted(self, f, offset, views, digest, what):
+        reads.append(what)
+        if len(reads) == 1:
+            raise chunk_reading.damaged_error(self.path, what)
+        time.sleep(0.05)
+        return read(self, f, offset, views, digest, what)
+
+    opened = open_store(store, verify=False)
+    monkeypatch.setattr(chunk_reading.ChunkReader, "read_range", counted)
+    with pytest.raises(StoreChecksumError):
+        opened.verify(workers=2)
+    assert len(reads) <= 4, reads  # (not the other thread's 6 chunks)
 
 
 def test_an_interrupt_python_swallows_is_remembered_and_not_reported(capsys):

@@ -39,7 +39,7 @@ import warnings
 from contextlib import contextmanager
 
 __all__ = ["interrupts_remembered", "raise_if_interrupted", "Interrupted", "stop_requests",
-           "stop_requested", "arm_stop_requests", "interrupts_deferred"]
+           "stop_requested", "arm_stop_requests", "interrupts_deferred", "interrupts_ignored"]
 
 _received = []  # signal numbers received inside interrupts_remembered()
 _stops = []  # signal numbers received inside stop_requests()
@@ -211,3 +211,19 @@ def interrupts_deferred():
             signal.signal(signum, handler)
         for signum, frame in received:
             previous[signum](signum, frame)
+
+
+@contextmanager
+def interrupts_ignored():
+    """SIGINT and SIGTERM ignored in the block (a command saying how it
+    ended: Ctrl-C pressed again must not cut the line short), their
+    handlers back after it; outside the main thread the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -70,6 +70,11 @@ def check_can_write(path, force=False):
     file even with ``force`` (a device such as /dev/null, a FIFO, a socket:
     publishing renames a file over the name, which would replace the device
     itself)."""
+    text = os.fspath(path)
+    if text.endswith(os.sep) or (os.altsep and text.endswith(os.altsep)):
+        # (Path() drops the slash: "out/" wrote a file named "out")
+        raise OutputError(f"{text}: names a folder (it ends in {text[-1]!r}); give the path "
+                          "of the file to write in it")
     path = Path(path)
     linked = path.is_symlink()
     target = Path(os.path.realpath(path)) if linked else path
@@ -117,7 +122,7 @@ def atomic_output(path, force=False, report=None):
     >>> target.read_text()
     'done'
     """
-    path = check_can_write(path, force)
+    given, path = path, check_can_write(path, force)
     temporary, made, published = None, [], False
     try:
         # An interrupt between the file's making and the name's keeping left
@@ -130,22 +135,31 @@ def atomic_output(path, force=False, report=None):
         # Private while written (mkstemp's 0600); published with the mode any
         # new file of the user gets, so that others can read what the umask lets them.
         os.chmod(temporary, new_file_mode())
-        _publish(temporary, path, force)
-        published = True
+        # (an interrupt held back until the name is published and known so:
+        # then "had already been written", never "nothing was written")
+        with interrupts_deferred():
+            _publish(temporary, path, force)
+            published = True
+            _published.update({os.path.abspath(given), os.path.abspath(path)})
         _sync_folder(path.parent)  # the new name survives a power cut too
-        _published.add(os.path.abspath(path))
     finally:
+        # (a second interrupt waits for the temporary file's removal)
+        with interrupts_deferred():
+            _remove(temporary, None if published else made)
+
+
+def _remove(temporary, made):
+    """Remove ``temporary`` (if any), and the folders in ``made`` (None once published)."""
+    try:
+        if temporary is not None:
+            temporary.unlink()
+    except FileNotFoundError:
+        pass
+    for folder in made or ():  # (a failed write leaves no folder it made either)
         try:
-            if temporary is not None:
-                temporary.unlink()
-        except FileNotFoundError:
-            pass
-        if not published:  # (a failed write leaves no folder it made either)
-            for folder in made:
-                try:
-                    folder.rmdir()
-                except OSError:  # (something else was put there meanwhile)
-                    break
+            folder.rmdir()
+        except OSError:  # (something else was put there meanwhile)
+            break
 
 
 def _new_temporary(path, report, made):

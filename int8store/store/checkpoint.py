@@ -136,10 +136,13 @@ def _write_npz(file, named):
 
 
 def _reason(error):
-    """The system's words for ``error`` (or for the error it was raised from)."""
+    """The system's words for ``error`` (or for the error it was raised from);
+    int8store's own, for a refusal it raised itself (a folder at the path)."""
     while error is not None:
         if isinstance(error, OSError) and error.strerror:
             return error.strerror
+        if isinstance(error, OutputError) and error.__cause__ is None and error.__context__ is None:
+            return str(error).split(": ", 1)[-1]  # (less the path, which the line names)
         error = error.__cause__ or error.__context__
     return "an error of the system"
 

@@ -41,7 +41,8 @@ import os
 from ..errors import StoreChecksumError, StoreFormatError
 from ..runtime.version import package_version
 from .checksums import CHUNK_CHECKSUMS
-from .manifest import HDF5_SIGNATURE, MAGIC, field, manifest_digest, read_manifest, shown
+from .manifest import (HDF5_SIGNATURE, MAGIC, MAX_USERBLOCK_BYTES, field, manifest_digest,
+                       read_manifest, shown)
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "FIRST_READER", "axes_for", "is_store",
            "readable_format", "refuse_non_store", "refuse_unreadable_store",
@@ -96,17 +97,11 @@ def readable_format(manifest, path):
 
 def refuse_non_store(path):
     """Raise for ``path``, a file that does not start with a manifest: an
-    int8store file this release cannot read, or not an int8store file."""
+    int8store file this release cannot read, or whose manifest is damaged,
+    or not an int8store file."""
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
-    if head.startswith(HDF5_SIGNATURE):  # (read apart: a damaged file crashed the caller)
-        from .plain_hdf5 import root_attributes
-
-        attributes, problem = root_attributes(path)
-        if problem is not None:
-            raise StoreFormatError(f"{path}: not an int8store file; as an HDF5 file it is "
-                                   f"damaged (the HDF5 library {problem})")
-        refuse_unreadable_store(path, attributes)
+        hdf5 = _holds_hdf5(f, os.fstat(f.fileno()).st_size)
     if not head:
         raise StoreFormatError(f"{path}: an empty file (0 bytes), not an int8store file")
     if len(head) == len(MAGIC) and sum(a != b for a, b in zip(head, MAGIC)) <= 2:
@@ -114,8 +109,29 @@ def refuse_non_store(path):
         raise StoreFormatError(
             f"{path}: damaged: its first line is almost an int8store manifest's ({head!r}); "
             "restore a copy or convert its source again")
+    if hdf5:  # (read apart: a damaged file crashed the caller)
+        from .plain_hdf5 import root_attributes
+
+        attributes, problem = root_attributes(path)
+        if problem is not None:
+            raise StoreFormatError(f"{path}: not an int8store file; as an HDF5 file it is "
+                                   f"damaged (the HDF5 library {problem})")
+        refuse_unreadable_store(path, attributes)
     raise StoreFormatError(
         f"{path}: not an int8store file; convert archives with 'int8store convert'")
+
+
+def _holds_hdf5(f, size):
+    """Whether the open file ``f`` (``size`` bytes) has HDF5's signature where
+    the HDF5 library looks for it: at its start, or after a user block of
+    512, 1024, 2048, ... bytes (a store's manifest, its first bytes wiped)."""
+    offset = 0
+    while offset + len(HDF5_SIGNATURE) <= min(size, MAX_USERBLOCK_BYTES + len(HDF5_SIGNATURE)):
+        f.seek(offset)
+        if f.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE:
+            return True
+        offset = max(512, 2 * offset)
+    return False
 
 
 def refuse_unreadable_store(path, attrs):

@@ -308,11 +308,17 @@ class Store:
             starts = range(0, layout.count, layout.rows)
             workers = workers or min(4, max(1, (os.cpu_count() or 1) // 2))
             if workers > 1 and len(starts) > 1:
+                import threading
                 from concurrent.futures import ThreadPoolExecutor
+                stop = threading.Event()  # (a damaged chunk or Ctrl-C ends the others' work)
                 with ThreadPoolExecutor(workers, thread_name_prefix="int8store-verify") as pool:
-                    for _ in pool.map(lambda first: self._check_chunks(name, first, workers),
-                                      starts[:workers]):
-                        pass
+                    try:
+                        for _ in pool.map(lambda first: self._check_chunks(name, first, workers,
+                                                                           stop),
+                                          starts[:workers]):
+                            pass
+                    finally:
+                        stop.set()
             else:
                 self._check_chunks(name, 0, 1)
             self.read_labels(name)
@@ -353,12 +359,15 @@ class Store:
                 "checksum: its data was replaced on purpose (or the manifest edited): do not "
                 "use this file")
 
-    def _check_chunks(self, name, first, step):
-        """Check every ``step``-th stored chunk of ``name`` from example ``first``."""
+    def _check_chunks(self, name, first, step, stop=None):
+        """Check every ``step``-th stored chunk of ``name`` from example
+        ``first``, until ``stop`` (a :class:`threading.Event`) is set."""
         layout = self._split(name)
         scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
+                if stop is not None and stop.is_set():
+                    return
                 offset, nbytes, digest = layout.chunks[index]
                 self._reader.read_range(f, offset, memoryview(scratch)[:nbytes], digest,
                                         layout.chunk_name(name, index))

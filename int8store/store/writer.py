@@ -26,7 +26,7 @@ from .atomic import atomic_output
 from .checksums import CHUNK_CHECKSUMS, ROWS_DIGEST, SPLIT_DIGEST, chunk_digest, chunk_hasher
 from ..codes.histogram import channel_code_counts, code_counts, code_sum
 from ..errors import ArgumentError, Int8StoreError, OutputError, StoreFormatError, shown
-from ..runtime.interrupts import interrupts_remembered, raise_if_interrupted
+from ..runtime.interrupts import interrupts_deferred, interrupts_remembered, raise_if_interrupted
 from ..runtime.version import package_version
 from .encoding_entry import encoding_entry
 from .file_format import FIRST_READER, FORMAT_NAME, FORMAT_VERSION, axes_for
@@ -170,18 +170,21 @@ class StoreWriter:
         return self._leave(kind, error, trace)
 
     def _leave(self, kind, error, trace):
-        writeback = getattr(self, "_writeback", None)
-        if writeback is not None:
-            writeback.close(check=False)  # (a failure is already on its way)
         try:
-            file = getattr(self, "_file", None)
-            if file is not None and file.id.valid:
-                file.close()
-        except Exception:  # the original failure matters more than a failed close
-            pass
-        try:
-            # Publishes the temporary file, or removes it after a failure.
-            return self._output.__exit__(kind, error, trace) if hasattr(self, "_output") else False
+            # A second interrupt (Ctrl-C pressed again) waits until the
+            # temporary file is closed and removed, or published.
+            with interrupts_deferred():
+                writeback = getattr(self, "_writeback", None)
+                if writeback is not None:
+                    writeback.close(check=False)  # (a failure is already on its way)
+                try:
+                    file = getattr(self, "_file", None)
+                    if file is not None and file.id.valid:
+                        file.close()
+                except Exception:  # the original failure matters more than a failed close
+                    pass
+                # Publishes the temporary file, or removes it after a failure.
+                return self._output.__exit__(kind, error, trace) if hasattr(self, "_output") else False
         finally:
             self._interrupts.__exit__(kind, error, trace)
 
@@ -438,5 +441,8 @@ def _checked_labels(labels, name):
 def _write_error(path, error):
     if isinstance(error, Int8StoreError):
         return error
-    reason = error.strerror or str(error) or type(error).__name__
+    # (h5py's strerror is the HDF5 library's paragraph: the temporary file's
+    # name, a time, a buffer's address; errno says it in the system's words)
+    reason = (os.strerror(error.errno) if error.errno else error.strerror) or str(error) \
+        or type(error).__name__
     return OutputError(f"{path}: cannot write the store ({reason})")
