@@ -177,6 +177,23 @@ def test_the_c_op_gives_the_same_bytes_as_numpy(spec, grid):
         assert (compiled(data, k, e) == reference(data, spec, grid, 77, e, k)).all()
 
 
+def test_the_c_op_takes_only_augmentations_that_fit_its_images():
+    """The op checks its grid as :func:`augmented` does: a reflection of a
+    translation as long as the image read the C code outside each image."""
+    from int8store.backend.ops.augment import Augment
+
+    with pytest.raises(ArgumentError, match="a translation by up to 6 pixels leaves nothing"):
+        Augment(Augmentation(translate=6, fill="reflect"), (2, 2, 1), 1, -128)
+    with pytest.raises(ArgumentError, match="fill=128"):
+        Augment(Augmentation(flip="random"), (2, 2, 1), 1, 128)
+    grid = (3, 2, 2)  # the longest translation there is, reflected
+    codes, step, epoch = T.matrix(dtype="int8"), T.lscalar(), T.lscalar()
+    op = Augment(Augmentation(translate=1, fill="reflect"), grid, 5, -128)
+    compiled = theano.function([codes, step, epoch], op(codes, step, epoch), mode=function_mode("c"))
+    data = random_codes(40, grid, 2)
+    assert (compiled(data, 3, 1) == reference(data, "translate=1,fill=reflect", grid, 5, 1, 3)).all()
+
+
 # -- in the graph: an augmented minibatch is its plain minibatch, augmented ---
 
 def digits_split(normalize="none", n=200):

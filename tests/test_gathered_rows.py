@@ -88,6 +88,31 @@ def test_a_row_outside_the_data_is_an_error_that_names_it(linker):
             take(np.array([0, bad], np.int32))
 
 
+def test_the_c_error_names_each_variable_as_it_is_named():
+    """The data's name is an argument of the C error, never its format (a
+    '%s' in it read a pointer that was not there: a crash), and a module
+    compiled for one name is not reused for another (it named the first)."""
+    for name in ("100%s of it", 'a "quoted\\ name'):
+        data = api.shared(np.zeros((3, 2), np.int8), name=name)
+        rows = api.at.ivector("rows")
+        take = api.function([rows], GatherRows()(data, rows), mode=function_mode("c"))
+        with pytest.raises(MinibatchIndexError) as raised:
+            take(np.array([7], np.int32))
+        assert str(raised.value).splitlines()[0] == f"{name}: row 7 is outside 0..2 (3 rows)"
+
+
+@pytest.mark.parametrize("linker", ["c", "py"])
+def test_wide_row_indices_are_checked_as_they_are(linker):
+    """int64 rows are not cast to int32: row 2**32 + 1 is outside, not row 1."""
+    data = api.shared(np.arange(15, dtype=np.int8).reshape(5, 3), name="wide_x")
+    rows = api.at.lvector("rows")
+    mode = function_mode("c") if linker == "c" else py_mode()
+    take = api.function([rows], GatherRows()(data, rows), mode=mode)
+    np.testing.assert_array_equal(take(np.array([4, 0])), [[12, 13, 14], [0, 1, 2]])
+    with pytest.raises(MinibatchIndexError, match=r"wide_x: row 4294967297 is outside 0\.\.4"):
+        take(np.array([0, 2**32 + 1]))
+
+
 def test_a_recipe_whose_product_would_round_is_refused():
     with pytest.raises(ArgumentError, match="scale=0.1: a recipe's scale is a power of two"):
         GatherRows("float32", 0.0, 0.0, 0.1)

@@ -25,7 +25,7 @@ __all__ = ["Augment", "augmented"]
 
 _MASK = 0xFFFFFFFF
 # What the C code is made of: a change of the draws is a new version.
-_VERSION = (1, GOLDEN, EPOCH_SALT, AUGMENT_SALT, len(DRAWS)) + tuple(
+_VERSION = (2, GOLDEN, EPOCH_SALT, AUGMENT_SALT, len(DRAWS)) + tuple(
     value or 0 for step in MIX_STEPS for value in step)
 
 
@@ -42,7 +42,10 @@ class Augment(_api.module("link.c.op").COp):
     def __init__(self, spec, grid, seed, fill):
         if not isinstance(spec, Augmentation):
             raise ArgumentError(f"Augment takes an Augmentation, got {spec!r}")
-        self.spec, self.grid = spec, tuple(int(n) for n in grid)
+        if not -128 <= int(fill) <= 127:
+            raise ArgumentError(f"fill={fill!r}: the code of a black pixel is an int8 (-128..127)")
+        # (checked to fit the images: the C code reads only inside each image)
+        self.spec, self.grid = spec, spec.grid(tuple(int(n) for n in grid), "Augment")
         self.seed, self.fill = int(seed) & _MASK, int(fill)
 
     def make_node(self, codes, step, epoch):
@@ -103,7 +106,8 @@ class Augment(_api.module("link.c.op").COp):
         if spec.fill == "zero":
             place = "inside &= (s >= 0 && s < n); s = s < 0 ? 0 : (s > n - 1 ? n - 1 : s);"
         elif spec.fill == "reflect":
-            place = "if (s < 0) s = -s; if (s > n - 1) s = 2 * (n - 1) - s;"
+            place = ("if (s < 0) s = -s; if (s > n - 1) s = 2 * (n - 1) - s;"
+                     " s = s < 0 ? 0 : (s > n - 1 ? n - 1 : s);")  # (as draws._within)
         else:
             place = "s = s < 0 ? 0 : (s > n - 1 ? n - 1 : s);"
 

@@ -1,6 +1,6 @@
 """Rows of an int8 matrix by index, widened to floats in the same pass.
 
-:class:`GatherRows` computes ``data[rows]`` (``rows`` an int32 vector), and,
+:class:`GatherRows` computes ``data[rows]`` (``rows`` an int32 or int64 vector), and,
 with a ``decode`` recipe, the float view of those codes at once:
 ``((T(code) + offset) - shift) * scale``, each step in the view's dtype ``T``.
 A shuffled shard lent in the split's own order is trained on through it
@@ -88,8 +88,11 @@ class GatherRows(_api.module("link.c.op").COp):
             raise ArgumentError(f"rows are gathered from int8 codes, got {data.type}")
         if rows.ndim != 1 or not rows.dtype.startswith(("int", "uint")):
             raise ArgumentError(f"rows are chosen by an integer vector, got {rows.type}")
-        if rows.dtype != "int32":
-            rows = at.cast(rows, "int32")
+        if rows.dtype not in ("int32", "int64"):
+            # (a cast to int32 wrapped row 2**32 + 1 round to row 1: a wider
+            # index is read as it is, and checked)
+            rows = at.cast(rows, "int32" if rows.dtype in ("int8", "int16", "uint8", "uint16")
+                           else "int64")
         out = at.TensorType(self.dtype or data.dtype,
                             shape=(rows.type.shape[0],) + tuple(data.type.shape[1:]))()
         return _api.module("graph.basic").Apply(self, [data, rows], [out])
@@ -126,13 +129,19 @@ class GatherRows(_api.module("link.c.op").COp):
         return ["<string.h>"]
 
     def c_code_cache_version(self):
-        return (1, _PREFETCH_ROWS)
+        return (2, _PREFETCH_ROWS)
+
+    def c_code_cache_version_apply(self, node):
+        # The data's name is in the error message, not in the op's props: a
+        # module compiled for one name is not reused for another.
+        return self.c_code_cache_version() + (_label(node),)
 
     def c_code(self, node, name, inputs, outputs, sub):
         data, rows = inputs
         out, = outputs
         fail = sub["fail"]
-        label = (node.inputs[0].name or "data").replace('"', "'")
+        label = _c_string(_label(node))
+        index_type = f"npy_{node.inputs[1].dtype}"
         out_type = "npy_int8" if self.dtype is None else f"npy_{self.dtype}"
         type_num = "NPY_INT8" if self.dtype is None else f"NPY_{self.dtype.upper()}"
         if self.dtype is None:
@@ -174,10 +183,10 @@ class GatherRows(_api.module("link.c.op").COp):
         npy_intp row_stride = PyArray_NDIM(source) > 1 ? width : PyArray_STRIDES(source)[0];
         const char *index = PyArray_BYTES({rows});
         npy_intp index_stride = PyArray_STRIDES({rows})[0];
-        int bad = -1;
+        npy_intp bad = -1;
         for (npy_intp i = 0; i < n; i++) {{
-            npy_intp r = *(const npy_int32*)(index + i * index_stride);
-            if (r < 0 || r >= total) {{ bad = (int)i; break; }}
+            npy_int64 r = (npy_int64)*(const {index_type}*)(index + i * index_stride);
+            if (r < 0 || r >= total) {{ bad = i; break; }}
         }}
         if (bad >= 0) {{
             /* int8store's MinibatchIndexError (an IndexError), as perform raises */
@@ -185,8 +194,9 @@ class GatherRows(_api.module("link.c.op").COp):
             PyObject *kind = errors ? PyObject_GetAttrString(errors, "MinibatchIndexError") : NULL;
             Py_XDECREF(errors);
             PyErr_Clear();
-            PyErr_Format(kind ? kind : PyExc_IndexError, "{label}: row %d is outside 0..%ld (%ld rows)",
-                         *(const npy_int32*)(index + bad * index_stride), (long)total - 1,
+            PyErr_Format(kind ? kind : PyExc_IndexError, "%s: row %lld is outside 0..%ld (%ld rows)",
+                         {label}, (long long)*(const {index_type}*)(index + bad * index_stride),
+                         (long)total - 1,
                          (long)total);
             Py_XDECREF(kind);
             if (owned) Py_DECREF(source);
@@ -197,11 +207,11 @@ class GatherRows(_api.module("link.c.op").COp):
 #if defined(__GNUC__)
             if (i + {_PREFETCH_ROWS} < n) {{
                 const char *ahead = (const char*)(base + row_stride
-                    * *(const npy_int32*)(index + (i + {_PREFETCH_ROWS}) * index_stride));
+                    * *(const {index_type}*)(index + (i + {_PREFETCH_ROWS}) * index_stride));
                 for (npy_intp k = 0; k < width; k += 64) __builtin_prefetch(ahead + k);
             }}
 #endif
-            const npy_int8 *src = base + row_stride * *(const npy_int32*)(index + i * index_stride);
+            const npy_int8 *src = base + row_stride * *(const {index_type}*)(index + i * index_stride);
             {out_type} *dst = target + i * width;
             {copy_row}
         }}
@@ -220,6 +230,18 @@ def gather_rows(data, rows, recipe=None, dtype=None):
     if recipe is None:
         return GatherRows()(data, rows)
     return GatherRows(_api.float_dtype(dtype), *recipe)(data, rows)
+
+
+def _label(node):
+    return node.inputs[0].name or "data"
+
+
+def _c_string(text):
+    """``text`` as a C string literal (UTF-8; every byte but plain ASCII
+    letters, digits and a few signs as an octal escape: no quote, backslash or
+    newline can end it, and it is an argument, never a format)."""
+    safe = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ -.:/()[]")
+    return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
 
 
 def _check_rows(rows, total, node):
