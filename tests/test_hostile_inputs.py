@@ -24,8 +24,9 @@ import h5py
 import numpy as np
 import pytest
 
-from archives import (fake_mnist, python2_array_pickle, tar_folder, tar_gz_with_zeros,
-                      write_image_folder, write_mnist_idx_folder, zip_folder, zip_with_zeros)
+from archives import (fake_mnist, python2_array_pickle, python2_pickle, tar_folder,
+                      tar_gz_with_zeros, write_image_folder, write_mnist_idx_folder, zip_folder,
+                      zip_with_zeros)
 from int8store import (EncodingError, SourceFormatError, StoreFormatError, load_data, load_splits,
                        open_store)
 from int8store.cli import main
@@ -870,3 +871,79 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
     refused_in_child(tmp_path, folder, str(tmp_path / "out" / "store.h5"), "cannot write",
                      setup="import resource, signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
                            "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))")
+
+
+# -- pickles that name one object from many places, or nest it in itself --------
+
+def _nested_pairs(levels):
+    """A protocol-2 pickle of ``levels`` tuples, each holding the one before
+    twice (through the memo): 2**levels references in ~6*levels bytes."""
+    body = b"\x80\x02]q\x00"
+    for i in range(1, levels + 1):
+        body += b"(h" + bytes([i - 1]) + b"h" + bytes([i - 1]) + b"tq" + bytes([i])
+    return body + b"."
+
+
+@pytest.mark.parametrize("name, body", [
+    ("shared", _nested_pairs(60)),  # (took 50 s and 670 MB at 22 levels, exponentially more)
+    ("cycle", b"\x80\x02]q\x00h\x00a."),  # a list holding itself (a RecursionError)
+    ("deep", b"\x80\x02N" + b"\x85" * 100_000 + b"."),  # (a RecursionError)
+])
+def test_a_pickle_of_shared_or_nested_lists_is_refused_at_once(tmp_path, capsys, name, body):
+    source = tmp_path / f"{name}.pkl"
+    source.write_bytes(body)
+    refused(tmp_path, capsys, [source], str(source), "expected three (images, labels) pairs")
+
+
+def test_a_pickle_setting_items_in_an_array_is_refused(tmp_path, capsys):
+    # SETITEM on an ndarray wrote into its data (numpy 2: an OverflowError traceback).
+    array = pickle.dumps(np.zeros(3, np.uint8), protocol=2)[:-1]
+    source = tmp_path / "setitem.pkl"
+    source.write_bytes(array + b"K\x00M\xe8\x03s.")
+    refused(tmp_path, capsys, [source], str(source), "items set in a ndarray, not a dict")
+
+
+def test_a_whole_gzip_of_a_cut_pickle_is_not_called_damaged_gzip(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    content = tuple(((rng.integers(0, 256, (400, 784)) / 256).astype(np.float32),
+                     np.zeros(400, np.int64)) for _ in range(3))
+    data = python2_pickle(content)
+    source = tmp_path / "mnist.pkl.gz"
+    source.write_bytes(gzip.compress(data[:len(data) // 2]))
+    err = refused(tmp_path, capsys, [source], str(source), "truncated")
+    assert "damaged gzip" not in err, err
+
+
+def test_images_of_no_pixel_are_refused(tmp_path, capsys):
+    source = tmp_path / "d.npz"  # (an h5py ValueError traceback in convert)
+    np.savez(source, x_train=np.zeros((40, 0), np.uint8), y_train=np.zeros(40, np.int64),
+             x_test=np.zeros((20, 0), np.uint8), y_test=np.zeros(20, np.int64))
+    refused(tmp_path, capsys, [source], str(source), "images have shape (40, 0)")
+
+
+@pytest.mark.parametrize("axes", [33, 65])  # (numpy 1 holds 32 axes, numpy 2 64)
+def test_idx_images_of_more_axes_than_numpy_holds_are_refused(tmp_path, capsys, axes):
+    folder = tmp_path / "idx"
+    write_mnist_idx_folder(folder, fake_mnist(n_train=40, n_test=20))
+    for name, count in (("train-images-idx3-ubyte.gz", 40), ("t10k-images-idx3-ubyte.gz", 20)):
+        header = b"\x00\x00\x08" + bytes([axes]) + struct.pack(f">{axes}I", count, *[1] * (axes - 1))
+        (folder / name).write_bytes(gzip.compress(header + bytes(count)))
+    refused(tmp_path, capsys, [folder], "train-images-idx3-ubyte.gz", "more than 31 axes")
+
+
+def test_timedelta_images_or_labels_are_not_numbers(tmp_path, capsys):
+    # (numpy counts timedelta64 an integer: both were read as numbers)
+    source = tmp_path / "d.npz"
+    np.savez(source, x_train=np.zeros((40, 4, 4), "m8[s]"), y_train=np.zeros(40, np.int64),
+             x_test=np.zeros((20, 4, 4), np.uint8), y_test=np.zeros(20, np.int64))
+    refused(tmp_path, capsys, [source], str(source), "timedelta64")
+    np.savez(source, x_train=np.zeros((40, 4, 4), np.uint8), y_train=np.zeros(40, "m8[s]"),
+             x_test=np.zeros((20, 4, 4), np.uint8), y_test=np.zeros(20, np.int64))
+    refused(tmp_path, capsys, [source], str(source), "labels must be integers, got dtype timedelta64")
+
+
+def test_a_protocol_0_pickle_asking_for_os_system_is_refused_as_that(tmp_path, capsys):
+    # (it starts as text: it was called "text, not a pickle (it starts 'cposix')")
+    source = tmp_path / "evil.pkl"
+    source.write_bytes(b"cposix\nsystem\n(S'echo PWNED'\ntR.")
+    refused(tmp_path, capsys, [source], str(source), "asks for posix.system, which is not allowed")

@@ -30,7 +30,7 @@ def as_int32_labels(labels, name="labels"):
     if np.issubdtype(labels.dtype, np.floating):
         if not np.isfinite(labels).all() or not (labels == np.rint(labels)).all():
             raise EncodingError(f"{name}: labels must be integers, got non-integral floats")
-    elif not (np.issubdtype(labels.dtype, np.integer) or labels.dtype == np.bool_):
+    elif labels.dtype.kind not in "biu":  # (numpy counts timedelta64 an integer: no class)
         raise EncodingError(f"{name}: labels must be integers, got dtype {labels.dtype}")
     low, high = labels.min(), labels.max()
     if low < 0:

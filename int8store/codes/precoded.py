@@ -22,10 +22,15 @@ from ..errors import EncodingError
 from .encoding import encode, new_codes
 from .survey import float_candidates
 
-__all__ = ["Precoded", "read_encoded", "read_into"]
+__all__ = ["Precoded", "read_encoded", "read_into", "DataEnded"]
 
 #: Values read and encoded at a time.
 BLOCK_BYTES = 1 << 20
+
+
+class DataEnded(EOFError):
+    """The data read ended early: the file (once gunzipped) is cut short,
+    not the gzip stream around it (whose EOFError is gzip's own)."""
 
 
 class Precoded:
@@ -127,5 +132,5 @@ def read_into(readinto, array, where):
     while got < len(view):
         more = readinto(view[got:got + BLOCK_BYTES])
         if not more:
-            raise EOFError(f"{where}: the file is truncated: it ends in the middle of the data")
+            raise DataEnded(f"{where}: the file is truncated: it ends in the middle of the data")
         got += more

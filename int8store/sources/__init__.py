@@ -21,9 +21,10 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ..codes.precoded import Precoded
-from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError
+from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError, shortened
 from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.words import nearest
+from .named_arrays import as_images
 
 __all__ = ["Split", "SourceData", "read_source", "check_source_options", "class_folder_trees",
            "files_read"]
@@ -66,6 +67,10 @@ class Split:
                 f"{origin}: {name} labels must be 1-D, got shape {self.labels.shape}"
             )
         shape = self.image_shape
+        if len(shape) > 31 or 0 in shape:  # (numpy 1 and HDF5 hold 32 axes; h5py no empty chunk)
+            raise SourceFormatError(f"{origin}: {name} images have shape "
+                                    f"{shortened(str((len(self.labels),) + shape), 80)}: images "
+                                    "of 0 pixels or of more than 31 axes are not read")
         if len(shape) == 3 and shape[0] in _CHANNELS and shape[2] not in _CHANNELS:
             # (else 3x32x32 images were taken as 3 rows of 32 pixels of 32 channels)
             raise SourceFormatError(
@@ -481,19 +486,6 @@ def _check_exist(paths, either=False):
             "them, cifar-10-python.tar.gz or its folder, or a folder (or .zip/.tar) of class "
             "folders of images"
         )
-
-
-def as_images(array, origin, what="images"):
-    """``array`` checked to be numeric with shape (N, ...); arrays with a shape
-    and a dtype (h5py datasets) are not read."""
-    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
-        array = np.asarray(array)
-    if len(array.shape) < 2:
-        raise SourceFormatError(f"{origin}: {what} must have shape (N, ...), got {array.shape}")
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
-            or array.dtype == np.bool_):  # (booleans: the values 0 and 1)
-        raise SourceFormatError(f"{origin}: {what} have dtype {array.dtype}, expected numbers")
-    return array
 
 
 #: How many channels an image may have (grey, grey and alpha, colour, colour and alpha).

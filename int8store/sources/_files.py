@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from isal import igzip, isal_zlib
 
+from ..codes.precoded import DataEnded
 from ..errors import SourceFormatError, located
 from ..runtime.limits import check_in_file
 
@@ -45,6 +46,8 @@ def open_maybe_gzipped(path):
     try:
         with opener(path, "rb") as f:
             yield f
+    except DataEnded as error:  # (what was gunzipped ends early: the gzip data is whole)
+        raise SourceFormatError(str(error)) from error
     except GZIP_ERRORS as error:
         raise SourceFormatError(f"{path}: damaged gzip data ({describe_gzip_error(error)})") from error
 

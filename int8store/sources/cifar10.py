@@ -271,8 +271,9 @@ def _meta(content, where):
     names = entries["label_names"]
     if not (isinstance(names, list) and len(names) == _CLASSES and all(_is_text(n) for n in names)):
         raise SourceFormatError(f"{where}: its label_names are not a list of {_CLASSES} names")
-    if entries.get("num_vis", _ROW) != _ROW:
-        raise SourceFormatError(f"{where}: says num_vis={entries['num_vis']!r}, not {_ROW}: "
+    num_vis = entries.get("num_vis", _ROW)
+    if type(num_vis) is not int or num_vis != _ROW:  # (an array compared is no answer)
+        raise SourceFormatError(f"{where}: says num_vis={shown(num_vis)}, not {_ROW}: "
                                 "not the CIFAR-10 this reader knows")
     return [n.decode("latin1") if isinstance(n, bytes) else n for n in names]
 

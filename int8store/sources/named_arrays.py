@@ -1,14 +1,17 @@
 """Finding the image and label arrays of each split in a container of named
 arrays (an ``.npz`` archive, an HDF5 file): by keys given, by names such as
-``x_train``/``y_train``, or, for a single pair, by their shapes."""
+``x_train``/``y_train``, or, for a single pair, by their shapes; and
+:func:`as_images`, the check that an array found holds images."""
 
 import re
+
+import numpy as np
 
 from ..codes.vocabulary import SPLITS
 from ..errors import SourceFormatError
 from ..runtime.words import nearest
 
-__all__ = ["choose_keys", "KEYS_HELP"]
+__all__ = ["choose_keys", "as_images", "KEYS_HELP"]
 
 _IMAGE_WORDS = {"x", "images", "image", "inputs", "data", "features", "img", "imgs"}
 _LABEL_WORDS = {"y", "labels", "label", "targets", "target"}
@@ -75,3 +78,16 @@ def choose_keys(shapes, origin, keys=None):
         f"{origin}: cannot tell which arrays are images and labels ({reason}); "
         f"it holds {listing}; {KEYS_HELP}"
     )
+
+
+def as_images(array, origin, what="images"):
+    """``array`` checked to be numeric with shape (N, ...); arrays with a shape
+    and a dtype (h5py datasets) are not read."""
+    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+        array = np.asarray(array)
+    if len(array.shape) < 2:
+        raise SourceFormatError(f"{origin}: {what} must have shape (N, ...), got {array.shape}")
+    if array.dtype.kind not in "biuf":  # (booleans: the values 0 and 1; numpy counts
+        # timedelta64 as an integer, which is no pixel)
+        raise SourceFormatError(f"{origin}: {what} have dtype {array.dtype}, expected numbers")
+    return array

@@ -7,8 +7,6 @@ a time (a Fortran-order array, whose rows are not contiguous, is read whole
 within the memory ceiling).
 """
 
-import numpy as np
-
 from ..errors import SourceFormatError
 from ..runtime.npz import NpzArchive
 from ..store.checkpoint import RUN_DESCRIPTION
@@ -31,9 +29,7 @@ def read_npz(path, keys=None):
         images, labels = members[image_key], members[label_key].read()
         if labels.ndim != 1:
             raise SourceFormatError(f"{path}: {label_key!r} must be 1-D, got {labels.shape}")
-        if len(images.shape) < 2 or not (np.issubdtype(images.dtype, np.integer)
-                                         or np.issubdtype(images.dtype, np.floating)
-                                         or images.dtype == np.bool_):
+        if len(images.shape) < 2 or images.dtype.kind not in "biuf":  # (not timedelta64)
             raise SourceFormatError(f"{path}: {image_key!r} must be numbers of shape (N, ...), "
                                     f"got {images.dtype} {images.shape}")
         if images.shape[0] != len(labels):

@@ -12,6 +12,7 @@ refused, named; reads are bounded by what the file can hold
 import os
 import pickle
 import pickletools
+import re
 import struct
 
 import numpy as np
@@ -123,12 +124,35 @@ class _RestrictedUnpickler(pickle._Unpickler):
             raise EOFError
         self.append(data)
 
+    # Items are set in dicts only: Python's unpickler sets them in whatever
+    # is below them, and an array's __setitem__ wrote into its data (numpy 2
+    # raised OverflowError for a value beyond its dtype).
+    def load_setitem(self):
+        value, key = self.stack.pop(), self.stack.pop()
+        _dict_below(self.stack)[key] = value
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        target = _dict_below(self.stack)
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
     dispatch = dict(pickle._Unpickler.dispatch)
     dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.SETITEMS[0]] = load_setitems
     dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
 
     def persistent_load(self, pid):
         raise UnsafePickleError("the pickle uses persistent ids, which are not allowed")
+
+
+def _dict_below(stack):
+    if not stack or type(stack[-1]) is not dict:
+        raise pickle.UnpicklingError(
+            f"items set in a {type(stack[-1]).__name__ if stack else 'missing object'}, "
+            "not a dict")
+    return stack[-1]
 
 
 #: The opcodes of protocol 2 that a pickle of dicts, lists, tuples, small
@@ -193,7 +217,8 @@ def restricted_load(file, origin="pickle", opcodes=None, holds=None):
             f"{origin}: the file is truncated: it ends in the middle of the data"
         ) from error
     except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            struct.error, SystemError) as error:  # SystemError: numpy on some damaged array states
+            struct.error, SystemError, OverflowError) as error:
+        # SystemError: numpy on some damaged array states
         raise SourceFormatError(f"{origin}: not a valid pickle of numpy arrays "
                                 f"({_described(error)})") from error
     except MemoryError as error:
@@ -293,19 +318,25 @@ def read_mnist_pickle(path):
     return SourceData(splits, origin=str(path), image_shape=image_shape, keeps_order=True)
 
 
+#: The bytes read to tell text from a protocol-0 pickle (a global's module
+#: and name lines).
+_GLOBAL_LINES = 512
+
+
 def _text_start(path, length=24):
     """The first characters of the file (gunzipped), if it starts as text and
-    not as a pickle of protocol 0 could (a tuple, a global of numpy's)."""
+    not as a pickle of protocol 0 could (a tuple, a global: ``cposix`` then
+    ``system`` is a pickle asking for os.system, refused as that)."""
     try:
         with open_maybe_gzipped(path) as f:
-            start = f.read(length)
+            start = f.read(_GLOBAL_LINES)
     except (OSError, SourceFormatError):
         return None
     text = bytes(range(0x20, 0x7f)) + b"\t\n\r"
-    pickle_starts = (b"(", b"cnumpy", b"ccopy_reg")
-    if not start or start.translate(None, text) or start.startswith(pickle_starts):
+    if not start or start.translate(None, text) or start.startswith(b"(") \
+            or re.match(rb"c[A-Za-z_][\w.]*\n[A-Za-z_]\w*\n", start):
         return None
-    return start.decode("ascii").split("\n")[0]
+    return start[:length].decode("ascii").split("\n")[0]
 
 
 def _decoded(array):
@@ -327,7 +358,7 @@ def _read_python2_arrays(path):
     except EOFError as error:
         raise SourceFormatError(str(error)) from error
     except (struct.error, KeyError, IndexError, TypeError, ValueError, AttributeError,
-            SystemError) as error:  # SystemError: numpy on some damaged array states
+            SystemError, OverflowError) as error:  # SystemError: numpy on damaged array states
         raise SourceFormatError(f"{path}: not a valid pickle of numpy arrays "
                                 f"({_described(error)})") from error
 
