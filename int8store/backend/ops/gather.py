@@ -68,7 +68,10 @@ class GatherRows(_api.module("link.c.op").COp):
     integer vector ``rows``; with ``dtype`` (a float dtype) the rows come out
     decoded: ``((dtype(code) + offset) - shift) * scale``.
 
-    A row index outside the data raises :class:`~int8store.MinibatchIndexError`.
+    A row index outside the data raises :class:`~int8store.MinibatchIndexError`
+    on the C backend and in numpy. A compiled XLA program cannot raise: in
+    JAX mode ``jnp.take`` fills such a row (NaN, or the least code), so the
+    rows must be the data's own, as int8store's orders of a shard are.
     """
 
     __props__ = ("dtype", "offset", "shift", "scale")
