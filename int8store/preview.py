@@ -253,7 +253,9 @@ def _named_rows(grid, classes, shape, scale):
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.load_default()
-    names = [str(name) for name in classes]
+    # (on one line, escaped and shortened as describe() names them: Pillow
+    # cannot measure a name with a newline, and a long one widened the grid)
+    names = [shortened(str(name), 60) for name in classes]
     probe = ImageDraw.Draw(Image.new("L", (1, 1)))
     margin = 2 * _GAP + 4 + max((math.ceil(probe.textlength(n, font=font)) for n in names), default=0)
     grid_image = Image.fromarray(grid)

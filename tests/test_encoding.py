@@ -143,3 +143,9 @@ def test_decoding_to_an_integer_type_too_narrow_is_refused_not_wrapped():
     assert (encoding.decode(codes, np.int16) == np.arange(256)).all()
     with pytest.raises(EncodingError, match=r"cannot decode to int8: values are levels 0\.\.255"):
         encoding.decode(codes, np.int8)  # (255 came back as -1)
+
+
+@pytest.mark.parametrize("big", [2 ** 53 + 1, -(2 ** 53) - 1])
+def test_integers_just_past_float64s_exact_range_are_refused_not_rounded(big):
+    with pytest.raises(EncodingError, match=r"beyond ±2\*\*53 \(from -?\d+ to -?\d+\)"):
+        quantize(np.array([0, big], dtype=np.int64))

@@ -175,6 +175,32 @@ def test_the_root_attributes_reader_is_held_to_its_address_space(tmp_path, monke
     assert attributes is None and problem
 
 
+
+@pytest.mark.graph_free
+def test_the_root_attributes_reader_ends_with_its_caller_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C while the child read (here it waits on a FIFO, as on a file that
+    hangs the HDF5 library) left it running for good: in a session of its
+    own, it got no Ctrl-C, and it reads no input to end on."""
+    from int8store.store import plain_hdf5 as reader
+
+    started = []
+    start = processes.start
+    monkeypatch.setattr(processes, "start", lambda *a, **k: started.append(start(*a, **k))
+                        or started[-1])
+
+    communicate = subprocess.Popen.communicate
+
+    def interrupted(self, timeout=None):  # (the first wait: Ctrl-C pressed)
+        monkeypatch.setattr(subprocess.Popen, "communicate", communicate)
+        raise KeyboardInterrupt
+
+    fifo = tmp_path / "hangs.h5"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        reader.root_attributes(fifo)
+    assert started and started[0].returncode is not None  # (ended, and waited for)
+
 BROKEN_H5PY = {
     "raises": ("raise ImportError('no HDF5 library here')", r"could not start: ImportError: "
                                                              r"no HDF5 library here \(the Python"),

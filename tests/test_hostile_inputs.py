@@ -947,3 +947,26 @@ def test_a_protocol_0_pickle_asking_for_os_system_is_refused_as_that(tmp_path, c
     source = tmp_path / "evil.pkl"
     source.write_bytes(b"cposix\nsystem\n(S'echo PWNED'\ntR.")
     refused(tmp_path, capsys, [source], str(source), "asks for posix.system, which is not allowed")
+
+
+# -- .npz headers numpy's own check takes --------------------------------------------
+
+def _npy_member(header, data=b""):
+    text = header.encode("latin1")
+    text += b" " * (64 - (10 + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data
+
+
+@pytest.mark.parametrize("header, data", [
+    ("{'descr': '|V0', 'fortran_order': False, 'shape': (1000000000000000000,), }", b""),
+    ("{'descr': ('<f8', (2,)), 'fortran_order': False, 'shape': (3,), }", bytes(48)),
+    ("{'descr': '<f8', 'fortran_order': False, 'shape': (True,), }", bytes(8)),
+])
+def test_npz_headers_numpy_takes_but_cannot_read_are_damage(tmp_path, header, data):
+    path = tmp_path / "a.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", _npy_member(header, data))
+    from int8store.runtime.npz import NpzArchive
+
+    with pytest.raises(SourceFormatError, match=r"a\.npz:x\.npy: its header announces"):
+        NpzArchive(path)["x"].read()

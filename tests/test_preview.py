@@ -226,3 +226,13 @@ def test_a_preview_of_a_source_shows_the_split_convert_gives_with_the_same_optio
                  "--keep-order"]) == 2
     assert capsys.readouterr().err.endswith(
         "--keep-order plans those of the sources convert reads: leave it out\n")
+
+
+def test_a_class_named_with_a_newline_or_at_length_is_drawn_on_one_line(tmp_path):
+    images = np.random.default_rng(0).integers(0, 256, (4, 8, 8), dtype=np.uint8)
+    names = ["two\nlines", "x" * 250]
+    write_image_folder(tmp_path / "tree", images, [0, 1, 0, 1], names)
+    result = preview(tmp_path / "tree", tmp_path / "g.png")
+    assert sorted(result.classes) == sorted(names)
+    assert result.margin < 450  # (the long name shortened, as describe() names it)
+    assert Image.open(tmp_path / "g.png").size[1] > 0

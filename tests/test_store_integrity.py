@@ -293,6 +293,18 @@ def test_temporaries_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
 CONVERT = "import sys; from int8store.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
+@pytest.mark.parametrize("pid", ["99999999999999999999", "\u00b2", "\u0663\u0663"])
+def test_a_file_whose_pid_is_no_pid_is_left_and_stops_nothing(tmp_path, pid):
+    # (os.kill's OverflowError stopped every write to the target; '²' passed
+    # isdigit() and int() refused it; Arabic-Indic digits were read as a pid)
+    from int8store.runtime.temporaries import _host
+
+    odd = tmp_path / f".out.h5.{_host()}.{pid}.abcdefgh{TEMPORARY_SUFFIX}"
+    odd.touch()
+    assert remove_stale_temporaries(tmp_path / "out.h5") == []
+    assert odd.exists()
+
+
 @pytest.mark.slow
 def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_path):
     rng = np.random.default_rng(0)

@@ -181,10 +181,13 @@ class EncodingSurvey:
             raise EncodingError(f"{names}: not every value is k/{self.divisor} for an integer k "
                                 "in 0..255")
         if self.distinct is not None:
+            # (self.low and self.high are the data's own integers: the distinct
+            # values, in float64, had already rounded 2**53 + 1 down to 2**53)
             if self.integer and self.distinct.size and \
-                    max(abs(int(self.distinct[0])), abs(int(self.distinct[-1]))) > _FLOAT64_EXACT:
+                    max(abs(int(self.low)), abs(int(self.high))) > _FLOAT64_EXACT:
                 raise EncodingError(
-                    f"{names}: holds integers beyond ±2**53 (from {self.low!r} to {self.high!r}): "
+                    f"{names}: holds integers beyond ±2**53 (from {int(self.low)} to "
+                    f"{int(self.high)}): "
                     "float64, the widest view, cannot tell such neighbours apart, so they "
                     "cannot be stored losslessly; rescale them first")
             padding = np.repeat(self.distinct[-1:], 256 - self.distinct.size)

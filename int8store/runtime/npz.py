@@ -135,6 +135,14 @@ class NpzMember:
                                     f"({quoted(error)})") from error
         if self.dtype.hasobject:
             raise SourceFormatError(f"{self.where}: holds Python objects, which are not read")
+        if self.dtype.itemsize == 0 or self.dtype.subdtype is not None:
+            # (np.load reads neither as announced: a subarray dtype adds axes
+            # to the shape, and 10**18 rows of no bytes fit in an empty member)
+            raise SourceFormatError(f"{self.where}: its header announces dtype {self.dtype}, "
+                                    "which is not one of an array of numbers: it is damaged")
+        if any(type(length) is not int for length in self.shape):  # ((True,) passes numpy's check)
+            raise SourceFormatError(f"{self.where}: its header announces shape {self.shape}, "
+                                    "whose lengths are not all integers: it is damaged")
         if any(length < 0 for length in self.shape):
             raise SourceFormatError(f"{self.where}: its header announces shape {self.shape}, "
                                     "a negative length: it is damaged")

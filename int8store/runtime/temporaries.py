@@ -30,8 +30,8 @@ def remove_stale_temporaries(path, suffix):
     removed = []
     for candidate in path.parent.glob(f".{_glob_escape(path.name)}.*{suffix}"):
         fields = candidate.name[len(path.name) + 2:-len(suffix)].split(".")
-        if len(fields) == 3 and fields[0] == _host() and fields[1].isdigit() \
-                and not _alive(int(fields[1])):
+        if len(fields) == 3 and fields[0] == _host() and fields[1].isascii() \
+                and fields[1].isdigit() and not _alive(int(fields[1])):
             try:
                 candidate.unlink()
                 removed.append(candidate)
@@ -53,6 +53,6 @@ def _alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):  # (another user's; no pid at all: not ours, left)
         return True
     return True

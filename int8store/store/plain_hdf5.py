@@ -37,9 +37,11 @@ def root_attributes(path, time_limit=None):
     try:
         out, _ = child.communicate(timeout=time_limit)
     except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
         return None, f"gave no answer within {time_limit:g} s"
+    finally:  # (Ctrl-C too: the child, in a session of its own, reads no input to end on)
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
     if child.returncode < 0:
         return None, f"crashed (signal {signal.Signals(-child.returncode).name}) reading it"
     try:
