@@ -23,8 +23,8 @@ from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
 
 
 class _Handler(BaseHTTPRequestHandler):
-    # path -> (body, how): how is "ok", "truncate", "refuse" (503, body the reason) or
-    # "trickle" (a byte every 50 ms)
+    # path -> (body, how): how is "ok", "truncate", "refuse" (503, body the reason),
+    # "trickle" (a byte every 50 ms) or "trickle head" (its headers so)
     routes = {}
 
     def do_GET(self):
@@ -35,6 +35,16 @@ class _Handler(BaseHTTPRequestHandler):
         if how == "refuse":
             self.send_response(503, body.decode("latin1"))
             self.end_headers()
+            return
+        if how == "trickle head":
+            try:
+                self.wfile.write(b"HTTP/1.0 200 OK\r\n")
+                for _ in range(200):  # (10 s of a header that never ends)
+                    self.wfile.write(b"X")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # (the client gave up)
+                pass
             return
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -335,6 +345,20 @@ def test_a_server_that_trickles_is_given_up_on(server, tmp_path, monkeypatch):
     path = download(remote_for("file.bin", body), [server.url + "slow/", server.url], tmp_path)
     assert path.read_bytes() == body
 
+
+@pytest.mark.timeout(60)
+def test_a_server_that_trickles_its_headers_is_given_up_on(server, tmp_path, monkeypatch):
+    """The body was paced, not the response's head: a header byte every few
+    seconds kept the download waiting for days (helper 57)."""
+    body = b"x" * 1000
+    server.serve("/slow/file.bin", body, "trickle head")
+    monkeypatch.setattr(downloads, "SLOWEST", (500, 0.5))
+    start = time.monotonic()
+    with pytest.raises(DownloadError, match=r"slow/file.bin: too slow: no whole response head "
+                                            r"in 0.5 s$"):
+        download(remote_for("file.bin", body), [server.url + "slow/"], tmp_path)
+    assert time.monotonic() - start < 5
+    assert leftovers(tmp_path) == []
 
 def test_a_cache_folder_that_cannot_be_written_is_named_not_blamed_on_the_mirrors(
         server, tmp_path, monkeypatch):

@@ -3,10 +3,12 @@ checksum checked, written atomically (a temporary file renamed into place);
 and the cache folder the named datasets (``"mnist"``, ``"cifar10"``) are
 kept in, filled by :func:`fetch_into`."""
 
+import functools
 import hashlib
 import http.client
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -202,7 +204,7 @@ def _fetch(url, remote, target, timeout):
                 handle, temporary = new_temporary(target, _PART)
         digest = hashlib.new(remote.algorithm)
         received = 0
-        with os.fdopen(handle, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response, \
+        with os.fdopen(handle, "wb") as out, _opener().open(url, timeout=timeout) as response, \
                 tqdm(total=remote.size, unit="B", unit_scale=True, desc=remote.name,
                      disable=None, leave=False) as progress:
             read = getattr(response, "read1", response.read)  # (what has come, not a whole block)
@@ -227,6 +229,64 @@ def _fetch(url, remote, target, timeout):
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+
+
+@functools.cache
+def _head_within(connection_class):
+    """``connection_class`` whose response head (status line and headers)
+    must come within :data:`SLOWEST`'s seconds: the timeout is each read's,
+    so a server sending a header byte every few seconds held the download
+    for days (the body is paced by :func:`_paced`)."""
+
+    class Connection(connection_class):
+        def getresponse(self):
+            late = threading.Event()
+            watch = threading.Timer(SLOWEST[1], self._give_up, (late,))
+            watch.daemon = True
+            watch.start()
+            too_slow = f"too slow: no whole response head in {SLOWEST[1]:g} s"
+            try:
+                response = super().getresponse()
+            except (OSError, http.client.HTTPException) as error:
+                if late.is_set():
+                    raise _Rejected(too_slow) from error
+                raise
+            finally:
+                watch.cancel()
+            if late.is_set():  # (a head cut short can read as a whole one)
+                response.close()
+                raise _Rejected(too_slow)
+            return response
+
+        def _give_up(self, late):
+            late.set()
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)  # (the blocked read returns)
+            except (AttributeError, OSError):  # (closed meanwhile)
+                pass
+
+    return Connection
+
+
+class _HeadPaced:
+    """A urllib handler whose connections pace their response head too."""
+
+    def do_open(self, http_class, request, **arguments):
+        return super().do_open(_head_within(http_class), request, **arguments)
+
+
+class _HTTPHandler(_HeadPaced, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPSHandler(_HeadPaced, urllib.request.HTTPSHandler):
+    pass
+
+
+@functools.cache
+def _opener():
+    """urllib's opener (proxies, redirects), its connections' heads paced."""
+    return urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
 
 
 def _paced(blocks):
