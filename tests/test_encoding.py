@@ -149,3 +149,14 @@ def test_decoding_to_an_integer_type_too_narrow_is_refused_not_wrapped():
 def test_integers_just_past_float64s_exact_range_are_refused_not_rounded(big):
     with pytest.raises(EncodingError, match=r"beyond ±2\*\*53 \(from -?\d+ to -?\d+\)"):
         quantize(np.array([0, big], dtype=np.int64))
+
+
+@pytest.mark.parametrize("divisor", [float("nan"), float("inf"), True, 0, 2.5, "256"])
+def test_a_divisor_that_is_no_positive_integer_is_refused_by_name(divisor):
+    # (NaN and infinity were int()'s ValueError and OverflowError)
+    images = np.arange(4, dtype=np.float32) / 2
+    with pytest.raises(EncodingError, match="divisor=.*expected a positive integer"):
+        quantize(images, divisor=divisor)
+    with pytest.raises(EncodingError, match="divisor must be a positive integer"):
+        Encoding(divisor=divisor)
+    assert Encoding(divisor=2.0).divisor == 2 and "level / 2," in Encoding(divisor=2.0).describe()

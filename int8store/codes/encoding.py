@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import EncodingError
 
-__all__ = ["Encoding", "encode", "new_codes", "is_power_of_two", "DEFAULT_DIVISOR"]
+__all__ = ["Encoding", "encode", "new_codes", "is_power_of_two", "is_positive_integer",
+           "DEFAULT_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -76,8 +77,10 @@ class Encoding:
         elif self.offset not in (0, 128):
             raise EncodingError(f"offset must be 128 (uint8 levels) or 0 (int8 levels), got "
                                 f"{self.offset}")
-        elif int(self.divisor) != self.divisor or self.divisor < 1:
+        elif not is_positive_integer(self.divisor):
             raise EncodingError(f"divisor must be a positive integer, got {self.divisor!r}")
+        else:  # (2.0 is 2: described and compared as the integer)
+            object.__setattr__(self, "divisor", int(self.divisor))
         if self.precision not in (None, "float32", "float64"):
             raise EncodingError(f"precision must be float32, float64 or None, got {self.precision!r}")
 
@@ -224,6 +227,16 @@ def _encode_blocks(flat_in, encoding, flat_out, name):
                                 f"{low}..{high} that int8 codes with offset {encoding.offset} hold")
         np.subtract(levels, encoding.offset, out=flat_out[start:start + chunk.size],
                     casting="unsafe")  # in range: checked just above
+
+
+def is_positive_integer(value):
+    """Whether ``value`` is a whole number from 1 (NaN, infinities, booleans
+    and non-numbers are not; int() raised for some)."""
+    try:
+        return not isinstance(value, bool) and math.isfinite(value) and int(value) == value \
+            and value >= 1
+    except (TypeError, ValueError):
+        return False
 
 
 def is_power_of_two(divisor):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import EncodingError
 from .encoding import (CHUNK_ELEMENTS, DEFAULT_DIVISOR, Encoding, as_numeric, encode,
-                       encode_scaled_exactly, exact_levels, nearest_entry)
+                       encode_scaled_exactly, exact_levels, is_positive_integer, nearest_entry)
 
 __all__ = ["quantize", "choose_encoding", "survey_encoding", "float_candidates",
            "EncodingSurvey", "FLOAT_DIVISORS"]
@@ -104,8 +104,7 @@ class EncodingSurvey:
     """
 
     def __init__(self, divisor=None):
-        if divisor is not None and (isinstance(divisor, bool) or int(divisor) != divisor
-                                    or divisor < 1):
+        if divisor is not None and not is_positive_integer(divisor):
             raise EncodingError(f"divisor={divisor!r}: expected a positive integer (256 for "
                                 "pixels k/256, 255 for k/255)")
         self.divisor = divisor

@@ -50,7 +50,7 @@ class RemoteFile:
 
 
 def file_digest(path, algorithm="sha256"):
-    digest = hashlib.new(algorithm)
+    digest = hashlib.new(algorithm, usedforsecurity=False)  # (FIPS Pythons refuse md5 else)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(_BLOCK), b""):
             digest.update(block)
@@ -202,7 +202,7 @@ def _fetch(url, remote, target, timeout):
             remove_stale_temporaries(target, _PART)  # (a run killed mid-download left one)
             with interrupts_deferred():  # (a Ctrl-C just after the file is made removes it too)
                 handle, temporary = new_temporary(target, _PART)
-        digest = hashlib.new(remote.algorithm)
+        digest = hashlib.new(remote.algorithm, usedforsecurity=False)
         received = 0
         with os.fdopen(handle, "wb") as out, _opener().open(url, timeout=timeout) as response, \
                 tqdm(total=remote.size, unit="B", unit_scale=True, desc=remote.name,
