@@ -89,7 +89,8 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     data.add_argument("--augment", metavar="LIST",
                       help="augment each training minibatch inside the step, from its int8 "
                            "codes: comma-separated translate=R (up to R pixels each way), "
-                           "fill=zero|edge|reflect, flip or flip=alternate (not for digits), "
+                           "fill=zero|edge|reflect, flip or flip=alternate (not for digits; "
+                           "alternate not with --seed), "
                            "cutout=S (an SxS square set to black); e.g. translate=2,cutout=8 "
                            "(default: none)")
     data.add_argument("--augment-seed", type=int, metavar="N",
