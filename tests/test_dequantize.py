@@ -151,3 +151,16 @@ def test_dequantize_refuses_what_holds_no_int8_codes():
         with pytest.raises(ArgumentError, match="expected int8 codes"):
             dequantize(wrong, enc)
     assert dequantize(at.matrix(dtype="int8"), enc).ndim == 2
+
+
+def test_the_quotient_op_takes_an_encodings_offsets_only_and_gives_arrays():
+    # (an offset of 64 computed in C where perform's table refused it; a NaN
+    # divisor was int()'s ValueError; 0-d codes gave a numpy scalar)
+    from int8store.backend.ops.quotient import LevelQuotient
+
+    for offset, divisor in ((64, 256), (128, float("nan")), (128, 0)):
+        with pytest.raises(ArgumentError, match="expected an offset of 0 or 128 and a positive"):
+            LevelQuotient(offset, divisor, "float32", "float32")
+    op, out = LevelQuotient(128, 256, "float32", "float32"), [[None]]
+    op.perform(None, [np.array(-128, np.int8)], out)
+    assert isinstance(out[0][0], np.ndarray) and out[0][0].shape == () and out[0][0] == 0.0

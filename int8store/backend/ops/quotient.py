@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from ...codes.encoding import Encoding, is_power_of_two
+from ...codes.encoding import Encoding, is_positive_integer, is_power_of_two
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from . import numba
@@ -53,9 +53,10 @@ class LevelQuotient(_api.module("link.c.op").COp):
         for name, value in (("precision", precision), ("dtype", dtype)):
             if value not in _api.FLOAT_DTYPES:
                 raise ArgumentError(f"{name}={value!r}: expected float32 or float64")
-        if int(divisor) != divisor or divisor < 1 or int(offset) != offset:
-            raise ArgumentError(f"offset={offset!r}, divisor={divisor!r}: expected integers, "
-                                "a positive divisor")
+        if not is_positive_integer(divisor) or offset not in (0, 128):
+            # (an Encoding's: its table, which perform reads, refused the others)
+            raise ArgumentError(f"offset={offset!r}, divisor={divisor!r}: expected an offset "
+                                "of 0 or 128 and a positive integer divisor")
         self.offset, self.divisor = int(offset), int(divisor)
         self.precision, self.dtype = precision, dtype
 
@@ -74,7 +75,7 @@ class LevelQuotient(_api.module("link.c.op").COp):
 
     def perform(self, node, inputs, outputs):
         (codes,) = inputs
-        outputs[0][0] = self.table[codes.astype(np.int16) + 128]
+        outputs[0][0] = np.asarray(self.table[codes.astype(np.int16) + 128])  # (0-d: an array)
 
     def infer_shape(self, *node_and_shapes):
         # Aesara passes (fgraph, node, shapes); PyTensor (node, shapes).
