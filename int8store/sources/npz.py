@@ -11,7 +11,7 @@ from ..errors import SourceFormatError
 from ..runtime.npz import NpzArchive
 from ..store.checkpoint import RUN_DESCRIPTION
 from . import SourceData, Split
-from .named_arrays import choose_keys
+from .named_arrays import as_images, choose_keys
 
 __all__ = ["read_npz"]
 
@@ -29,9 +29,7 @@ def read_npz(path, keys=None):
         images, labels = members[image_key], members[label_key].read()
         if labels.ndim != 1:
             raise SourceFormatError(f"{path}: {label_key!r} must be 1-D, got {labels.shape}")
-        if len(images.shape) < 2 or images.dtype.kind not in "biuf":  # (not timedelta64)
-            raise SourceFormatError(f"{path}: {image_key!r} must be numbers of shape (N, ...), "
-                                    f"got {images.dtype} {images.shape}")
+        as_images(images, path, f"{image_key!r} images")  # (its header's shape and dtype)
         if images.shape[0] != len(labels):
             raise SourceFormatError(
                 f"{path}: split {split!r} has {images.shape[0]} images but {len(labels)} labels; "

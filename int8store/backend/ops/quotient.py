@@ -33,8 +33,8 @@ import functools
 
 import numpy as np
 
-from ...codes.encoding import Encoding, is_positive_integer, is_power_of_two
-from ...errors import ArgumentError
+from ...codes.encoding import Encoding, is_power_of_two
+from ...errors import ArgumentError, EncodingError
 from ..setup.activation import activate
 from . import numba
 
@@ -53,10 +53,11 @@ class LevelQuotient(_api.module("link.c.op").COp):
         for name, value in (("precision", precision), ("dtype", dtype)):
             if value not in _api.FLOAT_DTYPES:
                 raise ArgumentError(f"{name}={value!r}: expected float32 or float64")
-        if not is_positive_integer(divisor) or offset not in (0, 128):
-            # (an Encoding's: its table, which perform reads, refused the others)
+        try:  # (an Encoding's offset and divisor: its table is what perform reads)
+            Encoding(offset, divisor, precision=precision)
+        except EncodingError:
             raise ArgumentError(f"offset={offset!r}, divisor={divisor!r}: expected an offset "
-                                "of 0 or 128 and a positive integer divisor")
+                                "of 0 or 128 and a positive integer divisor") from None
         self.offset, self.divisor = int(offset), int(divisor)
         self.precision, self.dtype = precision, dtype
 
