@@ -657,7 +657,6 @@ def test_convert_refuses_a_store_named_as_another_format(tmp_path, capsys, name)
     assert list(tmp_path.iterdir()) == []
 
 
-
 def test_a_tutorial_says_the_folders_it_makes_for_its_files(capsys, tmp_path):
     # (--checkpoint /nonexistent/dir/ck made the folders without a word; convert says so)
     import logistic_sgd

@@ -727,7 +727,6 @@ def test_interrupted_conversion_leaves_nothing(tmp_path, capsys, monkeypatch):
     assert leftovers(out.parent) == []
 
 
-
 def test_an_interrupted_verify_says_nothing_of_writing(tmp_path, capsys, monkeypatch):
     # It said "interrupted by SIGINT: nothing was written": verify writes nothing.
     from int8store.store import reader

@@ -175,7 +175,6 @@ def test_the_root_attributes_reader_is_held_to_its_address_space(tmp_path, monke
     assert attributes is None and problem
 
 
-
 @pytest.mark.graph_free
 def test_the_root_attributes_reader_ends_with_its_caller_interrupted(tmp_path, monkeypatch):
     """Ctrl-C while the child read (here it waits on a FIFO, as on a file that

@@ -172,7 +172,6 @@ def test_a_damaged_first_line_or_an_empty_file_is_named_so_by_every_command(stor
         assert capsys.readouterr().err.startswith(f"error: {empty}: an empty file (0 bytes)")
 
 
-
 def test_a_store_with_its_first_bytes_wiped_is_named_damaged_by_every_command(store, capsys):
     """info and verify said "not an int8store file; convert archives with
     ...": HDF5's signature was looked for at byte 0 only, not after the
