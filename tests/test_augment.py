@@ -24,6 +24,8 @@ from int8store import (ArgumentError, SharedDataset, function_mode, keep_on_devi
 from int8store.training import Augmentation, steps_function
 from int8store.augment.draws import augment, example_parameters
 
+pytestmark = pytest.mark.floatx_blind
+
 has_jax = importlib.util.find_spec("jax") is not None
 needs_jax = pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 MODES = ["c", pytest.param("jax", marks=needs_jax)]

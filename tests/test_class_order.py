@@ -18,6 +18,8 @@ from int8store.converter import convert
 from int8store.order.classes import label_runs, stratified_pick
 from int8store.plan.arrangement import VALID_STREAM
 
+pytestmark = pytest.mark.floatx_blind
+
 CLASSES = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 # Uneven classes: a proportion is a proportion of each one's own size.
 TRAIN_SIZES = [30, 24, 36, 18, 27, 33, 21]

@@ -14,6 +14,8 @@ import logistic_sgd
 from archives import write_image_folder
 from int8store.converter import convert
 
+pytestmark = pytest.mark.floatx_blind
+
 SEEDS = (0, 1, 2)
 needs_jax = pytest.mark.skipif(
     subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode != 0,

@@ -20,6 +20,8 @@ from conftest import ROOT
 from int8store.cli import _parser, main
 from int8store.converter import convert
 
+pytestmark = pytest.mark.floatx_blind
+
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                                reason="JAX is not installed in this environment")
 

@@ -19,6 +19,8 @@ from int8store.order.classes import stratified_pick
 from int8store.plan.arrangement import VALID_STREAM
 from int8store.sources import read_source
 
+pytestmark = pytest.mark.floatx_blind
+
 
 def stored(path):
     """{split: (uint8 pixels, labels)} of a store, decoded with its encoding."""

@@ -21,6 +21,8 @@ from int8store.sources import download as downloads
 from int8store.sources.download import RemoteFile, download
 from int8store.sources.mnist import MNIST_IDX_FILES, read_mnist
 
+pytestmark = pytest.mark.floatx_blind
+
 
 class _Handler(BaseHTTPRequestHandler):
     # path -> (body, how): how is "ok", "truncate", "refuse" (503, body the reason),

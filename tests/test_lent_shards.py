@@ -19,6 +19,8 @@ from int8store.streaming.sources import ArrayShards, StoreShards
 from int8store.streaming.of_loaded import stream
 from int8store.streaming.split import StreamingSplit, worker_threads
 
+pytestmark = pytest.mark.floatx_blind
+
 
 @pytest.fixture
 def store(tmp_path):

@@ -26,6 +26,8 @@ from int8store import ArgumentError, StreamingSplit, tensor_library
 from int8store.training import RunCheckpoint, RunState
 from int8store.training import runner
 
+pytestmark = pytest.mark.floatx_blind
+
 has_jax = importlib.util.find_spec("jax") is not None
 needs_jax = pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
 theano = tensor_library()

@@ -38,6 +38,8 @@ from int8store.training import runner
 from int8store.runtime.npz import NpzArchive
 from int8store.store.atomic import TEMPORARY_SUFFIX
 
+pytestmark = pytest.mark.floatx_blind
+
 theano = tensor_library()
 BOUND = 16 << 20  # traced memory allowed for any refusal of a file below
 

@@ -19,6 +19,8 @@ from conftest import ROOT
 from int8store import MinibatchIndexError, function_mode, load_splits, tensor_library
 from int8store.dataset.split import Batch, Split
 
+pytestmark = pytest.mark.floatx_blind
+
 has_jax = importlib.util.find_spec("jax") is not None
 MODES = ["c", pytest.param("jax", marks=pytest.mark.skipif(
     not has_jax, reason="JAX is not installed in this environment"))]

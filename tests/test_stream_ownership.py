@@ -22,7 +22,7 @@ from int8store.streaming import buffers, shard_process
 from int8store.streaming.sources import ArrayShards, StoreShards
 from int8store.streaming.split import StreamingSplit, worker_threads
 
-pytestmark = pytest.mark.timeout(120)  # a hang is a failure, not a stuck suite
+pytestmark = [pytest.mark.floatx_blind, pytest.mark.timeout(120)]  # a hang is a failure, not a stuck suite
 
 needs_memfd = pytest.mark.skipif(not buffers.shared_memory_available(),
                                  reason="a reading process needs Linux's memfd_create")

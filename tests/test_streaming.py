@@ -21,7 +21,7 @@ from int8store.streaming.buffers import shared_memory_available
 from int8store.streaming.sources import ArrayShards, StoreShards
 from int8store.streaming.split import StreamingSplit, worker_threads
 
-pytestmark = pytest.mark.timeout(300)  # a lost buffer would hang a worker: fail, not hang
+pytestmark = [pytest.mark.floatx_blind, pytest.mark.timeout(300)]  # a lost buffer would hang a worker: fail, not hang
 
 
 def array_stream(n=50, shard_size=8, **kwargs):
