@@ -504,3 +504,29 @@ def test_any_device_count_trains_alike_and_a_run_stopped_on_four_resumes_on_two(
     for resumed, uninterrupted in zip(parameters(tmp_path / "run.npz"),
                                       parameters(tmp_path / "whole4.npz")):
         np.testing.assert_allclose(resumed, uninterrupted, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("loop, refused", [
+    ({"patience": 7498.5}, None),
+    ({"best_validation_loss": 1.7}, "the loop's best_validation_loss is 1.7, expected a number "
+                                    "from 0 to 1"),
+    ({"patience": np.int64(5000), "best_validation_loss": np.float32(0.25),
+      "finished": np.bool_(False)}, None)],
+    ids=["a float patience", "a loss above 1", "numpy's scalars"])
+def test_a_checkpoint_is_written_only_as_a_resume_reads_it(tmp_path, loop, refused):
+    # A patience of 7498.5 (patience_increase = 1.5) was written at every
+    # validation and refused by every resume, as a loss above 1 still is (it is
+    # refused when written now); numpy's scalars (a mean of float32 errors)
+    # failed the write with a TypeError.
+    w = theano.shared(np.zeros(3), name="w")
+    identity = {"program": "demo", "data": [], "model": [["w", [3], "float64"]],
+                "batch_size": 10, "seed": None, "augmentation": None, "augment_seed": None}
+    run = RunCheckpoint(tmp_path / "run", [w], identity, loop=list(loop), batches=100)
+    if refused:
+        with pytest.raises(ArgumentError, match=re.escape(refused)):
+            run.save(RunState(epoch=2, step=5, loop=loop))
+        assert not (tmp_path / "run.npz").exists()
+        return
+    state = run.resume(run.save(RunState(epoch=2, step=5, loop=loop)))
+    assert state.loop == loop and all(type(value) in (int, float, bool)
+                                      for value in state.loop.values())

@@ -351,8 +351,9 @@ FORGED = {
                                                  "has 59 minibatches at batch size 20"),
     "a negative minibatch": ({"step": -1}, "minibatch -1 of epoch 3, is outside the data"),
     "a negative patience": ({"loop__patience": -5}, "its early-stopping state's patience is -5, "
-                                                    "expected an integer from 0 to"),
-    "a patience of true": ({"loop__patience": True}, "patience is True, expected an integer"),
+                                                    "expected a number from 0 to"),
+    "a patience of true": ({"loop__patience": True}, "patience is True, expected a number"),
+    "a test count of 2.5": ({"loop__test_count": 2.5}, "test_count is 2.5, expected an integer"),
     "a NaN validation error": ({"loop__best_validation_loss": math.nan},
                                "best_validation_loss is nan, expected a number from 0 to 1 or "
                                "infinity"),
@@ -368,7 +369,7 @@ FORGED = {
     "another format": ({"format": 2}, "a run checkpoint of format 2; this int8store reads format 1"),
     "a patience of 401 digits": ({"loop__patience": 10 ** 400},
                                  "patience is 100000000000000000...0000000000000000000, expected "
-                                 "an integer from 0 to"),
+                                 "a number from 0 to"),
     "a validation error of 401 digits": ({"loop__best_validation_loss": 10 ** 400},
                                          "best_validation_loss is 100000000000000000..."),
     "an augmentation of 10**5 numbers": ({"identity__augmentation": list(range(10 ** 5))},

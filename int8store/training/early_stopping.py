@@ -7,7 +7,7 @@ Examples
 --------
 >>> EARLY_STOPPING["test_score"].refusal(0.07) is None
 True
->>> EARLY_STOPPING["patience"].refusal(-1)
+>>> EARLY_STOPPING["best_iter"].refusal(-1)
 '-1, expected an integer from 0 to 9223372036854775807'
 """
 
@@ -55,7 +55,9 @@ class LoopNumber:
 #: The numbers of the classic tutorials' loop (patience-based early stopping)
 #: and ``finished`` (whether the loop had ended: its patience run out).
 EARLY_STOPPING = {
-    "patience": LoopNumber(int),
+    # (a number: the classic loop compares it with ``iter`` only, and a
+    # ``patience_increase`` of 1.5 makes it a float)
+    "patience": LoopNumber(float),
     "best_validation_loss": LoopNumber(float, 0, 1, infinite=True),
     "best_iter": LoopNumber(int),
     "test_score": LoopNumber(float, 0, 1),

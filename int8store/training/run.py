@@ -228,8 +228,9 @@ class RunCheckpoint:
         :func:`~int8store.training.checkpoint_writes`, which said so)."""
         if self.path is None:
             return None
+        loop = _loop_written(self.path, state.loop)
         description = {"format": FORMAT, "identity": self.identity, "epoch": int(state.epoch),
-                       "step": int(state.step), "loop": state.loop, "best": len(state.best)}
+                       "step": int(state.step), "loop": loop, "best": len(state.best)}
         # (borrowed, then copied to the host: get_value() copied each on the
         # device first, an XLA program compiled a parameter shape)
         arrays = {f"param_{i}": np.array(p.get_value(borrow=True))
@@ -292,6 +293,27 @@ class RunCheckpoint:
             refusal = EARLY_STOPPING[name].refusal(loop[name]) if name in EARLY_STOPPING else None
             if refusal:
                 raise SourceFormatError(f"{path}: its early-stopping state's {name} is {refusal}")
+
+
+def _loop_written(path, loop):
+    """The loop's numbers as a checkpoint holds them: numpy's scalars as
+    Python's (``numpy.float32`` from a mean of float32 errors, ``numpy.int64``:
+    JSON takes neither, and the write failed with a traceback), and each of
+    the classic loop's numbers refused here, naming it, where a resume would
+    refuse the file (a ``best_validation_loss`` above 1, a loss where the
+    loop keeps an error rate, was written at every validation, and no resume
+    could read it)."""
+    written = {}
+    for name, value in dict(loop).items():
+        if isinstance(value, np.generic) and value.ndim == 0:
+            value = value.item()
+        refusal = EARLY_STOPPING[name].refusal(value) if name in EARLY_STOPPING else None
+        if refusal:
+            raise ArgumentError(f"{path}: not written: the loop's {name} is {refusal}, and a "
+                                "checkpoint that holds it could not be resumed "
+                                "(int8store.training.EARLY_STOPPING)")
+        written[name] = value
+    return written
 
 
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",
