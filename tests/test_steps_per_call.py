@@ -430,3 +430,15 @@ def test_the_tutorials_choose_their_updates_a_call(model):
                                     "updates a call"]
     one, _ = tutorial_lines(model, "jax", False, 1)
     assert [line for line in lines if line in one] == one
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_more_updates_a_call_than_an_epoch_holds_are_cut_to_an_epoch(mode, capsys):
+    # --steps-per-call 10**12 sized each call's costs by it (8 TB: a traceback);
+    # no call makes more than an epoch's minibatches (3 of 300 here) anyway
+    result = logistic_sgd.sgd_optimization_mnist(dataset="digits", batch_size=300, n_epochs=1,
+                                                 model_path=None, mode=mode,
+                                                 steps_per_call=10 ** 12)
+    assert result["train_model"].steps == 3
+    assert ("... --steps-per-call 1000000000000: a call takes at most an epoch's 3 minibatches: "
+            "using 3") in capsys.readouterr().out

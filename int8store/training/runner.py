@@ -203,9 +203,17 @@ class Run:
 
         updates = list(updates.items() if hasattr(updates, "items") else updates)
         steps = self.steps_per_call
+        # (no call makes more than an epoch's or a shard's minibatches; a
+        # call's costs and loop are sized by its steps: K = 10**12 allocated
+        # 8 TB of costs and failed with a traceback)
+        largest = max(self.train.largest_call(self.batch_size), 1)
         if steps is None:
-            steps = min(default_steps(self.mode, self.train.devices),
-                        max(self.train.largest_call(self.batch_size), 1))
+            steps = min(default_steps(self.mode, self.train.devices), largest)
+        elif steps > largest:
+            whole = "a shard's" if largest < self.n_batches() else "an epoch's"
+            print(f"... --steps-per-call {steps}: a call takes at most {whole} {largest} "
+                  f"minibatch{'es' if largest > 1 else ''}: using {largest}")
+            steps = largest
         params = [variable for variable, _ in updates]
         if steps == 1 and self.mode == "c":
             step = activate().function(inputs, outputs, updates=updates, givens=givens,
