@@ -841,3 +841,20 @@ def test_a_validation_size_that_does_not_fit_is_refused(tmp_path):
         with pytest.raises(ArgumentError, match=rf"valid_size={bad} \(--valid-size\): expected"):
             load_splits(folder, valid_size=bad)
     assert not (tmp_path / "a.h5").exists()
+
+
+def test_what_macos_leaves_in_a_zip_is_skipped(tmp_path, capsys):
+    # Finder's "Compress" adds __MACOSX/CLASS/._IMAGE (AppleDouble) beside the
+    # class folders; it was taken for a class folder "with no image" and refused.
+    root = tmp_path / "imgs"
+    write_image_folder(root, np.zeros((4, 3, 3), np.uint8), [0, 1, 0, 1])
+    for name in ("0", "1"):
+        (root / "__MACOSX" / name).mkdir(parents=True)
+        (root / "__MACOSX" / name / "._00000.png").write_bytes(b"\x00\x05\x16\x07")
+    for source in (root, zip_folder(root, tmp_path / "imgs.zip"),
+                   tar_folder(root, tmp_path / "imgs.tar.gz")):
+        read = read_source(source)
+        assert read.splits["train"].images().shape == (4, 3, 3)
+        assert list(read.label_names) == ["0", "1"]
+        out = tmp_path / f"{source.name}.h5"
+        assert run_cli(["convert", source, "-o", out], capsys)[0] == 0

@@ -530,3 +530,20 @@ def test_a_checkpoint_is_written_only_as_a_resume_reads_it(tmp_path, loop, refus
     state = run.resume(run.save(RunState(epoch=2, step=5, loop=loop)))
     assert state.loop == loop and all(type(value) in (int, float, bool)
                                       for value in state.loop.values())
+
+
+def test_a_batch_cut_by_smaller_shards_is_refused_with_advice_that_can_be_followed(tmp_path):
+    # A run held whole at batch 300 resumed streamed in shards of fewer
+    # examples was told "resume with --batch-size 300", which it had been
+    # given: the shards cut it again, and the same refusal came back.
+    run = dict(dataset="digits", batch_size=300, n_epochs=1, model_path=None)
+    logistic_sgd.sgd_optimization_mnist(checkpoint=tmp_path / "run", **run)
+    with pytest.raises(ArgumentError, match=r"the batch size differs \(300 then, \d+ now\); a "
+                                            r"shard here holds \d+ examples \(--max-device-bytes, "
+                                            r"--max-memory\), fewer than the 300 a minibatch of "
+                                            r"the run took: resume with shards that hold them"):
+        logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", max_device_bytes=8000,
+                                            **{**run, "n_epochs": 2})
+    # with shards that hold the batch, it goes on
+    logistic_sgd.sgd_optimization_mnist(resume=tmp_path / "run", max_device_bytes=40000,
+                                        **{**run, "n_epochs": 2})

@@ -312,7 +312,8 @@ def test_shards_are_sized_for_the_batch_cut_to_the_smallest_split(capsys):
     assert logistic_sgd.main(common) == 0
     resident = capsys.readouterr().out
     for out in (streamed, resident):
-        assert "batch size 600 is larger than a split of 300 examples: using 300" in out
+        assert ("batch size 600 is larger than the validation and test splits (300 "
+                "examples each): using 300") in out
 
     def errors(out):
         return [line for line in out.splitlines() if "error" in line]

@@ -47,6 +47,17 @@ def test_training_learns_and_slices_the_int8_images_before_the_cast(tmp_path):
         assert saved["W"].shape == (64, 10)
 
 
+@pytest.mark.parametrize("sizes, named", [
+    ((1000, 300, 300), "the validation and test splits (300 examples each)"),
+    ((1000, 1, 5), "the validation split (1 example)"),
+    ((7, 5000, 5000), "the training split (7 examples)")])
+def test_a_batch_cut_to_the_smallest_split_names_it(sizes, named):
+    # it said "a split of 1 examples", naming none
+    from types import SimpleNamespace
+    from int8store.training.runner import _fewest
+    assert _fewest([SimpleNamespace(n_examples=n) for n in sizes]) == named
+
+
 def test_cli_prints_errors_and_bytes_and_replaces_its_checkpoint(tmp_path, capsys):
     model = tmp_path / "model.npz"
     args = ["--dataset", "digits", "--epochs", "5", "--save-model", str(model)]
@@ -55,7 +66,8 @@ def test_cli_prints_errors_and_bytes_and_replaces_its_checkpoint(tmp_path, capsy
     assert "best validation error" in out and "test error" in out
     # 1197 training digits of 8x8 pixels: one byte each, against four.
     assert "train      1197  8x8        76,608        306,432          0.25  int8" in out
-    assert "batch size 600 is larger than a split of 300 examples: using 300" in out
+    assert ("batch size 600 is larger than the validation and test splits (300 examples "
+            "each): using 300") in out
     first = model.read_bytes()
     assert logistic_sgd.main(args[:-2] + ["--epochs", "30", "--save-model", str(model)]) == 0
     assert model.read_bytes() != first  # replaced, as the classic tutorial did

@@ -209,8 +209,9 @@ def _check_once(name, where, seen):
     seen.add(key)
 
 
-# What an operating system leaves in folders of images, besides hidden files.
-_SYSTEM_FILES = {"__MACOSX", "thumbs.db", "ehthumbs.db", "desktop.ini"}
+# What an operating system leaves in folders of images, besides hidden files
+# (lower case: a name is compared lowered, so ``__MACOSX`` is ``__macosx`` here).
+_SYSTEM_FILES = {"__macosx", "thumbs.db", "ehthumbs.db", "desktop.ini"}
 
 
 def is_hidden(parts):

@@ -131,9 +131,10 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
                             "shuffle")
     shown = parser.add_argument_group("what is printed, and JAX mode's set-up")
     shown.add_argument("--progress", action="store_true",
-                       help="condense the per-epoch lines: a progress bar on a terminal, a "
-                            "tenth of them in a pipe, and the last epoch's (default: every line, "
-                            "as the classic tutorial printed)")
+                       help="condense the per-epoch lines: a progress bar on a terminal (gone "
+                            "at the end, the summary lines left); in a pipe, a tenth of them and "
+                            "the last epoch's (default: every line, as the classic tutorial "
+                            "printed)")
     shown.add_argument("--timings", action="store_true",
                        help="print where the run's time went: XLA's compilations, the "
                             "training loop, the scoring of the splits")

@@ -215,11 +215,14 @@ class RunCheckpoint:
     ((2, 5, {'patience': 100}), [0.0, 0.0, 0.0])
     """
 
-    def __init__(self, path, params, identity, loop=None, batches=None):
+    def __init__(self, path, params, identity, loop=None, batches=None, shard_limit=None):
         self.path = None if path is None else npz_path(path)
         self.params, self.identity = list(params), identity
         self.loop = None if loop is None else list(loop)
         self.batches = batches
+        # (the examples a shard holds where that cut the batch size: a
+        # checkpoint's larger batch needs room in the shards, not --batch-size)
+        self.shard_limit = shard_limit
 
     def save(self, state):
         """Write ``state`` and the parameters' current values, atomically;
@@ -246,7 +249,7 @@ class RunCheckpoint:
         otherwise."""
         archive, description = open_run_checkpoint(path)
         path = archive.path
-        _check_same(path, description["identity"], self.identity)
+        _check_same(path, description["identity"], self.identity, shard_limit=self.shard_limit)
         self._check_position(path, description["epoch"], description["step"])
         self._check_loop(path, description["loop"])
         n, best = len(self.params), description["best"]
@@ -347,9 +350,10 @@ def check_options_resumed(path, program=None, seed=None, augment=None, augment_s
     _check_same(archive.path, description["identity"], current, keys=current)
 
 
-def _check_same(path, recorded, current, keys=None):
+def _check_same(path, recorded, current, keys=None, shard_limit=None):
     """Refuse a checkpoint of another run, naming what differs (of ``keys``
-    only, where given)."""
+    only, where given). ``shard_limit``: the examples a shard holds, where
+    that cut this run's batch size."""
     for key, what in _WHAT.items():
         if keys is not None and key not in keys:
             continue
@@ -378,6 +382,11 @@ def _check_same(path, recorded, current, keys=None):
         if key == "batch_size" and isinstance(then, int):  # (on other devices, say)
             advice = (f"resume with --batch-size {then} (the batch the run took, after any cut "
                       "to a split's size or to a multiple of its devices)")
+            if shard_limit is not None and then > shard_limit:  # (--batch-size cannot help)
+                advice = (f"a shard here holds {shard_limit} examples (--max-device-bytes, "
+                          f"--max-memory), fewer than the {then} a minibatch of the run took: "
+                          "resume with shards that hold them (a larger --max-device-bytes) or "
+                          "the splits held whole")
         raise ArgumentError(f"{path}: a checkpoint of another run: {what} differs ({detail}); "
                             f"{advice}, or start afresh")
 
