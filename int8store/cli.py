@@ -21,6 +21,7 @@ quietly with 128 + SIGPIPE. A traceback means a bug in int8store.
 
 import argparse
 import contextlib
+import os
 import shlex
 import signal
 import sys
@@ -384,7 +385,6 @@ def _run(args, argv):
 
 def _verify(file, strong):
     """Check every checksum of the store ``file``, and say so in a line."""
-    import os
     import time
     from .store.checksums import CHECKSUM_NAMES
     from .store.reader import open_store
@@ -412,6 +412,8 @@ def _what_was_written(args):
     output = getattr(args, "output", None)
     if output and was_published(output):
         return f"{output} had already been written, complete"
+    if output and os.path.isfile(output):  # (--force: the one it was to replace)
+        return f"nothing was written; {output} is as it was"
     return "nothing was written"
 
 

@@ -727,6 +727,11 @@ def test_interrupted_conversion_leaves_nothing(tmp_path, capsys, monkeypatch):
     status, _, err = run_cli(["convert", folder, "-o", out], capsys)
     assert status == 130 and "nothing was written" in err
     assert leftovers(out.parent) == []
+    # over a store with --force: the store is kept, and said to be
+    out.write_bytes(b"a store")
+    status, _, err = run_cli(["convert", folder, "-o", out, "--force"], capsys)
+    assert status == 130 and f"nothing was written; {out} is as it was" in err
+    assert out.read_bytes() == b"a store" and leftovers(out.parent) == [out.name]
 
 
 def test_an_interrupted_verify_says_nothing_of_writing(tmp_path, capsys, monkeypatch):
