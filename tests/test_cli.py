@@ -417,8 +417,9 @@ def test_every_tutorial_refuses_its_model_written_over_the_checkpoint_it_resumes
 
 def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
         capsys, tmp_path, monkeypatch):
-    """Its seed, augmentation and learning rate are in its description: it
-    was refused once the data was loaded and the model built, after
+    """Its seed, augmentation, learning rate, normalization and scoring are
+    in its description: it was refused once the data was loaded and the
+    model built, after
     "... training the model" (user trial); so is its program, another
     tutorial's checkpoint."""
     import logistic_sgd
@@ -432,7 +433,11 @@ def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
             (["--seed", "2"], "the seed (--seed) differs (1 then, 2 now)"),
             (["--seed", "1", "--learning-rate", "0.2"],
              "the learning rate (--learning-rate) differs (0.13 then, 0.2 now)"),
-            (["--seed", "1", "--augment", "cutout=2"], "the augmentation (--augment) differs")):
+            (["--seed", "1", "--augment", "cutout=2"], "the augmentation (--augment) differs"),
+            (["--seed", "1", "--normalize", "dataset"],
+             "the images' normalization (--normalize) differs ('unit' then, 'dataset' now)"),
+            (["--seed", "1", "--classic-count"],
+             "how the splits are scored (--classic-count) differs (False then, True now)")):
         assert logistic_sgd.main(run + extra + ["--resume", "ck"]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.startswith(f"error: ck.npz: a checkpoint of another run: "

@@ -184,7 +184,8 @@ def check_options(args, program=None):
     _check_processes(args.coordinator, args.num_processes, args.process_id)
     _check_files(args.checkpoint, args.save_model, args.resume, getattr(args, "dataset", None),
                  resumed=dict(program=program, seed=args.seed, augment=args.augment,
-                              augment_seed=args.augment_seed, learning_rate=args.learning_rate))
+                              augment_seed=args.augment_seed, learning_rate=args.learning_rate,
+                              normalize=args.normalize, classic_count=args.classic_count))
 
 
 def _check_files(checkpoint, save_model, resume, dataset, resumed):
@@ -192,8 +193,8 @@ def _check_files(checkpoint, save_model, resume, dataset, resumed):
     neither the dataset's own file; they and the checkpoint resumed: files,
     not folders; and the one resumed there, read as far as it can be
     without the run, and taken with the options ``resumed`` names (the
-    program, the seeds, the augmentation, the learning rate:
-    :func:`~.run.check_options_resumed`),
+    program, the seeds, the augmentation, the learning rate, the
+    normalization, the scoring: :func:`~.run.check_options_resumed`),
     before the data is read and the model built (a file cut short was
     refused once they were)."""
     for option, path, what, example in (

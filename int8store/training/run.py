@@ -335,18 +335,25 @@ _RECORDED_SINCE_0_3_1 = ("normalize", "learning_rate", "shuffled_as", "encoding"
 
 
 def check_options_resumed(path, program=None, seed=None, augment=None, augment_seed=None,
-                          learning_rate=None):
+                          learning_rate=None, normalize=None, classic_count=None):
     """Refuse the run checkpoint at ``path`` where the ``program`` (where
     given) or the options that say what it trained (the seeds, the
-    augmentation, the learning rate) are not its run's, before anything is
-    loaded or compiled (the rest is checked once the data and the model
-    are: :meth:`RunCheckpoint.resume`)."""
+    augmentation, the learning rate, the normalization's name, how the
+    splits are scored) are not its run's, before anything is loaded or
+    compiled (the rest is checked once the data and the model are:
+    :meth:`RunCheckpoint.resume`)."""
     archive, description = open_run_checkpoint(path)
     # (--augment-seed defaults to 1 where --augment is given: the run's own default)
     current = _trained_with(seed, augment, 1 if augment_seed is None else augment_seed,
                             learning_rate)
     if program is not None:
         current["program"] = str(program)
+    if classic_count is not None:
+        current["classic_count"] = bool(classic_count)
+    # (its name only: a centred normalization's key may name the spread, the data's)
+    recorded = description["identity"].get("normalize")
+    if normalize is not None and str(recorded).split(" / ")[0] != str(normalize):
+        current["normalize"] = str(normalize)
     _check_same(archive.path, description["identity"], current, keys=current)
 
 
