@@ -287,6 +287,20 @@ def test_a_second_interrupt_as_the_run_ends_stops_at_once_in_one_line(capsys, mo
     assert capsys.readouterr().err == "interrupted: stopped at once\n"
 
 
+def test_a_model_too_large_for_memory_is_one_line(capsys):
+    """``--hidden 1000000000``: numpy's traceback ("Unable to allocate 477.
+    GiB") ended the tutorial (helper 62); raised here, not allocated."""
+    from int8store.training import command
+
+    def building():
+        raise MemoryError("Unable to allocate 477. GiB")
+
+    assert command.run_reporting_errors(building) == (None, 2)
+    assert capsys.readouterr().err == (
+        "error: out of memory: the model or its minibatches do not fit; choose a smaller model "
+        "(--hidden, --nkerns) or --batch-size (python -m int8store budget says what fits)\n")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_before_the_training_loop_stops_at_once(capsys, signum):
     """Before the loop there is no model to keep: one Ctrl-C (or SIGTERM)
