@@ -420,6 +420,10 @@ def test_a_symbolic_link_back_into_the_tree_is_refused_by_name(tmp_path, capsys)
     elsewhere = image_folder(tmp_path / "other")
     (root / "bird").symlink_to(elsewhere / "cat")  # (a class folder kept elsewhere: read)
     assert main(["convert", str(root), "-o", str(tmp_path / "linked.h5")]) == 0
+    # a link to nothing: it said "No such file or directory" of a name it listed
+    (root / "dog" / "gone.png").symlink_to(tmp_path / "gone.png")
+    refused(tmp_path, capsys, [root], f"{root}/dog/gone.png: cannot read: a symbolic link to "
+            f"'{tmp_path}/gone.png', which does not exist")
 
 
 def test_a_folder_of_only_test_class_folders_is_a_test_split_not_train(tmp_path, capsys):

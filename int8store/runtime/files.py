@@ -16,7 +16,7 @@ import signal
 import stat
 import sys
 
-from ..errors import SourceFormatError, SourceReadError
+from ..errors import SourceFormatError, SourceReadError, shown
 
 __all__ = ["check_regular_file", "cannot_read", "kind_of_file", "stdout_closed",
            "end_with_stdout_closed"]
@@ -39,6 +39,10 @@ def check_regular_file(path):
 def cannot_read(path, error):
     """The error to raise where ``path`` cannot be opened or read
     (``error``: the :class:`OSError`, a permission denied say)."""
+    if isinstance(error, FileNotFoundError) and os.path.islink(path):
+        # (it said "No such file or directory" of a name that is listed)
+        return SourceReadError(f"{path}: cannot read: a symbolic link to "
+                               f"{shown(os.readlink(path))}, which does not exist")
     return SourceReadError(f"{path}: cannot read ({error.strerror or error})")
 
 
