@@ -28,7 +28,7 @@ import sys
 
 from .errors import ArgumentError, Int8StoreError, shortened
 from .memory.models import MODELS
-from .runtime.arguments import OneLineParser, devices_option
+from .runtime.arguments import OneLineParser, devices_option, size_option
 from .runtime.files import end_with_stdout_closed
 
 __all__ = ["main"]
@@ -141,7 +141,7 @@ def _parser():
                          help="the arrays of a split in an .npz or HDF5 source (repeatable; "
                               "only the splits named are read; default: found by their names, "
                               "or their shapes for one pair)")
-    convert.add_argument("--max-memory", metavar="SIZE",
+    convert.add_argument("--max-memory", type=size_option("--max-memory"), metavar="SIZE",
                          help="most memory the source may ask for at once (a label array, a "
                               "pickled array, one image), e.g. 2GiB (default: half the physical "
                               "memory); every size a file announces is also checked against the file")
@@ -193,7 +193,7 @@ def _parser():
                              "%(default)s)")
     budget.add_argument("--batch-size", type=int, metavar="B",
                         help="the batch size to estimate (default: the tutorial's)")
-    budget.add_argument("--device-memory", metavar="SIZE",
+    budget.add_argument("--device-memory", type=size_option("--device-memory"), metavar="SIZE",
                         help="the memory to plan for, e.g. 1GiB (default: asked of the "
                              "device through JAX or nvidia-smi; with --mode c, this machine's "
                              "memory)")
@@ -231,7 +231,7 @@ def _parser():
                          help="as for convert (default: the images' own size)")
     preview.add_argument("--keys", type=_keys, action="append", metavar="SPLIT=IMAGES:LABELS",
                          help="as for convert (default: found by their names or shapes)")
-    preview.add_argument("--max-memory", metavar="SIZE",
+    preview.add_argument("--max-memory", type=size_option("--max-memory"), metavar="SIZE",
                          help="as for convert (default: half the physical memory)")
     _add_planning_options(preview, ", as convert takes it (a store's splits are its own)")
     preview.add_argument("--lossy", action="store_true",

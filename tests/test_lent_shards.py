@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from archives import fake_mnist, flip_bit, write_mnist_idx_folder
-from int8store import StreamError, quantize
+from int8store import ArgumentError, StreamError, load_data, quantize
 from int8store.converter import convert
 from int8store.store import mapped
 from int8store.store.reader import open_store
@@ -249,3 +249,15 @@ def test_lent_shards_are_read_ahead_by_the_kernel_each_once(store, monkeypatch):
     # each shard after the first, then the next epoch's first two, prepared at the end of this one
     assert asked == [(start, start + 500) for start in range(500, 2500, 500)] + [(0, 500), (500, 1000)]
     assert worker_threads() == []  # no worker thread: checked when needed
+
+
+def test_stream_takes_a_size_as_load_streams_does():
+    (x, y), _, _ = load_data("digits")
+    split = stream(x, y, "16KiB", batch_size=100)
+    try:
+        assert split.shard_size == 16384 // 68 // 100 * 100
+    finally:
+        split.close()
+    for bad in ("0", float("nan"), "abc"):
+        with pytest.raises(ArgumentError, match="max_device_bytes="):
+            stream(x, y, bad, batch_size=100)

@@ -3,12 +3,16 @@ evaluation in chunks, and ``int8store budget``."""
 
 import importlib.util
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import ROOT
 from int8store import ArgumentError, load_data, max_batch_size
 from int8store.training import evaluate_in_chunks
 from int8store.backend import activate, conv2d, pool_2d
@@ -394,12 +398,16 @@ def test_budget_plans_no_batch_larger_than_the_tutorials_take(capsys):
     (["--batch-size", "0"], "batch_size=0: expected a positive integer (--batch-size)"),
     (["--margin", "-0.1"], "margin=-0.1: expected a fraction in [0, 1) (--margin)"),
     (["--margin", "1"], "margin=1.0: expected a fraction in [0, 1) (--margin)"),
-    (["--device-memory", "1.2.3GB"], "--device-memory='1.2.3GB': expected a size such as"),
-    (["--device-memory", "."], "--device-memory='.': expected a size such as"),
+    (["--device-memory", "1.2.3GB"], "--device-memory: '1.2.3GB': expected a size such as"),
+    (["--device-memory", "."], "--device-memory: '.': expected a size such as"),
 ])
 def test_budget_refuses_what_it_cannot_plan_in_one_line(capsys, args, message):
-    assert main(["budget", "--dataset", "digits", "--model", "logistic",
-                 "--device-memory", "1GB"] + args) == 2
+    try:  # (a size is refused by argparse, as it parses the command line)
+        status = main(["budget", "--dataset", "digits", "--model", "logistic",
+                       "--device-memory", "1GB"] + args)
+    except SystemExit as stopped:
+        status = stopped.code
+    assert status == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
@@ -575,7 +583,7 @@ def test_budget_in_float64_on_an_accelerator_asks_xla_only_with_64_bit_jax(capsy
     if jax.config.jax_enable_x64:  # (a run whose floatX is float64 turned it on)
         assert "XLA's own figure for the step compiled for the cpu" in out
     else:  # XLA would have compiled float32: not asked, and the line says how to ask it
-        assert "XLA's own" not in out and "JAX_ENABLE_X64=1" in out
+        assert "XLA's own" not in out and f"{api.NAME.upper()}_FLAGS=floatX=float64" in out
     # Without an accelerator, where the GPU is: with 64-bit JAX there too
     # (a trial: it said only "where the GPU is", which would not do).
     monkeypatch.setattr(budget, "accelerator", lambda: None)
@@ -583,5 +591,113 @@ def test_budget_in_float64_on_an_accelerator_asks_xla_only_with_64_bit_jax(capsy
     monkeypatch.setattr(budget, "_xla_compiles", lambda dtype: dtype == "float32")  # (no x64)
     assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
                  "1GB", "--dtype", "float64"]) == 0
-    assert ("run budget where the GPU is, with JAX's 64-bit mode on (JAX_ENABLE_X64=1), and it "
-            "asks XLA for it") in capsys.readouterr().out
+    assert (f"run budget where the GPU is, with floatX=float64 ({api.NAME.upper()}_FLAGS="
+            "floatX=float64), which turns JAX's 64-bit mode on, and it asks XLA for it") \
+        in capsys.readouterr().out
+
+
+def _budget(args, **env):
+    """``python -m int8store budget ARGS`` in a fresh process (floatX and
+    JAX's 64-bit mode are set once a process)."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    done = subprocess.run([sys.executable, "-m", "int8store", "budget"] + args,
+                          capture_output=True, text=True, env=environment, timeout=600)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_budget_for_jax_on_this_cpu_plans_the_float_type_the_run_takes(capsys, monkeypatch):
+    """Without an accelerator JAX mode runs on this CPU, in floatX (set_up_run
+    leaves it); planned for this machine's memory, budget plans in it too
+    (it planned float32, half a float64 run's step)."""
+    import jax
+
+    from int8store.backend.jax.run_setup import user_named_float_type
+    from int8store.memory import budget
+
+    monkeypatch.setattr(budget, "accelerator", lambda: None)
+    monkeypatch.setattr(budget, "jax_device", lambda: jax.devices("cpu")[0])
+    floatx = api.lib.config.floatX
+    assert main(["budget", "--dataset", "digits", "--model", "logistic"]) == 0
+    out = capsys.readouterr().out
+    assert f"step:     {floatx} in JAX mode" in out
+    assert f"x 2 x {np.dtype(floatx).itemsize} bytes" in out
+    # Given a device's memory, the plan is for an accelerator: float32, unless floatX was named.
+    assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
+                 "1GiB"]) == 0
+    expected = floatx if user_named_float_type() is not None else "float32"
+    assert f"step:     {expected} in JAX mode" in capsys.readouterr().out
+
+
+@pytest.mark.own_flags
+@pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")
+def test_xlas_float64_figure_is_asked_only_where_xla_compiles_float64():
+    """The library's JAX dispatch sets JAX's 64-bit mode from floatX when it
+    is imported, whatever JAX_ENABLE_X64 said: with floatX=float32, XLA's
+    figure for --dtype float64 was a float32 step's (0.54x the estimate),
+    and with the default float64 it was never asked."""
+    flags = f"{api.NAME.upper()}_FLAGS"
+    args = ["--dataset", "digits", "--model", "lenet5", "--dtype", "float64",
+            "--device-memory", "1GiB"]
+    status, out, err = _budget(args, **{flags: "floatX=float32", "JAX_ENABLE_X64": "1"})
+    assert status == 0, err
+    assert "XLA's own figure" not in out
+    assert f"{flags}=floatX=float64" in out and "JAX_ENABLE_X64" not in out
+    status, out, err = _budget(args, **{flags: "floatX=float64"})
+    assert status == 0, err
+    assert "XLA's own figure for the step compiled for the cpu" in out
+    scale = float(out.split("MiB (")[-1].split("x the estimate")[0])
+    assert 0.8 < scale < 1.6  # (a float64 step's figure: a float32 one was 0.54x)
+    code = ("from int8store.memory.estimates import xla_step_memory\n"
+            "try:\n    xla_step_memory('logistic', 10, (8, 8), 10, 'float64')\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), flags: "floatX=float32",
+                               "JAX_ENABLE_X64": "1"}, timeout=600)
+    assert done.stdout.startswith("ArgumentError dtype='float64': XLA compiles float64 only"), \
+        done.stdout + done.stderr
+
+
+def test_max_batch_size_looks_past_a_batch_of_one_that_holds_more():
+    """A static batch of one is a graph of its own (the MLP's weight gradient
+    an outer product, not an in-place GEMM): it may hold more than two."""
+    def estimate(batch_size):
+        return 5000 if batch_size == 1 else 1000 + 10 * batch_size
+
+    assert max_batch_size(estimate, 2000, margin=0) == 100
+    assert max_batch_size(estimate, 1010, margin=0) == 0  # (not even two)
+    assert max_batch_size(estimate, 2000, margin=0, limit=1) == 0
+
+
+def test_budget_says_no_largest_batch_of_0_beside_a_batch_that_fits(capsys, tmp_path):
+    """PyTensor's MLP at a batch of one holds 1.5 MiB more than at two (28x28):
+    budget said "fits yes" at its batch and "largest batch 0" beside it."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "m28.npz"
+    np.savez(path, x_train=rng.integers(0, 256, (100, 28, 28), dtype=np.uint8),
+             y_train=np.arange(100) % 10,
+             x_test=rng.integers(0, 256, (50, 28, 28), dtype=np.uint8),
+             y_test=np.arange(50) % 10)
+    assert main(["budget", "--dataset", str(path), "--model", "mlp", "--device-memory",
+                 "4.6MiB", "--mode", "c", "--dtype", "float32"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("int8 ", "float32 "))]
+    for row in rows:  # (PyTensor's step fits there; Aesara's, without the in-place GEMM, not)
+        assert row[5] == "no" or row[6] != "0", row
+    assert api.NAME != "pytensor" or all(row[5] == "yes" for row in rows)
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "digits", "-o", "{tmp}/x.h5", "--max-memory", "0"],
+    ["preview", "digits", "-o", "{tmp}/x.png", "--max-memory", "0"],
+    ["budget", "--model", "logistic", "--device-memory", "0"],
+])
+def test_size_options_are_refused_by_their_names_before_any_work(capsys, tmp_path, command):
+    command = [word.format(tmp=tmp_path) for word in command]
+    with pytest.raises(SystemExit) as stopped:
+        main(command)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {command[-2]}: '0': expected a positive size" in err
+    assert err.count("\n") == 1 and "max_memory=" not in err
+    assert not list(tmp_path.iterdir())

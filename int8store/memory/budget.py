@@ -13,7 +13,8 @@ from ..runtime.limits import describe_bytes, parse_size
 from ..runtime.words import counted
 from ..order.batch_size import fitted_batch_size
 from .estimates import (accelerator, examples_that_fit, jax_device, max_batch_size, model_memory,
-                        device_memory, host_memory, split_bytes, step_estimator, xla_step_memory)
+                        device_memory, host_memory, split_bytes, step_estimator, xla_compiles,
+                        xla_step_memory)
 from .models import MODELS, lenet5_geometry
 
 __all__ = ["dataset_summary", "budget_report"]
@@ -68,9 +69,6 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         raise ArgumentError(f"--devices {devices} needs --mode jax: the C backend runs on one "
                             "CPU")
     chosen = dtype
-    if dtype is None:
-        from ..backend import activate
-        dtype = "float32" if mode == "jax" else activate().lib.config.floatX
     if not 0 <= margin < 1:
         raise ArgumentError(f"margin={margin!r}: expected a fraction in [0, 1) (--margin)")
     if batch_size is not None and (int(batch_size) != batch_size or batch_size < 1):
@@ -99,6 +97,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             raise ArgumentError(f"{where}")
     else:
         budget, where = parse_size(device_bytes, "--device-memory"), "given"
+    why = ""
+    if dtype is None:  # (the float type the tutorials' run takes where this plan is for)
+        dtype, why = _float_type(mode, on_this_cpu=device_bytes is None and accelerator() is None)
     usable = int(budget * (1 - margin))
     memory = model_memory(model, part, image_shape, n_classes, dtype, mode)
     step = memory.step
@@ -126,7 +127,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         f"model:    {model}, {memory.parameters:,} parameters "
         f"({describe_bytes(memory.parameter_bytes)}), {memory.neurons:,} activations per "
         "example (the input included)",
-        f"step:     {dtype} {_MODES[mode]}" + ("" if chosen else _DEFAULTS[mode]),
+        f"step:     {dtype} {_MODES[mode]}" + ("" if chosen else why),
     ]
     if requested > batch_size:
         if taken.largest is None:
@@ -161,7 +162,10 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
             + (", its workspaces included" if device is not None else "")
             + "), used below, and the estimate scaled by it at other batch sizes")
     if mode == "jax" and (device is None or xla_device is None):
-        x64 = "with JAX's 64-bit mode on (JAX_ENABLE_X64=1)"
+        from ..backend import activate
+
+        x64 = (f"with floatX=float64 ({activate().NAME.upper()}_FLAGS=floatX=float64), which "
+               "turns JAX's 64-bit mode on")
         where = (f"{x64}, and it asks XLA for float64" if device is not None else
                  f"where the GPU is, {x64}, and it asks XLA for it"
                  if compiled_for is not None and not _xla_compiles(dtype) else
@@ -198,6 +202,28 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     return "\n".join(lines)
 
 
+def _float_type(mode, on_this_cpu):
+    """``(dtype, why)``: the float type a tutorial's run takes (see
+    :func:`int8store.backend.jax.run_setup.set_up_run`): floatX on the C
+    backend, where the user named it, and in JAX mode on this machine's CPU;
+    float32 on an accelerator."""
+    from ..backend import activate
+
+    floatx = activate().lib.config.floatX
+    if mode == "c":
+        return floatx, _DEFAULTS["c"]
+    from ..backend.jax.run_setup import user_named_float_type
+
+    named = user_named_float_type()
+    if named is not None:
+        return floatx, f", floatX as named in {named}, which the tutorials follow"
+    if on_this_cpu:
+        return floatx, (", floatX, as the tutorials train in JAX mode on this machine's CPU "
+                        "(--device-memory to plan for an accelerator, in float32; --dtype to "
+                        "plan another)")
+    return "float32", _DEFAULTS["jax"]
+
+
 def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
     """The line for a set that does not fit whole: the ``--max-device-bytes``
     that streams it beside the step, at ``batch_size`` or else at the
@@ -229,11 +255,8 @@ def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
 
 
 def _xla_compiles(dtype):
-    """Whether XLA compiles the step in ``dtype``: float64 only where JAX's
-    64-bit mode is on (else XLA would compile float32)."""
-    import jax
-
-    return dtype == "float32" or jax.config.jax_enable_x64
+    """Whether XLA compiles the step in ``dtype`` (:func:`.estimates.xla_compiles`)."""
+    return xla_compiles(dtype)
 
 
 def _scaled(estimate, scale):

@@ -36,7 +36,8 @@ from ..runtime.limits import parse_size, physical_memory
 
 __all__ = ["memory_table", "give_back_freed_memory", "ModelMemory", "model_memory",
            "rule_of_thumb_bytes", "max_batch_size", "examples_that_fit", "device_memory",
-           "host_memory", "split_bytes", "xla_step_memory", "accelerator", "jax_device"]
+           "host_memory", "split_bytes", "xla_step_memory", "xla_compiles", "accelerator",
+           "jax_device"]
 
 #: Bytes of a float32 value: the rule of thumb's 4.
 FLOAT32_BYTES = 4
@@ -227,6 +228,12 @@ def xla_step_memory(model, batch_size, image_shape, n_classes=10, dtype="float32
 
     jax = require_jax()
     model_memory(model, batch_size, image_shape, n_classes, dtype)  # (the arguments checked)
+    if not xla_compiles(dtype):
+        flags = f"{activate().NAME.upper()}_FLAGS"
+        raise ArgumentError(
+            f"dtype={dtype!r}: XLA compiles float64 only with JAX's 64-bit mode on, which "
+            f"{activate().NAME}'s JAX mode turns on where floatX is float64 "
+            f"({flags}=floatX=float64) and off elsewhere; here it would compile float32")
     key = (model, int(batch_size), tuple(image_shape), int(n_classes), dtype,
            str(jax.devices()[0]), bool(jax.config.jax_enable_x64))
     if key not in _XLA_FIGURES:  # (a compilation each: a second or more)
@@ -239,6 +246,18 @@ def xla_step_memory(model, batch_size, image_shape, n_classes=10, dtype="float32
                                        - analysis.alias_size_in_bytes,
                                        analysis.temp_size_in_bytes)
     return _XLA_FIGURES[key]
+
+
+def xla_compiles(dtype):
+    """Whether XLA compiles a step in ``dtype``: float64 only where JAX's
+    64-bit mode is on once the library's JAX dispatch is imported (its
+    import sets the mode from floatX, whatever ``JAX_ENABLE_X64`` said)."""
+    from ..backend import activate
+    from ..backend.jax.mode import require_jax
+
+    jax = require_jax()
+    activate().module("link.jax.dispatch")  # (as a run in JAX mode imports it)
+    return dtype == "float32" or bool(jax.config.jax_enable_x64)
 
 
 def jax_device():
@@ -282,15 +301,21 @@ def max_batch_size(estimate, budget, margin=0.1, limit=1 << 20):
     first = estimate(1)
     if isinstance(first, bool) or not isinstance(first, numbers.Real) or math.isnan(first):
         raise ArgumentError(f"estimate(1) gave {first!r}: expected bytes (a number)")
+    smallest = 1
     if not first <= usable:
-        return 0
+        # A batch of one is a graph of its own (a static size of 1 broadcasts:
+        # the MLP's weight gradient is an outer product, not a GEMM updating
+        # in place) and may hold more than a batch of two does.
+        if limit < 2 or not estimate(2) <= usable:
+            return 0
+        smallest = 2
     guess = getattr(estimate, "guess", None)
     start = guess(usable) if guess is not None else None
     if start:  # secant steps from next to the answer: each probe may compile a graph
-        found = _secant(estimate, usable, max(1, min(limit, start)), limit)
+        found = _secant(estimate, usable, max(smallest, min(limit, start)), limit, smallest)
         if found is not None:
             return found
-    low, high = 1, 2
+    low, high = smallest, smallest + 1
     while high <= limit and estimate(high) <= usable:  # find a size that does not fit
         low, high = high, high + 2 * (high - low)
     if high > limit:
@@ -328,21 +353,21 @@ def step_estimator(model, image_shape, n_classes=10, dtype="float32", mode="jax"
     return estimate
 
 
-def _secant(estimate, usable, size, limit, steps=8):
+def _secant(estimate, usable, size, limit, smallest=1, steps=8):
     """The answer of :func:`max_batch_size` reached by secant steps from
-    ``size``, or None if they do not settle."""
+    ``size`` (``smallest`` or more), or None if they do not settle."""
     previous = None
     for _ in range(steps):
         value = estimate(size)
         if value <= usable and (size >= limit or estimate(size + 1) > usable):
             return size
-        if value > usable and size > 1 and estimate(size - 1) <= usable:
+        if value > usable and size > smallest and estimate(size - 1) <= usable:
             return size - 1
         slope = ((value - previous[1]) / (size - previous[0])
                  if previous and size != previous[0] and value != previous[1] else value / size)
         previous = (size, value)
         step = int((usable - value) // slope) if slope > 0 else 0
-        size = max(1, min(limit, size + (step or (1 if value <= usable else -1))))
+        size = max(smallest, min(limit, size + (step or (1 if value <= usable else -1))))
     return None
 
 

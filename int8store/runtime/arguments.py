@@ -6,7 +6,7 @@ import sys
 
 from .words import nearest
 
-__all__ = ["OneLineParser", "devices_option"]
+__all__ = ["OneLineParser", "devices_option", "size_option"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -61,3 +61,21 @@ def devices_option(text):
     if count < 1:
         raise argparse.ArgumentTypeError(f"expected a number of devices or 'all', got {text!r}")
     return count
+
+
+def size_option(name):
+    """The ``type=`` of a size option such as ``--max-memory``: its bytes
+    (:func:`~int8store.runtime.limits.parse_size`), a size refused by
+    argparse in one line that names the option (as given to a keyword,
+    ``max_memory='0'`` was named, which the command line has not)."""
+    from ..errors import ArgumentError
+    from .limits import parse_size
+
+    def size(text):
+        try:
+            return parse_size(text, name)
+        except ArgumentError as error:
+            raise argparse.ArgumentTypeError(f"{text!r}: {str(error).split(': ', 1)[1]}") from None
+
+    size.__name__ = name  # (argparse names a type by it where it fails otherwise)
+    return size

@@ -4,6 +4,7 @@ device in shards that fit a byte budget: :func:`stream`."""
 import numpy as np
 
 from ..order.shard_size import LABEL_BYTES, fitting_shard_size
+from ..runtime.limits import parse_size
 from ..runtime.words import counted
 from .sources import ArrayShards
 from .split import StreamingSplit
@@ -16,8 +17,11 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     ``y``) whose shards fit ``max_device_bytes``, or None if the whole split
     fits. The shard size is a multiple of ``batch_size``; if not even one batch
     fits, the shard holds what fits and the caller must cut its batch size to
-    ``stream.shard_size``. ``report`` (``print``, say) is told about the
-    streaming and such a cut, in a line each."""
+    ``stream.shard_size``. ``max_device_bytes`` is bytes, or a size such as
+    ``"16MiB"``, as :func:`~int8store.load_streams` takes it. ``report``
+    (``print``, say) is told about the streaming and such a cut, in a line
+    each."""
+    max_device_bytes = parse_size(max_device_bytes, "max_device_bytes")
     dataset = x.dataset
     codes = np.asarray(dataset.data.get_value(borrow=True))
     labels = np.asarray(y.get_value(borrow=True))

@@ -14,7 +14,7 @@ from ..augment.spec import Augmentation, refuse_alternating_shuffled
 from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError, shortened
 from ..order.shuffle import check_seed
-from ..runtime.arguments import devices_option
+from ..runtime.arguments import devices_option, size_option
 from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model, saved_model_description
@@ -73,7 +73,7 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     data.add_argument("--max-device-bytes", type=_size, metavar="SIZE",
                       help="feed each split to the device in shards of at most SIZE bytes "
                            "(e.g. 16MiB), read from the file for a store (default: hold it all)")
-    data.add_argument("--max-memory", metavar="SIZE",
+    data.add_argument("--max-memory", type=size_option("--max-memory"), metavar="SIZE",
                       help="memory ceiling, e.g. '4GiB': a store larger than it is streamed "
                            "(default: half the physical memory)")
     data.add_argument("--seed", type=int,
