@@ -16,7 +16,7 @@ import signal
 import stat
 import sys
 
-from ..errors import SourceFormatError, SourceReadError, shown
+from ..errors import SourceFormatError, SourceReadError, shortened
 
 __all__ = ["check_regular_file", "cannot_read", "kind_of_file", "stdout_closed",
            "end_with_stdout_closed"]
@@ -42,7 +42,7 @@ def cannot_read(path, error):
     if isinstance(error, FileNotFoundError) and os.path.islink(path):
         # (it said "No such file or directory" of a name that is listed)
         return SourceReadError(f"{path}: cannot read: a symbolic link to "
-                               f"{shown(os.readlink(path))}, which does not exist")
+                               f"{shortened(repr(os.readlink(path)), 240)}, which does not exist")
     return SourceReadError(f"{path}: cannot read ({error.strerror or error})")
 
 
