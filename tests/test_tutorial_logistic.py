@@ -298,7 +298,8 @@ def test_a_model_too_large_for_memory_is_one_line(capsys):
     assert command.run_reporting_errors(building) == (None, 2)
     assert capsys.readouterr().err == (
         "error: out of memory: the model or its minibatches do not fit; choose a smaller model "
-        "(--hidden, --nkerns) or --batch-size (python -m int8store budget says what fits)\n")
+        "(--hidden, --nkerns) or --batch-size (python -m int8store budget plans the "
+        "tutorials' own sizes)\n")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

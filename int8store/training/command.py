@@ -148,7 +148,7 @@ def run_reporting_errors(function, *args, **kwargs):
             except MemoryError:  # (a --hidden of 10**9: numpy's traceback of 477 GiB)
                 return None, _said("out of memory: the model or its minibatches do not fit; "
                                    "choose a smaller model (--hidden, --nkerns) or --batch-size "
-                                   "(python -m int8store budget says what fits)")
+                                   "(python -m int8store budget plans the tutorials' own sizes)")
             finally:
                 if writes.summary():
                     print(writes.summary(), file=sys.stderr)
