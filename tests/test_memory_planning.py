@@ -605,7 +605,7 @@ def test_budget_in_float64_on_an_accelerator_asks_xla_only_with_64_bit_jax(capsy
     # (a trial: it said only "where the GPU is", which would not do).
     monkeypatch.setattr(budget, "accelerator", lambda: None)
     monkeypatch.setattr(budget, "jax_device", lambda: jax.devices("cpu")[0])
-    monkeypatch.setattr(budget, "_xla_compiles", lambda dtype: dtype == "float32")  # (no x64)
+    monkeypatch.setattr(budget, "xla_compiles", lambda dtype: dtype == "float32")  # (no x64)
     assert main(["budget", "--dataset", "digits", "--model", "logistic", "--device-memory",
                  "1GB", "--dtype", "float64"]) == 0
     assert (f"run budget where the GPU is, with floatX=float64 ({api.NAME.upper()}_FLAGS="

@@ -109,7 +109,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     # counts the workspaces a graph cannot show; on the CPU, the layout copies
     # of LeNet5's convolutions (the estimate is 0.87-0.96 of it there).
     compiled_for = jax_device() if mode == "jax" else None
-    xla_device = compiled_for if compiled_for is not None and _xla_compiles(dtype) else None
+    xla_device = compiled_for if compiled_for is not None and xla_compiles(dtype) else None
     if xla_device is not None:  # the device's own figure: the table's
         step = xla_step_memory(model, part, image_shape, n_classes, dtype)
         scale = step.total / memory.step.total
@@ -168,7 +168,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
                "turns JAX's 64-bit mode on")
         where = (f"{x64}, and it asks XLA for float64" if device is not None else
                  f"where the GPU is, {x64}, and it asks XLA for it"
-                 if compiled_for is not None and not _xla_compiles(dtype) else
+                 if compiled_for is not None and not xla_compiles(dtype) else
                  "where the GPU is, and it asks XLA for it")
         measured = (" (LeNet5's step took 1.9-2.0x the finer estimate on an H200)"
                     if model == "lenet5" else "")  # (its convolutions'; not measured for others)
@@ -252,11 +252,6 @@ def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
             f"{describe_bytes(shard_bytes)} ({shard_bytes}){smaller} streams each split in "
             f"shards of {counted(examples, 'example')} beside the step (a shard of each of the "
             f"{n_splits} splits on the device, and one more while a shard is swapped in)")
-
-
-def _xla_compiles(dtype):
-    """Whether XLA compiles the step in ``dtype`` (:func:`.estimates.xla_compiles`)."""
-    return xla_compiles(dtype)
 
 
 def _scaled(estimate, scale):
