@@ -80,7 +80,7 @@ class Run:
             raise ArgumentError("--devices needs --mode jax: the C backend runs on one CPU")
         if steps_per_call is not None and steps_per_call < 1:
             raise ArgumentError(f"--steps-per-call {steps_per_call}: expected 1 or more")
-        self.splits = self.batch_size = self._shard_limit = None
+        self.splits = self.batch_size = None
         self._scores, self._lines, self._checkpoint = [], None, None
         self._program = None  # (the model's program, from resume: what a saved model says it is)
         self._epoch_walk, self._start, self._mid_call = None, 0, False
@@ -140,18 +140,21 @@ class Run:
         """Whole minibatches of the training split an epoch."""
         return self.train.n_batches(self.batch_size)
 
+    def _shard_limit(self):
+        """The examples a streamed shard holds where that, not a split,
+        bounds the batch (else None): what a resume refused its batch needs."""
+        smallest = min(split.largest_batch() for split in self.splits)
+        return smallest if smallest < min(split.n_examples for split in self.splits) else None
+
     def _batch_size(self, batch_size):
         """The batch size every split (and shard) fills, a multiple of the
         device count, each cut said in a line."""
         smallest = min(split.largest_batch() for split in self.splits)
-        fewest = min(split.n_examples for split in self.splits)
         devices = self.train.devices
         taken = fitted_batch_size(batch_size, smallest, devices)
-        # (a shard smaller than every split bounds the batch: what a resume needs to know)
-        self._shard_limit = smallest if smallest < fewest else None
         if taken.largest is not None:  # (load_splits said why a shard's size: its line above)
             print(f"... batch size {batch_size} is larger than {_fewest(self.splits)}: "
-                  f"using {smallest}" if self._shard_limit is None else
+                  f"using {smallest}" if self._shard_limit() is None else
                   f"... using minibatches of {smallest}")
         if taken.devices is not None:
             print(f"... batch size {taken.largest or batch_size} is not a multiple of the "
@@ -310,7 +313,7 @@ class Run:
                                 self.classic_count)
         self._checkpoint = RunCheckpoint(self.checkpoint, params, identity,
                                          ("finished",) + tuple(loop), self.n_batches(),
-                                         shard_limit=self._shard_limit)
+                                         shard_limit=self._shard_limit())
         state = self._checkpoint.resume(self.resume_path) if self.resume_path else None
         if state is None:
             return 0, [], False, loop
