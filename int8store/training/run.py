@@ -293,7 +293,7 @@ class RunCheckpoint:
                 f"{shortened(', '.join(shown(name) for name in loop)) or 'nothing'}, expected "
                 f"{', '.join(self.loop)}")
         for name in loop:
-            refusal = EARLY_STOPPING[name].refusal(loop[name]) if name in EARLY_STOPPING else None
+            refusal = _refusal(name, loop[name])
             if refusal:
                 raise SourceFormatError(f"{path}: its early-stopping state's {name} is {refusal}")
 
@@ -310,13 +310,19 @@ def _loop_written(path, loop):
     for name, value in dict(loop).items():
         if isinstance(value, np.generic) and value.ndim == 0:
             value = value.item()
-        refusal = EARLY_STOPPING[name].refusal(value) if name in EARLY_STOPPING else None
+        refusal = _refusal(name, value)
         if refusal:
             raise ArgumentError(f"{path}: not written: the loop's {name} is {refusal}, and a "
                                 "checkpoint that holds it could not be resumed "
                                 "(int8store.training.EARLY_STOPPING)")
         written[name] = value
     return written
+
+
+def _refusal(name, value):
+    """Why ``value`` cannot be the loop's number ``name`` (None where it can,
+    or where ``name`` is none of the classic loop's: a loop of the user's)."""
+    return EARLY_STOPPING[name].refusal(value) if name in EARLY_STOPPING else None
 
 
 _WHAT = {"program": "the program", "data": "the data", "model": "the model",
