@@ -643,7 +643,7 @@ def test_the_tutorials_take_their_shard_size_in_units(capsys):
     assert parser.parse_args(["--max-device-bytes", "4096"]).max_device_bytes == 4096
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-device-bytes", "1.2.3"])
-    assert "--max-device-bytes: expected a positive size such as 16MiB" in capsys.readouterr().err
+    assert "--max-device-bytes: '1.2.3': expected a size such as 4GiB" in capsys.readouterr().err
 
 
 def test_the_command_says_its_version(capsys):

@@ -463,6 +463,12 @@ def test_sizes_are_read_in_every_usual_spelling():
     with pytest.raises(ArgumentError, match=r"--device-memory='0.5': expected a positive size "
                        r"\(a bare number counts bytes: 0.5GiB\?\)"):
         parse_size("0.5", "--device-memory")  # (a trial's half a gigabyte)
+    with pytest.raises(ArgumentError, match=r"--device-memory='1.5': bytes are counted whole "
+                       r"\(a bare number counts bytes: 1.5GiB\?\)"):
+        parse_size("1.5", "--device-memory")  # (it was 1 byte)
+    assert parse_size("1.5KiB") == 1536 and parse_size("0.3KiB") == 307
+    with pytest.raises(ArgumentError, match=r"'2.5b': bytes are counted whole$"):
+        parse_size("2.5b")
     with pytest.raises(ArgumentError, match=r"'0': expected a positive size$"):
         parse_size("0")
     assert max_batch_size(lambda b: 1000 + 10 * b, "2kB", margin=0) == 100

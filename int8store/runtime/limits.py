@@ -96,12 +96,16 @@ def parse_size(size, what="max_memory"):
         if exponent + len(mantissa.split(".")[0].lstrip("0")) > _MOST_DIGITS:
             raise ArgumentError(f"{what}={size!r}: a size too large to be one")
         # Exact (1.5GiB, 36893489T): a float would round a large product.
-        number = int(fractions.Fraction(mantissa) * 10 ** exponent * _UNITS[unit])
+        exact = fractions.Fraction(mantissa) * 10 ** exponent * _UNITS[unit]
+        number = int(exact)
+    bare = not isinstance(size, numbers.Number) and not match.group(3)
+    hint = f" (a bare number counts bytes: {size}GiB?)" if bare else ""
     if number < 1:
-        bare = not isinstance(size, numbers.Number) and 0 < float(match.group(1)) \
-            and not match.group(3)
         raise ArgumentError(f"{what}={size!r}: expected a positive size"
-                            + (f" (a bare number counts bytes: {size}GiB?)" if bare else ""))
+                            + (hint if bare and 0 < float(match.group(1)) else ""))
+    if not isinstance(size, numbers.Integral) and exact.denominator != 1 and _UNITS[unit] == 1:
+        # (1.5 was read as 1 byte: a trial's 1.5 gigabytes)
+        raise ArgumentError(f"{what}={size!r}: bytes are counted whole{hint}")
     return number
 
 

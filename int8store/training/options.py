@@ -15,7 +15,6 @@ from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError, shortened
 from ..order.shuffle import check_seed
 from ..runtime.arguments import devices_option, size_option
-from ..runtime.limits import parse_size
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model, saved_model_description
 from .run import check_options_resumed
@@ -28,15 +27,6 @@ __all__ = ["add_arguments", "check_options", "check_saved_model", "files_said", 
 RUN_OPTIONS = ("mode", "classic_count", "max_device_bytes", "max_memory", "seed", "devices",
                "steps_per_call", "augment", "augment_seed", "normalize", "checkpoint", "resume",
                "progress")
-
-
-def _size(text):
-    """--max-device-bytes: bytes, or a size such as 16MiB."""
-    try:
-        return parse_size(text, "--max-device-bytes")
-    except ArgumentError:
-        raise argparse.ArgumentTypeError(f"expected a positive size such as 16MiB or a number "
-                                         f"of bytes, got {text!r}") from None
 
 
 def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
@@ -70,7 +60,7 @@ def add_arguments(parser, epochs, learning_rate, batch_size, save_model=None):
     data.add_argument("--mode", choices=("c", "jax"), default="c",
                       help="'c': the library's C backend on the CPU; 'jax': JAX's default "
                            "device, a GPU when JAX sees one (default: %(default)s)")
-    data.add_argument("--max-device-bytes", type=_size, metavar="SIZE",
+    data.add_argument("--max-device-bytes", type=size_option("--max-device-bytes"), metavar="SIZE",
                       help="feed each split to the device in shards of at most SIZE bytes "
                            "(e.g. 16MiB), read from the file for a store (default: hold it all)")
     data.add_argument("--max-memory", type=size_option("--max-memory"), metavar="SIZE",
