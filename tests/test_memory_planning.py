@@ -722,3 +722,15 @@ def test_size_options_are_refused_by_their_names_before_any_work(capsys, tmp_pat
     assert f"argument {command[-2]}: '0': expected a positive size" in err
     assert err.count("\n") == 1 and "max_memory=" not in err
     assert not list(tmp_path.iterdir())
+
+
+def test_budget_counts_a_single_example_in_the_singular(monkeypatch):
+    """A split of one example reads as one ("(1 train examples)" was printed)."""
+    from int8store.memory import budget
+
+    monkeypatch.setattr(budget, "dataset_summary",
+                        lambda dataset: ({"train": 1, "valid": 40, "test": 40}, (8, 8), 10, False))
+    out = budget.budget_report("tiny.npz", "logistic", batch_size=20, device_bytes="1GB",
+                               mode="c")
+    assert "20 is more than the 1 train example: the tutorials take batches of 1" in out
+    assert "* all of the smallest split (1 train example)" in out

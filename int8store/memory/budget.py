@@ -77,8 +77,9 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     held = {name: -(-n // devices) for name, n in counts.items()}  # rows a device holds
     # The batch the tutorials take (a cut of the batch asked said in a line below).
     smallest_name, smallest = min(counts.items(), key=lambda item: item[1])
+    smallest_split = counted(smallest, f"{smallest_name} example")  # ("1 train example")
     if smallest < devices:
-        raise ArgumentError(f"{dataset}: the {counted(smallest, smallest_name + ' example')} "
+        raise ArgumentError(f"{dataset}: the {smallest_split} "
                             f"{'are' if smallest != 1 else 'is'} too few for a batch over "
                             f"{devices} devices (--devices {devices}): each needs one; use "
                             f"--devices {smallest}{' or fewer' if smallest > 1 else ''}")
@@ -133,7 +134,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
         if taken.largest is None:
             why, over = f"not a multiple of the {devices} devices", ""
         else:
-            why = f"more than the {smallest:,} {smallest_name} examples"
+            why = f"more than the {smallest_split}"
             over = "" if taken.devices is None else f", a multiple of the {devices} devices"
         whose = "" if asked is not None else " (the tutorial's batch size)"
         lines.append(f"batch:    {requested:,}{whose} is {why}: the tutorials take batches of "
@@ -193,7 +194,7 @@ def budget_report(dataset, model, batch_size=None, device_bytes=None, margin=0.1
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
               for r in rows]
     if capped:
-        lines.append(f"* all of the smallest split ({smallest:,} {smallest_name} examples"
+        lines.append(f"* all of the smallest split ({smallest_split}"
                      + (f", {cap:,} a device" if devices > 1 else "")
                      + "): the tutorials take no larger batch, and a larger one may fit")
     if devices == 1 and split_bytes(total, image_shape)["int8"] + step.total > usable:
