@@ -312,9 +312,12 @@ def _writing_stdout():
 
 
 def _print(text):
-    """``print(text)`` to stdout at once, a failure named as stdout's."""
+    """``print(text)`` to stdout at once, a failure named as stdout's; what
+    stdout's encoding cannot hold (a file name's bytes that are not UTF-8, any
+    name on an ASCII stdout) escaped, as :func:`_say` does on stderr."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     with _writing_stdout():
-        print(text, flush=True)
+        print(text.encode(encoding, "backslashreplace").decode(encoding), flush=True)
 
 
 def _system_says(error):

@@ -13,7 +13,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .codes.labels import class_count
-from .errors import ArgumentError, EncodingError
+from .errors import ArgumentError, EncodingError, shortened
 from .store.atomic import check_can_write, check_not_a_source
 from .order.shuffle import check_seed
 from .runtime.interrupts import interrupts_remembered
@@ -147,8 +147,9 @@ def _untrained_classes(labels, names=None):
     if not missing:
         return ""
     listed = sorted(missing.items())
-    named = ", ".join(f"{names[label] if names else label} ({', '.join(splits)})"
-                      for label, splits in listed[:_LISTED_CLASSES])
+    # (a class's name as info shows it, escaped and shortened: a folder's or a store's)
+    named = ", ".join(f"{shortened(str(names[label]), 60) if names else label} "
+                      f"({', '.join(splits)})" for label, splits in listed[:_LISTED_CLASSES])
     if len(listed) > _LISTED_CLASSES:  # (a line, not a screen: 1,700 classes were listed)
         named += f", and {len(listed) - _LISTED_CLASSES:,} more"
     return f"classes in no training example, which the model never sees: {named}"

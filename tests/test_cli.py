@@ -201,6 +201,28 @@ def test_info_and_verify_take_several_files_and_fail_only_for_the_bad_ones(tmp_p
     assert capsys.readouterr().out.startswith(f"{good}: int8store format")  # (no blank first)
 
 
+def test_a_name_stdout_cannot_encode_is_printed_escaped_not_a_traceback(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A store named in Latin-1 bytes: info, verify and preview printed its
+    name to a strict UTF-8 stdout (a desktop's en_US.UTF-8, pytest's) as a
+    UnicodeEncodeError traceback, status 1, after preview had written its PNG;
+    any name beyond ASCII did so on an ASCII stdout (PYTHONIOENCODING=ascii)."""
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
+    store = os.fsdecode(os.fsencode(tmp_path) + b"/s\xff.h5")
+    convert(folder, store)
+    for argv in (["info", store], ["verify", store],
+                 ["preview", store, "-o", str(tmp_path / "g.png")]):
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert out.startswith(f"{tmp_path}/s\\udcff.h5: ") or "g.png: " in out, out
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    accented = tmp_path / "café.h5"
+    convert(folder, accented)
+    assert main(["info", str(accented)]) == 0
+    sys.stdout.seek(0)
+    assert sys.stdout.read().startswith(f"{tmp_path}/caf\\xe9.h5: int8store format 3")
+
+
 def test_a_created_output_folder_is_said(tmp_path, capsys):
     folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist())
     out = tmp_path / "new" / "deeper" / "s.h5"

@@ -2,6 +2,7 @@
 refused in one line, exit status 2, and nothing is left behind."""
 
 import gzip
+import os
 import tracemalloc
 
 import h5py
@@ -326,6 +327,22 @@ def test_a_class_in_no_training_example_is_said(tmp_path, capsys):
     assert "note:" not in capsys.readouterr().out
 
 
+def test_class_names_in_notes_are_escaped_as_info_shows_them(tmp_path, capsys):
+    """A folder named with a terminal's escape sequence (or a store's class
+    from elsewhere): info showed it as \\x1b, the notes on a class in no
+    training example and on one class folder sent the sequence itself."""
+    odd = "red\x1b[31m\nX"
+    images = np.zeros((9, 4, 4), np.uint8)
+    write_image_folder(tmp_path / "set" / "train", images[:6], [0, 1] * 3, ["a", "b", odd])
+    write_image_folder(tmp_path / "set" / "test", images[6:], [0, 1, 2], ["a", "b", odd])
+    write_image_folder(tmp_path / "one", images[:4], [0] * 4, [odd])
+    for source in ("set", "one"):
+        assert main(["convert", str(tmp_path / source), "-o", str(tmp_path / f"{source}.h5")]) == 0
+        out = capsys.readouterr().out
+        note = next(line for line in out.splitlines() if line.startswith("note: "))
+        assert "red\\x1b[31m\\nX" in note and note.isprintable(), note
+
+
 def test_class_names_in_a_zip_without_its_utf8_flag_are_read_as_utf8(tmp_path):
     """Info-ZIP's zip flags no name UTF-8: zipfile read them as cp437, so the
     classes were other names, numbered in another order (Über first)."""
@@ -419,6 +436,23 @@ def test_provenance_and_info(tmp_path, capsys):
     assert "train        10         160            640" in out
     status, out, _ = run_cli(["verify", tmp_path / "m.h5"], capsys)
     assert status == 0 and "OK: the manifest, the HDF5 metadata and all 6 datasets" in out
+
+
+def test_a_path_whose_bytes_are_not_utf8_is_recorded_escaped(tmp_path):
+    """A source or output named in Latin-1 (a file from an old archive or a
+    Windows share) reached h5py as a lone surrogate: a UnicodeEncodeError
+    traceback, and no store."""
+    source = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9.npz")
+    np.savez(source, x_train=np.zeros((12, 4, 4), np.uint8), y_train=np.arange(12) % 2)
+    out = os.fsdecode(os.fsencode(tmp_path) + b"/s\xff.h5")
+    convert(source, out, command_line=f"int8store convert {source} -o {out}")
+    store = open_store(out)
+    assert store.provenance["source"].endswith("/caf\\xe9.npz")
+    assert store.provenance["command_line"].endswith("/s\\xff.h5")
+    # (a store from elsewhere whose manifest names a class so, converted again)
+    rewrite_manifest(out, lambda m: m.update(label_names=["a\udcff", "b"]))
+    convert(out, tmp_path / "again.h5")
+    assert open_store(tmp_path / "again.h5").label_names == ["a\\xff", "b"]
 
 
 # -- bad input ------------------------------------------------------------------
@@ -702,6 +736,20 @@ def test_a_newer_format_is_refused_naming_the_release_that_reads_it(tmp_path, ca
         open_store(out)
     status, _, err = run_cli(["info", out], capsys)
     assert status == 2 and "int8store >= 0.4.0" in err
+
+
+def test_a_newer_format_says_its_writer_escaped_and_short(tmp_path, capsys):
+    """The release a newer store names reached the terminal as it was written
+    (a store may come from elsewhere): its escape sequences ran, 80
+    characters of each field or a newline in it were the line."""
+    out = tmp_path / "m.h5"
+    convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), out)
+    rewrite_manifest(out, lambda m: m.update(format_version=4, writer="int8store\n9.0\x1b[2J",
+                                             requires_int8store="9.0\x1b]0;owned\x07" * 40))
+    status, _, err = run_cli(["info", out], capsys)
+    assert status == 2 and err.count("\n") == 1 and err[:-1].isprintable(), err
+    assert "written by int8store\\n9.0\\x1b[2J: install int8store >= 9.0\\x1b]0;owned" in err
+    assert len(err) < 400, err
 
 
 def test_not_a_store(tmp_path, capsys):

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SourceFormatError
+from ..errors import SourceFormatError, shortened
 from ..runtime.words import counted
 from . import SourceData, Split
 from .image_files import (check_resize, decode_image, decoded, in_colour, in_colour_by_header,
@@ -156,9 +156,9 @@ def _read_tree(tree, resize):
     reference = decoded(_read_one(tree, first), tree.where(first), resize)
     notes = (_documents_note(tree, documents),) if documents else ()
     if len(classes) == 1:  # (a folder of images given for a folder of class folders?)
-        notes += (f"one class folder ({classes[0]}): every image has label 0, and a classifier "
-                  f"learns nothing from one class; {tree.label} should hold a folder of images "
-                  "for each class",)
+        notes += (f"one class folder ({shortened(classes[0], 60)}): every image has label 0, "
+                  f"and a classifier learns nothing from one class; {tree.label} should hold a "
+                  "folder of images for each class",)
     if reference.ndim == 2:  # (the set is grey only if all its images are)
         in_colour_first = _first_in_colour(tree, [n for _, _, n in entries[1:]])
         if in_colour_first is not None:

@@ -38,7 +38,7 @@ version, naming the release that reads it. The store itself is read by
 
 import os
 
-from ..errors import StoreChecksumError, StoreFormatError
+from ..errors import StoreChecksumError, StoreFormatError, shortened
 from ..runtime.version import package_version
 from .checksums import CHUNK_CHECKSUMS
 from .manifest import (HDF5_SIGNATURE, MAGIC, MAX_USERBLOCK_BYTES, field, manifest_digest,
@@ -169,8 +169,10 @@ def check_same_store(path, digest, file=None):
 
 
 def _said(value):
-    """A manifest's text as a message shows it (anything else: a short ``repr``)."""
-    return value[:80] if isinstance(value, str) else shown(value)
+    """A manifest's text as a message shows it, escaped and shortened (a
+    store may come from elsewhere: a terminal's escape sequence in it reaches
+    the screen as ``\\x1b``); anything else: a short ``repr``."""
+    return shortened(value, 80) if isinstance(value, str) else shown(value)
 
 
 def _text(value):

@@ -54,6 +54,17 @@ _COUNTS_BYTES = 256 * 21 + 32
 MOST_RECORDED_CHANNELS = 64
 
 
+def _text(value):
+    """``value`` as text HDF5 can hold (UTF-8): a path's bytes that are not
+    UTF-8 (``os.fsdecode`` gives them as lone surrogates, which h5py cannot
+    write: a traceback) as ``\\xNN``, as ``ls -b`` shows them."""
+    text = str(value)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # (a surrogate no file name gives: from a store's manifest)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class StoreWriter:
     """Writes a store atomically: use as a context manager.
 
@@ -100,9 +111,9 @@ class StoreWriter:
             if not is_split_name(str(name)):
                 raise ArgumentError(f"{path}: cannot name a split {shown(name)}; {SPLIT_NAME_RULE}")
         self.labels = {str(name): _checked_labels(values, name) for name, values in labels.items()}
-        self.label_names = None if label_names is None else [str(n) for n in label_names]
-        self.source = str(source)
-        self.command_line = command_line if command_line is not None else shlex.join(sys.argv)
+        self.label_names = None if label_names is None else [_text(n) for n in label_names]
+        self.source = _text(source)
+        self.command_line = _text(shlex.join(sys.argv) if command_line is None else command_line)
         self.force = force
         self.order = order
         self.report = report
