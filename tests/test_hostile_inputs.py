@@ -29,6 +29,7 @@ from archives import (fake_mnist, python2_array_pickle, python2_pickle, tar_fold
                       zip_with_zeros)
 from int8store import (EncodingError, SourceFormatError, StoreFormatError, load_data, load_splits,
                        open_store)
+from conftest import one_short_line
 from int8store.cli import main
 from int8store.sources import read_source
 
@@ -99,6 +100,40 @@ def test_an_idx_image_header_announcing_more_than_the_gzip_can_hold(tmp_path, ca
     images = folder / "train-images-idx3-ubyte.gz"
     images.write_bytes(gzip.compress(idx_header(0x08, [3_000_000, 784, 784]) + bytes(100)))
     refused(tmp_path, capsys, [folder], str(images), "decompress to at most")
+
+
+@pytest.mark.parametrize("kind", ["idx", "idx.gz", "npz", "hdf5"])
+def test_a_header_announcing_hundreds_of_huge_dimensions_is_one_short_line(tmp_path, capsys,
+                                                                            kind):
+    """An IDX header of 200 dimensions of 2**31 (805 bytes) was an
+    OverflowError traceback (its size in GiB, past a float); with fewer, and
+    in an .npz or HDF5 header, the shape and its bytes were spelt out whole:
+    error lines of 800 to 2,600 characters."""
+    folder = write_mnist_idx_folder(tmp_path / "idx", fake_mnist(), gzipped=False)
+    images = folder / "train-images-idx3-ubyte"
+    if kind.startswith("idx"):
+        data = idx_header(0x08, [60] + [2 ** 31] * 199)
+        if kind == "idx.gz":
+            images.unlink()
+            images = folder / "train-images-idx3-ubyte.gz"
+            data = gzip.compress(data)
+        images.write_bytes(data)
+        source = folder
+    elif kind == "npz":
+        source = images = tmp_path / "d.npz"
+        with zipfile.ZipFile(source, "w") as z:
+            z.writestr("x_train.npy", _npy_member(
+                f"{{'descr': '|u1', 'fortran_order': False, 'shape': {(6,) + (2 ** 40,) * 60}, }}"))
+            z.writestr("y_train.npy", _npy_member(
+                "{'descr': '|u1', 'fortran_order': False, 'shape': (6,), }", bytes(6)))
+    else:
+        source = images = tmp_path / "d.h5"
+        with h5py.File(source, "w") as f:
+            f.create_dataset("x_train", shape=(6,) + (2 ** 60,) * 20, dtype=np.uint8,
+                             chunks=(1,) * 21)
+            f["y_train"] = np.zeros(6, np.uint8)
+    err = refused(tmp_path, capsys, [source], str(images), "...")
+    one_short_line(err.removeprefix("error: ").rstrip("\n"), images)
 
 
 # -- pickles ----------------------------------------------------------------------

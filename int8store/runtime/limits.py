@@ -30,7 +30,8 @@ from contextvars import ContextVar
 from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size", "physical_memory",
-           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "AnnouncedBytes",
+           "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "counted_bytes",
+           "AnnouncedBytes",
            "limit_address_space"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
@@ -109,12 +110,25 @@ def parse_size(size, what="max_memory"):
     return number
 
 
+#: Beyond this, a size is said as a power of two (a header's product of
+#: sizes: 2**31 in each of 200 dimensions is past a float's range, and its
+#: digits would fill a screen).
+_MOST_SAID_BYTES = 1 << 80
+
+
 def describe_bytes(nbytes):
-    """``1.5 GiB``, ``12.0 MiB``, ``512 bytes``."""
+    """``1.5 GiB``, ``12.0 MiB``, ``512 bytes``; ``over 2**6200 bytes``."""
+    if nbytes >= _MOST_SAID_BYTES:
+        return f"over 2**{nbytes.bit_length() - 1} bytes"
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
             return f"{nbytes / scale:.1f} {unit}"
     return f"{nbytes} bytes"
+
+
+def counted_bytes(nbytes):
+    """``1,234 bytes``, or :func:`describe_bytes`'s words for a size past counting."""
+    return f"{nbytes:,} bytes" if nbytes < _MOST_SAID_BYTES else describe_bytes(nbytes)
 
 
 def check_in_file(announced, stored, what, origin, compressed=False, verb="announces"):
@@ -126,7 +140,7 @@ def check_in_file(announced, stored, what, origin, compressed=False, verb="annou
         how = (f"{stored:,} compressed bytes, which decompress to at most {limit:,}"
                if compressed else f"{stored:,} bytes")
         raise SizeLimitError(
-            f"{origin}: {what} {verb} {announced:,} bytes but the file holds {how}: "
+            f"{origin}: {what} {verb} {counted_bytes(announced)} but the file holds {how}: "
             "it is damaged or not what it claims to be")
 
 

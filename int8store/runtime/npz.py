@@ -34,9 +34,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import SourceFormatError, located, quoted, shortened
+from ..errors import SourceFormatError, located, quoted, shortened, shown
 from .files import cannot_read, check_regular_file
-from .limits import check_memory, check_zip_member
+from .limits import check_memory, check_zip_member, counted_bytes
 
 __all__ = ["NpzArchive", "NpzMember", "describe_array"]
 
@@ -50,7 +50,7 @@ _PIECE = 1 << 20
 
 def describe_array(shape, dtype):
     """``(64, 10) float64``: how messages name an array's shape and dtype."""
-    return f"{tuple(shape)} {np.dtype(dtype)}"
+    return f"{shown(tuple(shape))} {np.dtype(dtype)}"
 
 
 class NpzArchive:
@@ -141,17 +141,18 @@ class NpzMember:
             raise SourceFormatError(f"{self.where}: its header announces dtype {self.dtype}, "
                                     "which is not one of an array of numbers: it is damaged")
         if any(type(length) is not int for length in self.shape):  # ((True,) passes numpy's check)
-            raise SourceFormatError(f"{self.where}: its header announces shape {self.shape}, "
-                                    "whose lengths are not all integers: it is damaged")
+            raise SourceFormatError(f"{self.where}: its header announces shape "
+                                    f"{shown(self.shape)}, whose lengths are not all "
+                                    "integers: it is damaged")
         if any(length < 0 for length in self.shape):
-            raise SourceFormatError(f"{self.where}: its header announces shape {self.shape}, "
-                                    "a negative length: it is damaged")
+            raise SourceFormatError(f"{self.where}: its header announces shape "
+                                    f"{shown(self.shape)}, a negative length: it is damaged")
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         if info.file_size != self.offset + self.nbytes:
             raise SourceFormatError(
-                f"{self.where}: its header announces shape {self.shape} of {self.dtype} "
-                f"({self.nbytes:,} bytes) but the member holds {info.file_size - self.offset:,}: "
-                "it is damaged")
+                f"{self.where}: its header announces shape {shown(self.shape)} of {self.dtype} "
+                f"({counted_bytes(self.nbytes)}) but the member holds "
+                f"{info.file_size - self.offset:,}: it is damaged")
 
     def describe(self):
         """``(64, 10) float64``: the shape and dtype its header announces."""
@@ -160,7 +161,7 @@ class NpzMember:
     def read(self):
         """The whole array (a writable one), once its size is within the
         memory ceiling."""
-        check_memory(self.nbytes, f"array of shape {self.shape}", self.where)
+        check_memory(self.nbytes, f"array of shape {shown(self.shape)}", self.where)
         with self._data() as f:
             data = _read_exactly(f, self.nbytes, self.where)
         return np.frombuffer(data, self.dtype).reshape(self.shape,

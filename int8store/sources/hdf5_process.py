@@ -54,7 +54,7 @@ import numpy as np
 
 from .. import errors
 from ..runtime import processes
-from ..errors import SourceFormatError, located, shortened
+from ..errors import SourceFormatError, located, shortened, shown
 from ..runtime.limits import (check_in_file, check_memory, describe_bytes, limit_address_space,
                               max_memory)
 
@@ -267,8 +267,8 @@ def _checked_layout(shape, dtype, path):
                                 "reply") from None
     if dtype.kind not in "biuf" or any(n < 0 for n in shape):
         raise SourceFormatError(f"{path}: the process reading this HDF5 file sent an array of "
-                                f"dtype {dtype} and shape {shape}")
-    check_memory(math.prod(shape) * dtype.itemsize, f"an array of shape {shape}", path)
+                                f"dtype {dtype} and shape {shown(shape)}")
+    check_memory(math.prod(shape) * dtype.itemsize, f"an array of shape {shown(shape)}", path)
     return shape, dtype
 
 
@@ -405,7 +405,7 @@ def _check_dataset(dataset, name, path):
                 f"{where}: its chunks hold {describe_bytes(chunk)} each, more than the "
                 f"{describe_bytes(MAX_CHUNK_BYTES)} int8store decompresses at once; rechunk it "
                 "(h5repack -l CHUNK=...)")
-    check_in_file(nbytes, dataset.id.get_storage_size(), f"dataset of shape {dataset.shape}",
+    check_in_file(nbytes, dataset.id.get_storage_size(), f"dataset of shape {shown(dataset.shape)}",
                   where, compressed=bool(dataset.compression or dataset.shuffle
                                          or dataset.scaleoffset or dataset.fletcher32))
 

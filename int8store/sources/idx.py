@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DatasetNotFoundError, SourceFormatError
-from ..runtime.limits import check_in_file, check_memory
+from ..errors import DatasetNotFoundError, SourceFormatError, shown
+from ..runtime.limits import check_in_file, check_memory, counted_bytes
 from . import SourceData, Split
 from ._files import is_gzipped, open_maybe_gzipped
 
@@ -58,8 +58,8 @@ def _parse_dims(dims, ndim, origin, available):
 def _size_error(origin, shape, expected, actual):
     problem = "is truncated" if actual < expected else "has trailing bytes"
     return SourceFormatError(
-        f"{origin}: the header says shape {tuple(shape)} ({expected} bytes of data) "
-        f"but {actual} bytes follow it: the file {problem}"
+        f"{origin}: the header says shape {shown(tuple(shape))} "
+        f"({counted_bytes(expected)} of data) but {actual} bytes follow it: the file {problem}"
     )
 
 
@@ -88,16 +88,17 @@ class IdxFile:
         if not self.shape:
             raise SourceFormatError(f"{self.path}: an IDX file of zero dimensions holds no data")
         if 0 in self.shape[1:]:
-            raise SourceFormatError(f"{self.path}: the header announces shape {tuple(self.shape)}: "
-                                    "an image (or label) dimension of 0")
+            raise SourceFormatError(f"{self.path}: the header announces shape {shown(self.shape)}: "
+                                    f"an image (or label) dimension of 0 (axis "
+                                    f"{self.shape.index(0, 1)})")
         check_memory(math.prod(self.shape[1:]) * self.stored_dtype.itemsize,
-                     f"one entry of shape {tuple(self.shape[1:])}", self.path)
+                     f"one entry of shape {shown(self.shape[1:])}", self.path)
         self.header_size = 4 + 4 * ndim
         self.dtype = self.stored_dtype.newbyteorder("=")
         # What the header announces must be in the file, before anything is allocated.
         stored = self.path.stat().st_size
         if is_gzipped(self.path):
-            check_in_file(self.data_size, stored, f"its header (shape {tuple(self.shape)})",
+            check_in_file(self.data_size, stored, f"its header (shape {shown(self.shape)})",
                           self.path, compressed=True)
         elif stored - self.header_size != self.data_size:
             raise _size_error(self.path, self.shape, self.data_size, stored - self.header_size)
@@ -126,7 +127,7 @@ class IdxFile:
 
     def read(self):
         """The whole array."""
-        check_memory(self.data_size, f"its array of shape {tuple(self.shape)}", self.path)
+        check_memory(self.data_size, f"its array of shape {shown(self.shape)}", self.path)
         if not self.shape[0]:
             return np.zeros(self.shape, dtype=self.dtype)
         return np.concatenate(list(self.chunks(max(1, self.shape[0]))))
