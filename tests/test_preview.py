@@ -87,6 +87,20 @@ def test_preview_of_the_digits_scales_their_17_levels(tmp_path):
                 np.testing.assert_array_equal(cell, np.rint(levels * 255 / 16))
 
 
+def test_the_line_that_describes_a_grid_of_many_classes_fits_a_screen(tmp_path, capsys):
+    """300 class folders of an image or two: the line named every class three
+    times (its rows, those the split lacks, those with fewer images), 8,515
+    characters."""
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(300), [2 if c % 3 == 0 else 1 for c in range(300)])
+    write_image_folder(tmp_path / "imgs", rng.integers(0, 256, (len(labels), 2, 2), np.uint8),
+                       labels, [f"class_{c:04d}" for c in range(300)])
+    assert main(["preview", str(tmp_path / "imgs"), "-o", str(tmp_path / "g.png")]) == 0
+    said = capsys.readouterr().out
+    assert said.count("\n") == 1 and len(said) < 800, (len(said), said[:200])
+    assert "one row per class (class_0000, class_0001," in said and ", and 290 more)" in said
+
+
 def test_a_class_with_fewer_images_leaves_its_cells_empty(tmp_path):
     images = np.full((7, 4, 4), 200, np.uint8)  # (a test and a validation image cut from "many")
     write_image_folder(tmp_path / "imgs", images, [0, 0, 0, 0, 0, 0, 1], ["many", "one"])
