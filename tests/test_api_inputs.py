@@ -59,6 +59,18 @@ def test_a_dataset_that_names_nothing_is_refused(dataset):
         load_splits(dataset)
 
 
+def test_an_array_given_as_the_dataset_is_named_by_its_shape_not_its_repr():
+    # (the message was numpy's repr of the array: for MNIST's images, 15 lines)
+    from int8store import load_data
+
+    with pytest.raises(ArgumentError) as refused:
+        load_data(np.zeros((50_000, 784), np.float32))
+    message = str(refused.value)
+    assert "\n" not in message and len(message) < 300, message
+    assert message.startswith("dataset: an array of shape (50000, 784) and dtype float32")
+    assert "shared_dataset((images, labels))" in message
+
+
 def test_evaluate_in_chunks_refuses_a_count_that_is_no_integer():
     with pytest.raises(ArgumentError, match=r"n_examples=7.0: expected a count of examples"):
         evaluate_in_chunks(lambda start: np.zeros(3), 7.0, 3)

@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ..codes.precoded import Precoded
-from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError, shortened
+from ..errors import ArgumentError, DatasetNotFoundError, SourceFormatError, shortened, shown
 from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.words import nearest
 from .named_arrays import as_images
@@ -370,15 +370,17 @@ def _check_not_shadowing(name, cache_dir):
                             f"the data set")
 
 
+_OWN_ARRAYS = ("to hold arrays of your own, int8store.shared_dataset((images, labels)) takes "
+               "them, or save them in an .npz (x_train, y_train, x_test, y_test) for load_data")
+
+
 def _kind(dataset, caller):
     """``(kind, path)`` of ``dataset``: what :func:`read_source` reads it as."""
     if isinstance(dataset, (list, tuple)):
         if not all(isinstance(p, (str, os.PathLike)) for p in dataset):
             raise ArgumentError(
                 f"dataset: a list or tuple names IDX files, and this one holds "
-                f"{', '.join(sorted({type(p).__name__ for p in dataset}))}: to hold arrays of "
-                "your own, int8store.shared_dataset((images, labels)) takes them, or save them "
-                "in an .npz (x_train, y_train, x_test, y_test) for load_data")
+                f"{', '.join(sorted({type(p).__name__ for p in dataset}))}: {_OWN_ARRAYS}")
         paths = [Path(p) for p in dataset]
         _check_exist(paths)
         for path in paths:
@@ -390,9 +392,14 @@ def _kind(dataset, caller):
                     "(train-images-idx3-ubyte and the like), and this is not one: give other "
                     "sources one at a time")
         return "idx files", paths
+    if hasattr(dataset, "shape") and hasattr(dataset, "dtype"):
+        # (its repr was the message: 30 lines of an array)
+        raise ArgumentError(
+            f"dataset: an array of shape {shown(tuple(dataset.shape))} and dtype {dataset.dtype}, "
+            f"where 'digits', 'mnist', 'cifar10' or a path is expected: {_OWN_ARRAYS}")
     if not isinstance(dataset, (str, os.PathLike)) or not str(dataset):
         # (None was a TypeError from pathlib; "" read the working folder)
-        raise ArgumentError(f"dataset={dataset!r}: expected 'digits', 'mnist', 'cifar10', or "
+        raise ArgumentError(f"dataset={shown(dataset)}: expected 'digits', 'mnist', 'cifar10', or "
                             "the path of a file or folder to read")
     if isinstance(dataset, str) and dataset in _NAMED:
         return dataset, None
