@@ -323,9 +323,9 @@ def test_info_says_how_the_examples_were_ordered(tmp_path, capsys):
     class_folders(tmp_path / "animals")
     convert(tmp_path / "animals", tmp_path / "a.h5")
     assert main(["info", str(tmp_path / "a.h5")]) == 0
-    assert ("order:        train, valid, test shuffled with seed 0 (the source ran by class; "
-            "--keep-order keeps its order); valid: drawn from train stratified by class, seed 0; "
-            "test: the source's own") in capsys.readouterr().out
+    assert ("\norder:        train, valid, test shuffled with seed 0 (the source ran by class; "
+            "--keep-order keeps its order)\nsplits:       valid: drawn from train stratified by "
+            "class, seed 0; test: the source's own\n") in capsys.readouterr().out
 
 
 # -- preview ----------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..codes.vocabulary import SPLITS
 from ..errors import ArgumentError, SourceFormatError
 from ..order.classes import drawn_order, label_runs, stratified_pick
 
-__all__ = ["Arrangement", "Drawn", "arrange", "check_examples", "describe_order",
+__all__ = ["Arrangement", "Drawn", "arrange", "check_examples", "describe_cuts", "describe_order",
            "validation_count", "VALID_SHARE",
            "DEFAULT_SEED", "SHUFFLE_STREAM", "TEST_STREAM", "VALID_STREAM"]
 
@@ -167,26 +167,29 @@ def _cut_count(size, n, name, origin, least, too_few):
     return 1, "one: a sixth, the default, would be none"
 
 
-def describe_order(order, cuts=False):
-    """How a store's examples were ordered (its manifest's ``order``), in
-    words; with ``cuts``, how its validation and test splits were made too.
+def describe_order(order):
+    """How a store's examples were ordered (its manifest's ``order``), in words.
 
     >>> describe_order({"seed": 0, "shuffled": ["train", "valid"], "valid": "stratified"})
     'train, valid shuffled with seed 0 (the source ran by class; --keep-order keeps its order)'
-    >>> describe_order({"seed": None, "shuffled": [], "valid": "last"}, cuts=True)
-    "the source's own; valid: the last examples of train"
     """
     if order.get("shuffled"):
-        text = (f"{', '.join(order['shuffled'])} shuffled with seed {order['seed']} (the "
+        return (f"{', '.join(order['shuffled'])} shuffled with seed {order['seed']} (the "
                 "source ran by class; --keep-order keeps its order)")
-    else:
-        text = "the source's own"
-    if cuts:
-        made = {"source": "the source's own", "last": "the last examples of train",
-                "stratified": f"drawn from train stratified by class, seed {order.get('seed')}"}
-        text += "".join(f"; {split}: {made[order[split]]}" for split in ("valid", "test")
-                        if split in order)
-    return text
+    return "the source's own"
+
+
+def describe_cuts(order):
+    """How a store's validation and test splits were made (its manifest's
+    ``order``), in words; "" where it does not say.
+
+    >>> describe_cuts({"seed": 0, "shuffled": [], "valid": "stratified", "test": "source"})
+    "valid: drawn from train stratified by class, seed 0; test: the source's own"
+    """
+    made = {"source": "the source's own", "last": "the last examples of train",
+            "stratified": f"drawn from train stratified by class, seed {order.get('seed')}"}
+    return "; ".join(f"{split}: {made[order[split]]}" for split in ("valid", "test")
+                     if split in order)
 
 
 def _draws(drawn, cuts):
