@@ -306,6 +306,25 @@ def test_a_tar_that_loses_an_image_after_its_listing_was_read_is_refused(tmp_pat
         split.images()
 
 
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_tar_cut_inside_a_member_or_after_its_first_says_so(tmp_path, capsys, gzipped):
+    # (tarfile's "unexpected end of data" was said as "not a readable tar
+    # archive", and a cut after one member as "after 1 members")
+    root = image_folder(tmp_path, count=4)
+    whole = tmp_path / "whole.tar"
+    with tarfile.open(whole, "w") as archive:
+        for path in sorted(root.rglob("*.png")):
+            archive.add(path, path.relative_to(root).as_posix())
+    with tarfile.open(whole) as archive:
+        second = archive.getmembers()[1]
+    for cut, said in ((second.offset_data + 10, "it ends inside a member's data; copy it again"),
+                      (second.offset, "it ends after 1 member, where a header")):
+        data = whole.read_bytes()[:cut]
+        path = tmp_path / ("cut.tar.gz" if gzipped else "cut.tar")
+        path.write_bytes(gzip.compress(data) if gzipped else data)
+        refused(tmp_path, capsys, [path], f"{path}: the tar archive is cut short: {said}")
+
+
 def test_tar_links_are_reported_not_skipped(tmp_path, capsys):
     root = image_folder(tmp_path)
     for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):

@@ -17,11 +17,13 @@ from contextlib import contextmanager
 from isal import igzip, isal_zlib
 
 from ..codes.precoded import DataEnded
-from ..errors import SourceFormatError, located
+from ..errors import SourceFormatError, located, quoted
 from ..runtime.limits import check_in_file
+from ..runtime.words import counted
 
 __all__ = ["open_maybe_gzipped", "is_gzipped", "check_tar_member", "check_member_name",
-           "is_compressed_tar", "checked_tar_members", "open_tar_stream", "TAR_ERRORS"]
+           "is_compressed_tar", "checked_tar_members", "open_tar_stream", "TAR_ERRORS",
+           "unreadable_tar"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -96,8 +98,18 @@ def check_tar_ended(archive, path, count):
     why = "it ends" if kind in (tarfile.EmptyHeaderError, tarfile.TruncatedHeaderError) \
         else "it is damaged"
     raise SourceFormatError(
-        f"{path}: the tar archive is cut short: {why} after {count} members, where a header "
-        f"or the end-of-archive block should be ({message}); copy it again")
+        f"{path}: the tar archive is cut short: {why} after {counted(count, 'member')}, where a "
+        f"header or the end-of-archive block should be ({message}); copy it again")
+
+
+def unreadable_tar(path, error):
+    """The :class:`SourceFormatError` for ``error``, one of :data:`TAR_ERRORS`
+    raised reading the tar archive ``path``."""
+    if isinstance(error, tarfile.ReadError) and str(error) == "unexpected end of data":
+        # (tarfile's words for a stream that ends inside a member's bytes)
+        return SourceFormatError(f"{path}: the tar archive is cut short: it ends inside a "
+                                 "member's data; copy it again")
+    return SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})")
 
 
 def checked_tar_members(archive, path, layout):

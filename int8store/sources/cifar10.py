@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SizeLimitError, SourceFormatError, quoted, shown
+from ..errors import SizeLimitError, SourceFormatError, shown
 from ..runtime.files import check_regular_file
 from ..runtime.limits import check_memory, describe_bytes
 from . import SourceData, Split
-from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream
+from ._files import TAR_ERRORS, checked_tar_members, open_tar_stream, unreadable_tar
 from .download import DEFAULT_TIMEOUT, RemoteFile, configured_mirrors, dataset_folder, fetch_into
 from .pickled import PROTOCOL_2_DATA, BoundedReader, restricted_load
 
@@ -126,7 +126,7 @@ def read_cifar10_archive(path):
                     raise SourceFormatError(f"{where}: a second {name}; the archive holds one")
                 found[name] = _parse(name, archive.extractfile(member), member.size, where)
     except TAR_ERRORS as error:
-        raise SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})") from error
+        raise unreadable_tar(path, error) from error
     return _source(found, str(path), f"{path}:{FOLDER}/")
 
 

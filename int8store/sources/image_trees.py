@@ -16,7 +16,8 @@ from pathlib import Path
 from ..errors import SourceFormatError, located, quoted, shortened
 from ..runtime.files import cannot_read, check_regular_file
 from ..runtime.limits import check_zip_member
-from ._files import TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream
+from ._files import (TAR_ERRORS, check_member_name, checked_tar_members, open_tar_stream,
+                     unreadable_tar)
 from .image_files import check_image_file_size, read_image_file
 
 __all__ = ["IMAGE_SUFFIXES", "Tree", "folder_tree", "zip_tree", "tar_tree", "is_hidden",
@@ -180,7 +181,7 @@ def tar_tree(path):
                 elif member.isdir():
                     folders.append(member.name.rstrip("/"))
     except TAR_ERRORS as error:
-        raise SourceFormatError(f"{path}: not a readable tar archive ({quoted(error)})") from error
+        raise unreadable_tar(path, error) from error
 
     def in_order(wanted):
         # One streaming pass in the archive's own order: seeking back in a
