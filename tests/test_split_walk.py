@@ -176,6 +176,22 @@ def test_an_epoch_or_batch_size_that_is_no_whole_number_is_refused(held):
         split.close()
 
 
+@pytest.mark.parametrize("held", ["whole", "streamed"])
+def test_a_walk_is_refused_at_the_call_held_whole_as_streamed(held):
+    """Held whole, minibatches() refused a bad epoch, batch size or start
+    when called; streamed, only at its first minibatch (review)."""
+    from int8store import ArgumentError
+
+    split = load_splits("digits", residency=held, max_device_bytes=None if held == "whole"
+                        else 20000, batch_size=20)["train"]
+    count = split.n_batches(20)
+    for epoch, batch_size, start in ((-1, 20, 0), (0, 0, 0), (0, 20, count + 1)):
+        with pytest.raises(ArgumentError):
+            split.minibatches(epoch, batch_size, start)
+    assert len(list(split.minibatches(0, 20, count - 1))) == 1
+    split.close()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_an_index_past_a_shard_is_refused(mode):
     stream, take = stream_of_100(mode)

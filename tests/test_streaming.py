@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from archives import fake_mnist, flip_bit, write_mnist_idx_folder
-from int8store import (ArgumentError, StoreChecksumError, StreamError, load_data, load_streams,
-                       quantize)
+from int8store import (ArgumentError, SharedDataset, StoreChecksumError, StreamError, load_data,
+                       load_streams, quantize)
 from int8store.training import evaluate_in_chunks
 from int8store.loading import fits_in_memory
 from int8store.converter import convert
@@ -461,6 +461,35 @@ def test_dataset_normalization_streamed_uses_the_whole_training_split():
     (resident_x, _), _, _ = load_data(FORMAT2, normalize="dataset")
     assert train.dataset.dataset_mean == resident_x.dataset.dataset_mean
     assert valid.dataset.dataset_mean == resident_x.dataset.dataset_mean
+
+
+@pytest.mark.parametrize("reader", ["views", "threads"])
+def test_a_stream_made_without_a_dataset_mean_centres_on_its_whole_split(reader):
+    """Made directly with normalize="dataset" and no dataset_mean, a stream
+    took the mean of the placeholder shard its view is made over (zeros:
+    128, whatever the images), and its values were those of no split
+    (review). Its split's own mean, as a SharedDataset takes it."""
+    images = np.random.default_rng(0).integers(0, 60, (40, 4)).astype(np.uint8)  # dark: mean ~30
+    codes, encoding = quantize(images)
+    held = SharedDataset(codes, np.arange(40), encoding, normalize="dataset", dtype="float64")
+    stream = StreamingSplit(ArrayShards(codes, np.arange(40)), 8, encoding, (4,), seed=3,
+                            normalize="dataset", dtype="float64", reader=reader)
+    try:
+        assert stream.dataset.dataset_mean == held.dataset_mean
+        for shard in stream.epoch(0):
+            labels = np.asarray(stream.y.get_value())[:shard.count]
+            np.testing.assert_array_equal(stream.x.get_value()[:shard.count],
+                                          held.x.get_value()[labels])
+    finally:
+        stream.close()
+
+
+def test_an_empty_split_is_refused_streamed_as_held_whole():
+    """Held whole, a split of no example is refused; streamed, its epochs
+    were empty and evaluate_in_chunks scored it (nan, 0) (review)."""
+    codes, encoding = quantize(np.zeros((0, 3), np.uint8))
+    with pytest.raises(ArgumentError, match=r"train: no examples .*a split holds at least one"):
+        ArrayShards(codes, np.arange(0))
 
 
 def test_a_store_too_large_for_memory_is_streamed_by_the_tutorial(capsys):

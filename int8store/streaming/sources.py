@@ -22,12 +22,14 @@ import time
 
 import numpy as np
 
-from ..codes.histogram import channel_code_counts, channels_of, code_counts
+from ..codes.channels import PER_CHANNEL, ChannelStatistics
+from ..codes.histogram import channel_code_counts, channels_of, code_counts, mean_of_code_counts
 from ..store.checksums import split_digest
 from ..codes.labels import as_int32_labels
 from ..errors import ArgumentError
 
-__all__ = ["ArrayShards", "StoreShards", "fill_shard", "fill_labels", "inverse"]
+__all__ = ["ArrayShards", "StoreShards", "fill_shard", "fill_labels", "inverse",
+           "whole_split_statistics"]
 
 
 class ArrayShards:
@@ -49,6 +51,9 @@ class ArrayShards:
         if len(labels) != len(codes):
             raise ArgumentError(f"{name}: {len(codes)} images but {len(labels)} labels; every "
                                 "image needs exactly one label")
+        if len(codes) == 0:  # (streamed, its epochs were empty and its score 0/0, NaN)
+            raise ArgumentError(f"{name}: no examples (codes of shape {codes.shape}); a split "
+                                "holds at least one")
         self.codes, self.labels = codes, labels
         self.name, self.delay = name, delay
         self.n_examples, self.row_shape = len(self.labels), self.codes.shape[1:]
@@ -109,6 +114,9 @@ class StoreShards:
         self.name, self.delay = split, delay
         self.labels = self.store.read_labels(split)
         self.n_examples, self.row_shape = len(self.labels), self.store.image_shape
+        if self.n_examples == 0:  # (an earlier int8store wrote empty validation splits)
+            raise ArgumentError(f"{path}: split {split!r} has no examples; a split holds at "
+                                "least one")
         # One chunk buffer per reading thread: a shard that starts in the chunk
         # the thread's last shard ended in takes those rows from it.
         self._scratch = threading.local()
@@ -178,6 +186,19 @@ class StoreShards:
 
             scratch = self._scratch.buffer = ChunkBuffer(self.store.chunk_bytes(self.name))
         self.store.read_rows(self.name, start, stop, out, scratch=scratch, positions=positions)
+
+
+def whole_split_statistics(source, encoding, normalize, dataset_mean=None,
+                           channel_statistics=None):
+    """``(dataset_mean, channel_statistics)`` for ``normalize``: each the one
+    given, else the whole split's, from ``source``'s histograms (a stream's
+    view is made over a placeholder shard of zeros, whose own mean,
+    ``normalize="dataset"`` took: 128 for any split)."""
+    if normalize == "dataset" and dataset_mean is None:
+        dataset_mean = mean_of_code_counts(source.code_counts(), encoding)
+    if normalize in PER_CHANNEL and channel_statistics is None:
+        channel_statistics = ChannelStatistics.from_counts(source.channel_code_counts(), encoding)
+    return dataset_mean, channel_statistics
 
 
 def inverse(order):

@@ -57,7 +57,6 @@ from contextlib import closing
 import numpy as np
 
 from ..augment.spec import refuse_alternating_shuffled
-from ..codes.channels import PER_CHANNEL, ChannelStatistics
 from ..dataset.split import Batch, Split
 from ..errors import ArgumentError, StreamError
 from ..order.position import check_epoch
@@ -70,7 +69,7 @@ from .passes import Pass, Shard
 from .readers import LentReader, ProcessReader, SerialReader, ThreadReader
 from ..order.shard_size import (LABEL_BYTES, batch_within_shards, fitting_shard_size,
                                 shard_size_for)
-from .sources import StoreShards
+from .sources import StoreShards, whole_split_statistics
 
 __all__ = ["StreamingSplit", "Shard", "StreamError", "shard_size_for", "fitting_shard_size",
            "worker_threads"]
@@ -86,8 +85,8 @@ class StreamingSplit(Split):
         Examples per shard (a multiple of the batch size, for training).
     encoding, image_shape, normalize, dtype, dataset_mean, channel_statistics
         As for :class:`~int8store.SharedDataset`: the view of each shard
-        (``normalize="dataset"`` needs the whole split's ``dataset_mean``;
-        the per-channel statistics are the source's when not given).
+        (``dataset_mean`` and the per-channel statistics: the source's, the
+        whole split's, when not given; the training split's for the others).
     seed : int, optional
         Shuffle shards and examples within shards, differently each epoch.
     workers, prefetch : int
@@ -167,9 +166,8 @@ class StreamingSplit(Split):
         # Shuffled shards lent in the split's order: the step gathers each
         # minibatch's rows by the shard's order (SharedDataset.order).
         ordered = self.reader == "views" and seed is not None
-        if normalize in PER_CHANNEL and channel_statistics is None:  # the whole split's
-            channel_statistics = ChannelStatistics.from_counts(source.channel_code_counts(),
-                                                               encoding)
+        dataset_mean, channel_statistics = whole_split_statistics(
+            source, encoding, normalize, dataset_mean, channel_statistics)
         self.dataset = SharedDataset(np.zeros((self.shard_size,) + tuple(source.row_shape), np.int8),
                                      np.zeros(self.shard_size, np.int32), encoding,
                                      normalize=normalize, image_shape=image_shape,
@@ -325,7 +323,9 @@ class StreamingSplit(Split):
         with the classic ``givens`` reads the right rows. Its index is valid
         while its shard is loaded (read later, it raises :class:`StreamError`)."""
         epoch, batch_size = check_epoch(epoch, self.name), self._batch_size(batch_size)
-        first, number, skip = self.layout.start_of(epoch, batch_size, start)
+        return self._minibatches(epoch, batch_size, *self.layout.start_of(epoch, batch_size, start))
+
+    def _minibatches(self, epoch, batch_size, first, number, skip):  # (checked at the call)
         with closing(self.epoch(epoch, None, first)) as shards:
             for shard in shards:
                 self.dataset.set_epoch(epoch, number)  # an augmented view's draws
