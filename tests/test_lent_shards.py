@@ -261,3 +261,17 @@ def test_stream_takes_a_size_as_load_streams_does():
     for bad in ("0", float("nan"), "abc"):
         with pytest.raises(ArgumentError, match="max_device_bytes="):
             stream(x, y, bad, batch_size=100)
+
+
+def test_stream_refuses_a_float_copy_and_a_batch_size_that_is_no_positive_integer():
+    """A split held as floats was refused as if uint8 pixels had been passed
+    ("quantized first"), a batch size of 0 divided by zero, and one of -4
+    made shards larger than max_device_bytes (review)."""
+    (x, y), _, _ = load_data("digits", storage="float")
+    with pytest.raises(ArgumentError, match=r"train: held as floats \(storage='float'\)"):
+        stream(x, y, "16KiB", batch_size=100)
+    (x, y), _, _ = load_data("digits")
+    for bad in (0, -4, 2.5):
+        with pytest.raises(ArgumentError, match=f"train: batch_size must be a positive integer, "
+                                                f"got {bad}"):
+            stream(x, y, "16KiB", batch_size=bad)

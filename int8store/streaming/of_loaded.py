@@ -3,6 +3,8 @@ device in shards that fit a byte budget: :func:`stream`."""
 
 import numpy as np
 
+from ..errors import ArgumentError
+from ..order.position import check_batch_size
 from ..order.shard_size import LABEL_BYTES, fitting_shard_size
 from ..runtime.limits import parse_size
 from ..runtime.words import counted
@@ -23,6 +25,11 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     each."""
     max_device_bytes = parse_size(max_device_bytes, "max_device_bytes")
     dataset = x.dataset
+    if dataset.storage != "int8":
+        raise ArgumentError(f"{dataset.name}: held as floats (storage={dataset.storage!r}); "
+                            "stream() streams a split's int8 codes: load it with "
+                            "storage='int8' (the default)")
+    batch_size = check_batch_size(batch_size, dataset.name)  # (0 divided by zero; -4 overfilled)
     codes = np.asarray(dataset.data.get_value(borrow=True))
     labels = np.asarray(y.get_value(borrow=True))
     row_bytes = codes[0].nbytes if len(codes) else 1
