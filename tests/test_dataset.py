@@ -138,6 +138,24 @@ def test_counts_must_match_and_batch_sizes_must_be_positive():
     assert STORAGES == ("int8", "float")
 
 
+def test_a_split_smaller_than_a_minibatch_says_so_shuffled_too():
+    """Shuffled, the refusal named what the caller never gives (a stride,
+    the minibatches per epoch) instead of the split's rows (review)."""
+    split = SharedDataset.from_arrays(np.zeros((5, 4), np.uint8), np.arange(5), name="valid")
+    for held in (split, split.shuffle(1)):
+        with pytest.raises(ArgumentError, match="valid_y: 5 rows cannot fill a minibatch of 10"):
+            held.minibatch(at.lscalar(), 10)
+
+
+def test_a_refused_walk_leaves_the_augmentations_epoch_as_it_was():
+    split = SharedDataset.from_arrays(np.zeros((40, 4, 4), np.uint8), np.arange(40))
+    split.augment("translate=1", seed=7)
+    assert len(list(split.minibatches(2, 10))) == 4
+    with pytest.raises(ArgumentError, match="cannot start at minibatch 99"):
+        split.minibatches(9, 10, start=99)
+    assert int(split._epoch.get_value()) == 2  # (the epoch still being trained)
+
+
 def test_image_shape_is_kept_while_the_images_are_stored_flat():
     ds = SharedDataset.from_arrays(np.zeros((3, 4, 5), np.uint8), np.zeros(3))
     assert ds.image_shape == (4, 5)

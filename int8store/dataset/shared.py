@@ -336,9 +336,9 @@ class SharedDataset(Split):
         also says the epoch). An augmented split (:meth:`augment`) is drawn
         for ``epoch``."""
         epoch = check_epoch(epoch, self.name)
-        self.set_epoch(epoch)
         count = self.n_batches(batch_size)
         start = check_start(start, count, self.name)
+        self.set_epoch(epoch)  # (once the call is taken: a refused one drew epoch 9's)
         offset = int(epoch) * count if self.seed is not None else 0
         return (Batch(i, offset + i) for i in range(start, count))
 

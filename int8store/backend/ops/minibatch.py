@@ -227,8 +227,11 @@ def minibatch(data, index, size, stride=None, keep_short=False):
         return Minibatch(rows, stride or size, short=size)(data, index)
     dataset = getattr(data, "shuffled", None)  # (a shuffled split's rows: SharedRows)
     if dataset is not None and (stride is None or stride == size):
-        return Minibatch(size, size, dataset.seed, dataset.n_examples,
-                         dataset.n_batches(size))(data, index)
+        batches = dataset.n_batches(size)
+        if not batches:  # (the op's own refusal named stride and minibatches per epoch)
+            raise ArgumentError(f"{data.name or 'data'}: {dataset.n_examples} rows cannot fill "
+                                f"a minibatch of {size}")
+        return Minibatch(size, size, dataset.seed, dataset.n_examples, batches)(data, index)
     return Minibatch(size, stride)(data, index)
 
 
