@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 from int8store.backend.ops.permutation import Permutation, shuffled
 from int8store.order.shuffle import permutation as reference
-from int8store.order.shuffle import permuted
+from int8store.order.shuffle import permuted, permuted_in_classes
 
 
 def permutation(n, seed, epoch, index=None):
@@ -126,3 +126,9 @@ def test_a_shuffled_minibatch_orders_its_epoch_once(monkeypatch):
     for epoch in range(2):
         np.testing.assert_array_equal(np.concatenate(taken[epoch * 5:(epoch + 1) * 5]),
                                       original(np.arange(40), 40, 9, epoch))
+
+
+def test_no_position_takes_no_row_within_classes_too():
+    # (numpy's "zero-size array to reduction operation maximum", review)
+    assert permuted(np.arange(0), np.zeros(0, np.int64), seed=1, epoch=0).tolist() == []
+    assert permuted_in_classes(np.arange(0), 5, seed=1, epoch=0).tolist() == []

@@ -137,7 +137,7 @@ def permuted(positions, n, seed, epoch, index=None):
     n = np.asarray(n, dtype=np.int64)
     positions = np.asarray(positions)
     _check_positions(positions, n)
-    half = half_bits(int(n.max()))
+    half = half_bits(int(n.max()) if n.size else 0)  # (no position: no domain to take bits of)
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as intended
         x = positions.astype(np.uint32) + np.zeros(n.shape, np.uint32)
         if index is not None:
