@@ -125,7 +125,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     (1197, 11)
     """
     from .runtime.allocator import keep_large_blocks
-    from .runtime.limits import max_memory as ceiling, memory_ceiling
+    from .runtime.limits import describe_bytes, max_memory as ceiling, memory_ceiling
     from .sources.locate import caller_file
 
     check_choice("normalize", normalize, NORMALIZATIONS)
@@ -146,16 +146,22 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         # (opened once, unchecked: a stream checks each chunk as it reads it)
         opened = _open(store) if store is not None and (residency != "whole" or several) \
             else None
+        residency_asked = residency is not None
         if residency is None:
             larger = opened is not None and not several and opened.nbytes > ceiling()
             residency = "streamed" if max_device_bytes is not None or larger else "whole"
         if residency == "streamed":
+            why = ("asked by max_device_bytes (--max-device-bytes)" if max_device_bytes
+                   is not None else "asked by residency='streamed'" if residency_asked else
+                   f"as the store is larger than max_memory ({describe_bytes(ceiling())})")
             if several:  # (a store larger than max_memory is held whole over several devices)
-                why = ("max_device_bytes (--max-device-bytes)" if max_device_bytes is not None
-                       else "residency='streamed'")
-                raise ArgumentError(f"devices={devices!r} (--devices) and streaming, asked by "
-                                    f"{why}, together are not supported yet: stream on one "
-                                    "device, or hold the splits whole over several")
+                raise ArgumentError(f"devices={devices!r} (--devices) and streaming, {why}, "
+                                    "together are not supported yet: stream on one device, or "
+                                    "hold the splits whole over several")
+            if storage != "int8":  # (it streamed int8 codes without a word)
+                raise ArgumentError(f"storage={storage!r} and streaming, {why}, together are "
+                                    "not supported: a stream holds each shard's int8 codes, the "
+                                    "float copy is held whole")
             streams = _streamed(dataset, opened, caller, normalize, dtype, mode,
                                 max_device_bytes, batch_size, seed, prefetch, workers, report,
                                 cache_dir, valid_size, valid_seed, lossy, keep_order, test_size)

@@ -270,6 +270,18 @@ def test_devices_and_streaming_together_are_refused_naming_both_options(tmp_path
         load_splits(store, mode="jax", devices=2, residency="streamed")
 
 
+def test_a_float_copy_and_streaming_together_are_refused_saying_why_it_streams(tmp_path):
+    """storage="float" streamed int8 codes without a word (review)."""
+    store = convert(write_mnist_idx_folder(tmp_path / "idx", fake_mnist()), tmp_path / "s.h5")
+    with pytest.raises(ArgumentError, match=r"storage='float' and streaming, asked by "
+                                            r"max_device_bytes \(--max-device-bytes\), together"):
+        load_splits(store, storage="float", max_device_bytes=4096)
+    with pytest.raises(ArgumentError, match=r"storage='float' and streaming, as the store is "
+                                            r"larger than max_memory \(300 bytes\), together"):
+        load_splits(store, storage="float", max_memory=300)  # (the store: 360 bytes)
+    assert load_splits(store, storage="float")["train"].storage == "float"  # (held whole)
+
+
 def test_float_splits_released_as_encoded_get_their_floats_back_for_the_next_candidate():
     # The smallest splits (all zeros: k/256 and k/255 alike) are encoded under
     # 256 and released before train (k/255, not k/256) refuses 256: they are
