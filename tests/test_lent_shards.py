@@ -275,3 +275,13 @@ def test_stream_refuses_a_float_copy_and_a_batch_size_that_is_no_positive_intege
         with pytest.raises(ArgumentError, match=f"train: batch_size must be a positive integer, "
                                                 f"got {bad}"):
             stream(x, y, "16KiB", batch_size=bad)
+
+
+def test_a_shuffled_split_streams_shuffled_by_its_own_seed():
+    """stream() of a split shuffled by load_data's seed streamed it in order
+    (review): by default it takes the split's seed, and a seed given wins."""
+    (x, y), _, _ = load_data("digits")
+    shuffled_x, shuffled_y = x.dataset.shuffle(5).x, x.dataset.shuffle(5).y
+    assert stream(shuffled_x, shuffled_y, "16KiB", batch_size=100).seed == 5
+    assert stream(shuffled_x, shuffled_y, "16KiB", batch_size=100, seed=2).seed == 2
+    assert stream(x, y, "16KiB", batch_size=100).seed is None

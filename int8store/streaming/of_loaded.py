@@ -20,9 +20,11 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     fits. The shard size is a multiple of ``batch_size``; if not even one batch
     fits, the shard holds what fits and the caller must cut its batch size to
     ``stream.shard_size``. ``max_device_bytes`` is bytes, or a size such as
-    ``"16MiB"``, as :func:`~int8store.load_streams` takes it. ``report``
-    (``print``, say) is told about the streaming and such a cut, in a line
-    each."""
+    ``"16MiB"``, as :func:`~int8store.load_streams` takes it. ``seed``
+    shuffles the shards and their examples each epoch; by default, the
+    split's own (:meth:`~int8store.SharedDataset.shuffle`: a shuffled split
+    streams shuffled, in another order). ``report`` (``print``, say) is
+    told about the streaming and such a cut, in a line each."""
     max_device_bytes = parse_size(max_device_bytes, "max_device_bytes")
     dataset = x.dataset
     if dataset.storage != "int8":
@@ -38,7 +40,8 @@ def stream(x, y, max_device_bytes, batch_size=1, seed=None, mode="c", report=Non
     size = fitting_shard_size(max_device_bytes, row_bytes, batch_size)
     split = StreamingSplit(ArrayShards(codes, labels, name=dataset.name), size, dataset.encoding,
                            image_shape=dataset.image_shape, normalize=dataset.normalize,
-                           dtype=dataset.dtype, seed=seed, mode=mode,
+                           dtype=dataset.dtype, seed=dataset.seed if seed is None else seed,
+                           mode=mode,
                            dataset_mean=dataset.dataset_mean,
                            channel_statistics=dataset.channel_statistics, **kwargs)
     if report is not None:
