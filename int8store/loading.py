@@ -2,7 +2,7 @@
 :func:`load_data`, the classic tutorials' function, on top of it.
 
 Where the splits are held is decided here, once, from one look for a store
-(:func:`find_store`):
+(:func:`find_store`; :func:`~int8store.plan.residency.residency_of`):
 
 * **streamed** (:class:`~int8store.StreamingSplit`) when asked
   (``max_device_bytes``), or when a store is larger than the memory ceiling:
@@ -33,15 +33,12 @@ from .codes.statistics import normalization_statistics, scale_notice
 from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
 from .errors import ArgumentError, SourceFormatError, named_by
 from .order.shuffle import check_seed
+from .plan.residency import RESIDENCIES, residency_of
 from .runtime.words import counted
 from .sources.locate import find_store
 
 __all__ = ["load_data", "load_splits", "load_streams", "fits_in_memory", "find_store",
            "check_splits", "say_if_sorted_by_class"]
-
-#: Where the splits are held (see the module docstring).
-RESIDENCIES = ("whole", "streamed")
-
 
 def check_splits(origin, counts):
     """Raise unless ``counts`` (``{split: examples}``) holds the train, valid
@@ -125,7 +122,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     (1197, 11)
     """
     from .runtime.allocator import keep_large_blocks
-    from .runtime.limits import describe_bytes, max_memory as ceiling, memory_ceiling
+    from .runtime.limits import max_memory as ceiling, memory_ceiling
     from .sources.locate import caller_file
 
     check_choice("normalize", normalize, NORMALIZATIONS)
@@ -136,7 +133,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     if valid_seed is not None:
         check_seed(valid_seed, name="valid_seed")
     if residency is not None:
-        check_choice("residency", residency, RESIDENCIES)
+        check_choice("residency", residency, RESIDENCIES)  # (before the reading)
     caller = caller or caller_file()
     several = devices not in (None, 1)
     if several and (mode != "jax" or storage != "int8"):
@@ -146,22 +143,10 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         # (opened once, unchecked: a stream checks each chunk as it reads it)
         opened = _open(store) if store is not None and (residency != "whole" or several) \
             else None
-        residency_asked = residency is not None
-        if residency is None:
-            larger = opened is not None and not several and opened.nbytes > ceiling()
-            residency = "streamed" if max_device_bytes is not None or larger else "whole"
+        residency = residency_of(residency, max_device_bytes,
+                                 None if opened is None else opened.nbytes, ceiling(), devices,
+                                 storage)
         if residency == "streamed":
-            why = ("asked by max_device_bytes (--max-device-bytes)" if max_device_bytes
-                   is not None else "asked by residency='streamed'" if residency_asked else
-                   f"as the store is larger than max_memory ({describe_bytes(ceiling())})")
-            if several:  # (a store larger than max_memory is held whole over several devices)
-                raise ArgumentError(f"devices={devices!r} (--devices) and streaming, {why}, "
-                                    "together are not supported yet: stream on one device, or "
-                                    "hold the splits whole over several")
-            if storage != "int8":  # (it streamed int8 codes without a word)
-                raise ArgumentError(f"storage={storage!r} and streaming, {why}, together are "
-                                    "not supported: a stream holds each shard's int8 codes, the "
-                                    "float copy is held whole")
             streams = _streamed(dataset, opened, caller, normalize, dtype, mode,
                                 max_device_bytes, batch_size, seed, prefetch, workers, report,
                                 cache_dir, valid_size, valid_seed, lossy, keep_order, test_size)
