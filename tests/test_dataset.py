@@ -151,8 +151,9 @@ def test_a_refused_walk_leaves_the_augmentations_epoch_as_it_was():
     split = SharedDataset.from_arrays(np.zeros((40, 4, 4), np.uint8), np.arange(40))
     split.augment("translate=1", seed=7)
     assert len(list(split.minibatches(2, 10))) == 4
-    with pytest.raises(ArgumentError, match="cannot start at minibatch 99"):
-        split.minibatches(9, 10, start=99)
+    for start in (99, None, float("nan"), float("inf"), "1"):
+        with pytest.raises(ArgumentError, match=f"cannot start at minibatch {start!r}"):
+            split.minibatches(9, 10, start=start)
     assert int(split._epoch.get_value()) == 2  # (the epoch still being trained)
 
 

@@ -581,10 +581,14 @@ def test_a_reading_process_that_dies_is_an_error_in_the_training_loop(store):
     split.close()
 
 
-def test_a_reading_process_is_only_for_a_stores_shards():
+def test_a_reading_process_is_only_for_a_stores_shards(store):
     with pytest.raises(ArgumentError, match="a reading process needs a store's shards"):
         array_stream(reader="process")
     assert array_stream(seed=1, prefetch=0)[0].reader == array_stream()[0].reader == "views"
+    # (a prefetch that max_prefetch_bytes lowered to 0 is said: it was asked as 2)
+    with pytest.raises(ArgumentError, match=r"prefetch > 0 \(here 0, max_prefetch_bytes "):
+        StreamingSplit(StoreShards(store, "train"), 700, open_store(store).encoding, (28, 28),
+                       reader="process", prefetch=2, max_prefetch_bytes=700 * 790)
 
 
 @needs_memfd

@@ -2,6 +2,7 @@
 (a run resumed mid-epoch), checked the same way for a split held whole and
 a streamed one."""
 
+import math
 import numbers
 
 from ..errors import ArgumentError
@@ -13,7 +14,9 @@ def check_start(start, count, name):
     """Refuse a start outside an epoch of ``count`` minibatches of split
     ``name`` (``count`` itself is one: the epoch is over); returns it as an
     int (2.0 was taken, then failed streamed as a float)."""
-    if isinstance(start, bool) or int(start) != start or not 0 <= start <= count:
+    whole = isinstance(start, numbers.Real) and not isinstance(start, bool) \
+        and math.isfinite(start) and int(start) == start  # (None, nan: int()'s own errors)
+    if not whole or not 0 <= start <= count:
         raise ArgumentError(f"{name}: an epoch of {count} minibatches cannot start at "
                             f"minibatch {start!r}")
     return int(start)

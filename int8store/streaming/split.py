@@ -208,7 +208,8 @@ class StreamingSplit(Split):
             and self.prefetch > 0
         if reader == "process" and not possible:
             raise ArgumentError(f"{self.name}: a reading process needs a store's shards, "
-                                "prefetch > 0 and Linux's memfd_create")
+                                f"prefetch > 0 (here {self.prefetch}, max_prefetch_bytes "
+                                "included) and Linux's memfd_create")
         return "process" if reader == "process" or (reader == "auto" and possible) else "threads"
 
     def _make_reader(self, row_bytes):
