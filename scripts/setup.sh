@@ -80,7 +80,5 @@ if [ "$backend" = aesara ]; then
     # A start-up hook in this environment (only) runs that import with the
     # BLAS int8store gives Aesara anyway: see int8store/backend/aesara_startup.py.
     # (It does nothing once int8store is uninstalled from the environment.)
-    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    echo 'import importlib.util as u; u.find_spec("int8store") and __import__("int8store.backend.aesara_startup", fromlist=["install"]).install()' \
-        > "$site/int8store-aesara-blas.pth"
+    "$venv/bin/python" -m int8store.backend.aesara_startup > /dev/null
 fi

@@ -45,7 +45,7 @@ May import: :mod:`int8store.errors`, :mod:`int8store.runtime`,
 """
 
 from ..codes.vocabulary import MODES, check_mode
-from .ops.nnet import conv2d, pool_2d
+from ..runtime.exports import lazy_exports
 from .setup.activation import activate, is_active
 from .setup.c_mode import c_mode
 from .setup.library import set_up
@@ -55,6 +55,13 @@ __all__ = ["activate", "is_active", "set_up", "tensor_library", "conv2d", "pool_
            "function_mode", "c_mode", "MODES", "BACKENDS", "chosen_backend"]
 
 _C_MODE = None
+
+# conv2d and pool_2d (the ops, numpy) are imported on first use: the start-up
+# hook beside this door runs in every interpreter of an Aesara environment,
+# before the program's first line, and must import nothing but the door
+# (numpy imported then would ignore the OPENBLAS_NUM_THREADS a program sets
+# before its own `import numpy`).
+__getattr__, __dir__ = lazy_exports(__name__, {"conv2d": ".ops.nnet", "pool_2d": ".ops.nnet"})
 
 
 def tensor_library():
