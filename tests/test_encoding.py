@@ -145,15 +145,31 @@ def test_decoding_to_an_integer_type_too_narrow_is_refused_not_wrapped():
         encoding.decode(codes, np.int8)  # (255 came back as -1)
 
 
+def test_a_codebook_decoded_to_integers_is_refused_where_they_would_not_hold_it():
+    # (a codebook was cast with astype: 70000 came back as 4464, 0.25 as 0)
+    codes, encoding = quantize(np.array([0, 300, 1000, 70000], dtype=np.int32))
+    assert encoding.is_codebook
+    assert encoding.decode(codes, np.int32).tolist() == [0, 300, 1000, 70000]
+    with pytest.raises(EncodingError, match=r"cannot decode to int16: values are integers "
+                                            r"0\.\.70000"):
+        encoding.decode(codes, np.int16)
+    codes, encoding = quantize(np.array([0.25, 0.5, 1.75], dtype=np.float32))
+    with pytest.raises(EncodingError, match="cannot decode to int32: the codebook holds values "
+                                            "that are not integers"):
+        encoding.decode(codes, np.int32)
+
+
 @pytest.mark.parametrize("big", [2 ** 53 + 1, -(2 ** 53) - 1])
 def test_integers_just_past_float64s_exact_range_are_refused_not_rounded(big):
     with pytest.raises(EncodingError, match=r"beyond ±2\*\*53 \(from -?\d+ to -?\d+\)"):
         quantize(np.array([0, big], dtype=np.int64))
 
 
-@pytest.mark.parametrize("divisor", [float("nan"), float("inf"), True, 0, 2.5, "256"])
+@pytest.mark.parametrize("divisor", [float("nan"), float("inf"), True, 0, 2.5, "256", 10 ** 400,
+                                     2 ** 53 + 2])
 def test_a_divisor_that_is_no_positive_integer_is_refused_by_name(divisor):
-    # (NaN and infinity were int()'s ValueError and OverflowError)
+    # (NaN and infinity were int()'s ValueError and OverflowError; 10**400
+    # math.isfinite's OverflowError)
     images = np.arange(4, dtype=np.float32) / 2
     with pytest.raises(EncodingError, match="divisor=.*expected a positive integer"):
         quantize(images, divisor=divisor)

@@ -98,6 +98,26 @@ def test_a_sparse_file_whose_manifest_announces_a_huge_user_block_is_refused(sto
     assert peak < 1 << 20, f"{peak:,} bytes traced"
 
 
+def test_empty_splits_announcing_huge_images_are_verified_without_allocating_one(tmp_path):
+    """Only the manifest holds the image shape of a store whose splits are all
+    empty (up to 2**40 bytes an image): verify and read_split allocated a
+    chunk of one image each, 512 GiB here ("out of memory", naming no file)."""
+    import numpy as np
+
+    from int8store import quantize
+    from int8store.store.writer import StoreWriter
+
+    path = tmp_path / "empty.h5"
+    codes, encoding = quantize(np.zeros((0, 4, 4), np.uint8))
+    with StoreWriter(path, encoding, (4, 4), {"train": [], "test": []}):
+        pass
+    rewritten(path, lambda m: m.update(image_shape=[1 << 20, 1 << 19]) and None)
+    opened = open_store(path, verify=False)
+    raised, peak = traced_peak(lambda: (opened.verify(), opened.verify(strong=True),
+                                        opened.read_split("train"), opened.count_codes("test")))
+    assert raised is None and peak < 1 << 20, (raised, peak)
+
+
 def test_the_cap_is_well_above_the_manifest_of_a_100_gb_store():
     """The manifest of a 100 GB store of 1 MiB chunks, as the writer lays it out."""
     chunks = 100 * 10 ** 9 // (1 << 20)
@@ -142,6 +162,9 @@ MALFORMED = {
     "image shape with a zero": lambda m: m.__setitem__("image_shape", [0, 4]),
     "encoding a string": lambda m: m.__setitem__("encoding", "affine"),
     "encoding divisor a string": lambda m: m["encoding"].__setitem__("divisor", "256"),
+    # (an OverflowError traceback; 10**40 decoded every code to 0.0 in float32)
+    "encoding divisor beyond float64": lambda m: m["encoding"].__setitem__("divisor", 10 ** 400),
+    "encoding divisor beyond float32": lambda m: m["encoding"].__setitem__("divisor", 10 ** 40),
     "codebook of garbage": lambda m: m.__setitem__("encoding", {"kind": "codebook", "codebook": [[]],
                                                                 "dtype": "<f4", "max_error": 0}),
     "codebook of a huge dtype": lambda m: m.__setitem__("encoding", {

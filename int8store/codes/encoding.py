@@ -21,14 +21,20 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import EncodingError
+from ..errors import EncodingError, shown
 
 __all__ = ["Encoding", "encode", "new_codes", "is_power_of_two", "is_positive_integer",
-           "DEFAULT_DIVISOR"]
+           "is_divisor", "DEFAULT_DIVISOR", "MOST_DIVISOR"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
 DEFAULT_DIVISOR = 256
+
+#: The largest divisor: integers to 2**53 are exact in float64 and finite in
+#: float32, so ``level / divisor`` is one rounded division in every view (a
+#: store's manifest announcing 10**400 raised OverflowError, 10**40 decoded
+#: to zeros in float32).
+MOST_DIVISOR = 1 << 53
 
 # Elements converted at a time: bounds the temporaries, and a block this size
 # stays in the processor's cache between the passes over it.
@@ -77,8 +83,9 @@ class Encoding:
         elif self.offset not in (0, 128):
             raise EncodingError(f"offset must be 128 (uint8 levels) or 0 (int8 levels), got "
                                 f"{self.offset}")
-        elif not is_positive_integer(self.divisor):
-            raise EncodingError(f"divisor must be a positive integer, got {self.divisor!r}")
+        elif not is_divisor(self.divisor):
+            raise EncodingError(f"divisor must be a positive integer up to 2**53, got "
+                                f"{shown(self.divisor)}")
         else:  # (2.0 is 2: described and compared as the integer)
             object.__setattr__(self, "divisor", int(self.divisor))
         if self.precision not in (None, "float32", "float64"):
@@ -121,21 +128,33 @@ class Encoding:
 
     def table(self, dtype=np.float32):
         """The 256 values of codes -128..127, as ``dtype``: what ``"unit"`` gives."""
+        if np.issubdtype(np.dtype(dtype), np.integer):
+            return self._integer_table(np.dtype(dtype))
         if self.is_codebook:
             return np.asarray(self.codebook, dtype=np.float64).astype(dtype)
         levels = self.levels(np.arange(-128, 128))
-        if np.issubdtype(np.dtype(dtype), np.integer):
-            if self.divisor != 1:
-                raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels / "
-                                    f"{self.divisor}")
-            if levels.min() < np.iinfo(dtype).min or levels.max() > np.iinfo(dtype).max:
-                raise EncodingError(f"cannot decode to {np.dtype(dtype)}: values are levels "
-                                    f"{levels.min()}..{levels.max()}")  # (astype would wrap)
-            return levels.astype(dtype)
         # One correctly rounded division in the source's precision, as the
         # symbolic path does, then widened.
         precision = self.precision or np.dtype(dtype)
         return (levels.astype(precision) / np.asarray(self.divisor, dtype=precision)).astype(dtype)
+
+    def _integer_table(self, dtype):
+        """The 256 values as integers of ``dtype``, refused where one is not
+        an integer or does not fit (astype would truncate or wrap)."""
+        if self.is_codebook:
+            values = np.asarray(self.codebook)
+            if values.dtype.kind == "f" and not (values == np.rint(values)).all():
+                raise EncodingError(f"cannot decode to {dtype}: the codebook holds values that "
+                                    "are not integers")
+        elif self.divisor != 1:
+            raise EncodingError(f"cannot decode to {dtype}: values are levels / {self.divisor}")
+        else:
+            values = self.levels(np.arange(-128, 128))
+        low, high = int(values.min()), int(values.max())
+        if low < np.iinfo(dtype).min or high > np.iinfo(dtype).max:
+            raise EncodingError(f"cannot decode to {dtype}: values are "
+                                f"{'levels' if not self.is_codebook else 'integers'} {low}..{high}")
+        return values.astype(dtype)
 
     def decode(self, codes, dtype=np.float32):
         """The values the codes stand for, as ``dtype`` (numpy, not symbolic).
@@ -231,12 +250,19 @@ def _encode_blocks(flat_in, encoding, flat_out, name):
 
 def is_positive_integer(value):
     """Whether ``value`` is a whole number from 1 (NaN, infinities, booleans
-    and non-numbers are not; int() raised for some)."""
+    and non-numbers are not; int() raised for some, math.isfinite for an
+    int beyond float64)."""
     try:
         return not isinstance(value, bool) and math.isfinite(value) and int(value) == value \
             and value >= 1
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
+
+
+def is_divisor(value):
+    """Whether ``value`` may divide levels: a positive integer up to
+    :data:`MOST_DIVISOR`."""
+    return is_positive_integer(value) and value <= MOST_DIVISOR
 
 
 def is_power_of_two(divisor):

@@ -11,9 +11,9 @@ seen, unless lossy quantization is asked for explicitly.
 
 import numpy as np
 
-from ..errors import EncodingError
+from ..errors import EncodingError, shown
 from .encoding import (CHUNK_ELEMENTS, DEFAULT_DIVISOR, Encoding, as_numeric, encode,
-                       encode_scaled_exactly, exact_levels, is_positive_integer, nearest_entry)
+                       encode_scaled_exactly, exact_levels, is_divisor, nearest_entry)
 
 __all__ = ["quantize", "choose_encoding", "survey_encoding", "float_candidates",
            "EncodingSurvey", "FLOAT_DIVISORS"]
@@ -104,9 +104,9 @@ class EncodingSurvey:
     """
 
     def __init__(self, divisor=None):
-        if divisor is not None and not is_positive_integer(divisor):
-            raise EncodingError(f"divisor={divisor!r}: expected a positive integer (256 for "
-                                "pixels k/256, 255 for k/255)")
+        if divisor is not None and not is_divisor(divisor):
+            raise EncodingError(f"divisor={shown(divisor)}: expected a positive integer up to "
+                                "2**53 (256 for pixels k/256, 255 for k/255)")
         self.divisor = divisor
         self.integer = True
         self.all_int8 = True

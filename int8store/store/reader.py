@@ -234,9 +234,12 @@ class Store:
         return counts
 
     def chunk_bytes(self, name):
-        """Bytes of one stored chunk of split ``name`` (the ``scratch`` of :meth:`read_rows`)."""
+        """Bytes of one stored chunk of split ``name`` (the ``scratch`` of
+        :meth:`read_rows`); 0 for a split without any, whose image shape
+        only the manifest announces (up to 2**40 bytes: nothing in the file
+        holds one)."""
         layout = self._split(name)
-        return layout.rows * layout.row_bytes
+        return layout.rows * layout.row_bytes if layout.chunks else 0
 
     def read_rows(self, name, start, stop, out, verify=True, scratch=None, positions=None):
         """Read examples ``[start, stop)`` of split ``name`` into ``out`` (int8,
@@ -338,7 +341,7 @@ class Store:
         of its examples' codes, or ``padded``, of the stored chunks whole."""
         layout = self._split(name)
         hasher = chunk_hasher(SPLIT_DIGEST)
-        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        scratch = np.empty(self.chunk_bytes(name), dtype=np.uint8)
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index, (offset, nbytes, digest) in enumerate(layout.chunks):
                 view = memoryview(scratch)[:nbytes]
@@ -363,7 +366,7 @@ class Store:
         """Check every ``step``-th stored chunk of ``name`` from example
         ``first``, until ``stop`` (a :class:`threading.Event`) is set."""
         layout = self._split(name)
-        scratch = np.empty(layout.rows * layout.row_bytes, dtype=np.uint8)
+        scratch = np.empty(self.chunk_bytes(name), dtype=np.uint8)
         with self._reading(), open(self.file, "rb", buffering=0) as f:
             for index in range(first // layout.rows, len(layout.chunks), step):
                 if stop is not None and stop.is_set():
