@@ -146,6 +146,34 @@ def test_labels_beyond_the_class_names_of_a_forged_manifest_are_refused(store, c
         assert re.search(said, capsys.readouterr().err)
 
 
+def test_negative_labels_of_a_forged_store_are_refused_by_every_reader(store, capsys):
+    """Labels rewritten with their checksum (a forger's store): load_data
+    refused them, but a stream, verify and read_labels took them, and a
+    negative label indexes the class probabilities from the end."""
+    from int8store import load_streams
+    from int8store.store.checksums import chunk_digest
+    from int8store.store.manifest import read_manifest
+
+    def forge(manifest):
+        entry = manifest["splits"][0]
+        offset, nbytes, _ = entry["y"][0]
+        labels = np.zeros(nbytes // 4, "<i4")
+        labels[1] = -3
+        with open(store, "r+b") as f:
+            f.seek(offset)
+            f.write(labels.tobytes())
+        entry["y"][0][2] = chunk_digest("xxh3_128", labels.tobytes())
+        entry.pop("blake3_rows")
+    assert read_manifest(store)["splits"][0]["name"] == "train"
+    rewrite_manifest(store, forge)
+    said = rf"{store.name}: split 'train' has labels from -3 to 0: class numbers start at 0"
+    for read in (lambda: open_store(store).read_labels("train"), lambda: load_streams(store)):
+        with pytest.raises(StoreFormatError, match=said):
+            read()
+    assert main(["verify", str(store)]) == 2
+    assert re.search(said, capsys.readouterr().err)
+
+
 def test_a_damaged_magic_is_not_read_as_a_plain_hdf5_file(store):
     with open(store, "r+b") as f:
         f.write(b"INT8STORE")

@@ -156,6 +156,12 @@ class Store:
             for offset, nbytes, digest in layout.labels:
                 self._reader.read_range(f, offset, memoryview(labels).cast("B"),
                                         digest if verify else None, f"split {name!r} label array")
+        if labels.size and labels.min() < 0:
+            # (checksums recomputed by a forger: load_data refused them, a stream took them)
+            raise StoreFormatError(
+                f"{self.path}: split {name!r} has labels from {labels.min()} to {labels.max()}: "
+                "class numbers start at 0 (a negative label would index the class "
+                "probabilities from the end): the store is damaged")
         if self.label_names is not None and labels.size \
                 and not 0 <= labels.min() <= labels.max() < len(self.label_names):
             # (the checksums hold for a manifest forged whole: preview then indexed past names)
