@@ -113,7 +113,8 @@ def test_a_writer_refusing_its_input_names_the_store_and_leaves_nothing(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", ["a/b", "", "train\x1b[2J", "t" * 101])
+@pytest.mark.parametrize("name", ["a/b", "", "train\x1b[2J", "t" * 101, ".", "encoding",
+                                  "label_names"])
 def test_a_writer_refuses_a_split_name_its_reader_would(tmp_path, name):
     """What may name a split is one rule (split_entries.is_split_name), held by
     the writer and the reader alike: a store it writes always opens."""
@@ -121,14 +122,32 @@ def test_a_writer_refuses_a_split_name_its_reader_would(tmp_path, name):
     from int8store.store.writer import StoreWriter
 
     path = tmp_path / "out.h5"
-    codes, encoding = quantize(np.zeros((3, 4), np.uint8))
+    # ("." and the root's other groups were h5py's ValueError, "name already
+    # exists", where a codebook or class names are written)
+    codes, encoding = quantize(np.zeros((3, 4), np.float32) + [0, 0.1, 0.2, 0.3])
     with pytest.raises(ArgumentError, match="a split's name is 1 to 100 printable characters"):
-        with StoreWriter(path, encoding, (4,), {name: np.arange(3)}) as writer:
+        with StoreWriter(path, encoding, (4,), {name: np.arange(3)},
+                         label_names=["a", "b", "c"]) as writer:
             writer.append(name, codes)
     assert list(tmp_path.iterdir()) == []
     with StoreWriter(path, encoding, (4,), {"t" * 100: np.arange(3)}) as writer:
         writer.append("t" * 100, codes)
     assert open_store(path).splits == {"t" * 100: 3}
+
+
+@pytest.mark.parametrize("shape", [(), (0, 4), (4, -1)])
+def test_a_writer_refuses_an_image_shape_its_reader_would(tmp_path, shape):
+    # (() was written and published, and open_store refused it; a 0 or a
+    # negative size was h5py's ValueError or OverflowError)
+    from int8store import ArgumentError, quantize
+    from int8store.store.writer import StoreWriter
+
+    _, encoding = quantize(np.zeros(4, np.uint8))
+    with pytest.raises(ArgumentError, match=rf"image_shape={re.escape(str(shape))}: expected one "
+                                            "or more positive sizes"):
+        with StoreWriter(tmp_path / "out.h5", encoding, shape, {"train": np.arange(3)}):
+            pass
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_appends_of_any_size_give_the_same_store_and_leave_the_callers_arrays(tmp_path, monkeypatch):

@@ -19,13 +19,17 @@ __all__ = ["SplitEntry", "CODE_COUNTS", "CHANNEL_CODE_COUNTS", "is_split_name", 
 #: split names it (so no terminal's escape, no page of text), and HDF5
 #: would make a '/' a group.
 MOST_SPLIT_NAME = 100
-SPLIT_NAME_RULE = f"a split's name is 1 to {MOST_SPLIT_NAME} printable characters, no '/'"
+#: Names a split's HDF5 group cannot take: the root itself, and what the
+#: writer puts beside the splits (h5py's ValueError "name already exists").
+RESERVED_NAMES = (".", "encoding", "label_names")
+SPLIT_NAME_RULE = (f"a split's name is 1 to {MOST_SPLIT_NAME} printable characters, no '/', "
+                   f"and none of {', '.join(map(repr, RESERVED_NAMES))}")
 
 
 def is_split_name(name):
     """Whether ``name`` may name a split of a store (:data:`SPLIT_NAME_RULE`)."""
     return isinstance(name, str) and 0 < len(name) <= MOST_SPLIT_NAME and name.isprintable() \
-        and "/" not in name
+        and "/" not in name and name not in RESERVED_NAMES
 
 #: A split entry's field holding the histogram of its codes (optional).
 CODE_COUNTS = "code_counts"

@@ -107,6 +107,9 @@ class StoreWriter:
         self.path = path
         self.encoding = encoding
         self.image_shape = tuple(int(n) for n in image_shape)
+        if not self.image_shape or min(self.image_shape) < 1:  # (as the reader checks it)
+            raise ArgumentError(f"{path}: image_shape={self.image_shape}: expected one or more "
+                                "positive sizes")
         for name in labels:
             if not is_split_name(str(name)):
                 raise ArgumentError(f"{path}: cannot name a split {shown(name)}; {SPLIT_NAME_RULE}")
