@@ -176,3 +176,13 @@ def test_a_divisor_that_is_no_positive_integer_is_refused_by_name(divisor):
     with pytest.raises(EncodingError, match="divisor must be a positive integer"):
         Encoding(divisor=divisor)
     assert Encoding(divisor=2.0).divisor == 2 and "level / 2," in Encoding(divisor=2.0).describe()
+
+
+@pytest.mark.parametrize("big", [1.7e308, -1e200])
+def test_values_whose_squares_overflow_are_refused_in_one_line(big):
+    # (quantize took them, then a standard deviation was an OverflowError traceback)
+    with pytest.raises(EncodingError, match=r"data: holds values from .* beyond ±1e\+150, whose "
+                                            r"squares overflow float64; scale the images first"):
+        quantize(np.array([[0.0, big], [0.5, 1.0]]))
+    with pytest.raises(EncodingError, match=r"a codebook's values are within ±1e\+150"):
+        Encoding(codebook=np.linspace(0, big, 256))

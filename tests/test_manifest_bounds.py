@@ -169,6 +169,8 @@ MALFORMED = {
                                                                 "dtype": "<f4", "max_error": 0}),
     "codebook of a huge dtype": lambda m: m.__setitem__("encoding", {
         "kind": "codebook", "codebook": [0] * 256, "dtype": "V1000000000000", "max_error": 0}),
+    "codebook of values whose squares overflow": lambda m: m.__setitem__("encoding", {
+        "kind": "codebook", "codebook": [1.7e308] * 256, "dtype": "<f8", "max_error": 0}),
     "label names a string": lambda m: m.__setitem__("label_names", "abc"),
     "axes a number": lambda m: m.__setitem__("axes", 3),
     "writer a list": lambda m: m.__setitem__("writer", ["int8store"]),

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import EncodingError, shown
 
 __all__ = ["Encoding", "encode", "new_codes", "is_power_of_two", "is_positive_integer",
-           "is_divisor", "DEFAULT_DIVISOR", "MOST_DIVISOR"]
+           "is_divisor", "DEFAULT_DIVISOR", "MOST_DIVISOR", "MOST_MAGNITUDE"]
 
 #: Divisor for 8-bit pixels: the scale of the classic tutorials' mnist.pkl.gz,
 #: whose float32 pixels are exactly ``u / 256``.
@@ -35,6 +35,10 @@ DEFAULT_DIVISOR = 256
 #: store's manifest announcing 10**400 raised OverflowError, 10**40 decoded
 #: to zeros in float32).
 MOST_DIVISOR = 1 << 53
+
+#: The largest magnitude a value may have: its square, which a standard
+#: deviation takes, is finite in float64 (1.7e308 was an OverflowError).
+MOST_MAGNITUDE = 1e150
 
 # Elements converted at a time: bounds the temporaries, and a block this size
 # stays in the processor's cache between the passes over it.
@@ -80,6 +84,9 @@ class Encoding:
             book = np.asarray(self.codebook)
             if book.shape != (256,):
                 raise EncodingError(f"a codebook needs exactly 256 entries, got shape {book.shape}")
+            if book.dtype.kind == "f" and np.abs(book).max() > MOST_MAGNITUDE:
+                raise EncodingError(f"a codebook's values are within ±{MOST_MAGNITUDE:g}, got "
+                                    f"{book.min():g} to {book.max():g}")
         elif self.offset not in (0, 128):
             raise EncodingError(f"offset must be 128 (uint8 levels) or 0 (int8 levels), got "
                                 f"{self.offset}")

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import EncodingError, shown
 from .encoding import (CHUNK_ELEMENTS, DEFAULT_DIVISOR, Encoding, as_numeric, encode,
-                       encode_scaled_exactly, exact_levels, is_divisor, nearest_entry)
+                       encode_scaled_exactly, exact_levels, is_divisor, nearest_entry,
+                       MOST_MAGNITUDE)
 
 __all__ = ["quantize", "choose_encoding", "survey_encoding", "float_candidates",
            "EncodingSurvey", "FLOAT_DIVISORS"]
@@ -134,6 +135,11 @@ class EncodingSurvey:
             self.float_dtypes.add(chunk.dtype)
             if not (np.isfinite(low) and np.isfinite(high)):
                 raise EncodingError(f"{name}: contains NaN or infinite values; images must be finite")
+            if max(-float(low), float(high)) > MOST_MAGNITUDE:
+                # (a standard deviation squares them: 1.7e308 was an OverflowError traceback)
+                raise EncodingError(f"{name}: holds values from {float(low):g} to {float(high):g}, "
+                                    f"beyond ±{MOST_MAGNITUDE:g}, whose squares overflow float64; "
+                                    "scale the images first")
             self.fits = {d for d in self.fits if _fits_divisor(chunk, d)}
 
     def _affine(self):
