@@ -31,8 +31,7 @@ from ..errors import ArgumentError, SizeLimitError
 
 __all__ = ["MAX_COMPRESSION_RATIO", "max_memory", "memory_ceiling", "parse_size", "physical_memory",
            "check_in_file", "check_memory", "check_zip_member", "describe_bytes", "counted_bytes",
-           "AnnouncedBytes",
-           "limit_address_space"]
+           "AnnouncedBytes", "limit_address_space"]
 
 #: Most bytes one compressed byte may announce (deflate's best ratio is 1032:1).
 MAX_COMPRESSION_RATIO = 1032
@@ -119,7 +118,7 @@ _MOST_SAID_BYTES = 1 << 80
 def describe_bytes(nbytes):
     """``1.5 GiB``, ``12.0 MiB``, ``512 bytes``; ``over 2**6200 bytes``."""
     if nbytes >= _MOST_SAID_BYTES:
-        return f"over 2**{nbytes.bit_length() - 1} bytes"
+        return f"over 2**{int(nbytes).bit_length() - 1} bytes"  # (a float's too)
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
             return f"{nbytes / scale:.1f} {unit}"
