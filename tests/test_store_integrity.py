@@ -544,6 +544,45 @@ def test_signals_in_a_deferred_block_are_handled_when_it_ends(ctrl_c_raises):
         assert stop_requested() == signal.SIGTERM
 
 
+@pytest.mark.parametrize("block", ["interrupts_deferred", "interrupts_remembered",
+                                   "stop_requests", "interrupts_ignored"])
+def test_a_signal_while_a_blocks_handlers_are_set_leaves_none_of_them(ctrl_c_raises, monkeypatch,
+                                                                       block):
+    """SIGTERM landing once SIGINT's handler is set, before its own is: the
+    block never began, and its SIGINT handler stayed for good (deferred: every
+    later Ctrl-C swallowed)."""
+    import signal
+
+    from int8store.runtime import interrupts
+
+    class Terminated(Exception):
+        pass
+
+    def terminated(signum, frame):
+        raise Terminated
+
+    real = signal.signal
+    previous_term = real(signal.SIGTERM, terminated)
+
+    def racy(signum, handler):
+        before = real(signum, handler)
+        if signum == signal.SIGINT:
+            signal.raise_signal(signal.SIGTERM)
+        return before
+
+    try:
+        monkeypatch.setattr(signal, "signal", racy)
+        with pytest.raises((Terminated, KeyboardInterrupt)):
+            with getattr(interrupts, block)():
+                pass
+        monkeypatch.undo()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGTERM) is terminated
+        assert not interrupts._received and interrupts._armed == [True]
+    finally:
+        real(signal.SIGTERM, previous_term)
+
+
 @pytest.mark.parametrize("umask, published", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_a_store_is_published_with_the_mode_new_files_get(tmp_path, umask, published, monkeypatch):
     """Private (0600) while it is written, then 0666 & ~umask: a store written

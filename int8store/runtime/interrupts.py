@@ -46,6 +46,23 @@ _stops = []  # signal numbers received inside stop_requests()
 _armed = [True]  # whether a first signal there asks the loop to stop (else: at once)
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _install(handler, previous, which=lambda previous_handler: True):
+    """Set ``handler`` for SIGINT and SIGTERM (those whose handler passes
+    ``which``), each one's handler recorded in ``previous`` before it is
+    replaced: the caller installs inside its ``try`` and restores
+    ``previous`` in its ``finally``, so that a signal landing between the
+    two (SIGTERM's handler raising once SIGINT's is set) leaves no handler
+    of the block installed for good."""
+    for signum in _SIGNALS:
+        current = signal.getsignal(signum)
+        if which(current):
+            previous[signum] = current
+            signal.signal(signum, handler)
+
+
 class Interrupted(KeyboardInterrupt):
     """A SIGINT or SIGTERM received during a write; ``signal`` says which."""
 
@@ -69,8 +86,7 @@ def interrupts_remembered():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    outermost = not _received and all(h is not _handler for h in previous.values())
+    outermost = not _received and all(signal.getsignal(s) is not _handler for s in _SIGNALS)
     previous_hooks = sys.unraisablehook, sys.excepthook
     quiet_warnings = warnings.catch_warnings()
     if outermost:
@@ -82,7 +98,9 @@ def interrupts_remembered():
         # into this warning; the interrupt is handled, and said in one line.
         warnings.filterwarnings("ignore", message="Cython module failed to patch",
                                 category=RuntimeWarning)
+    previous = {}
     try:
+        _install(_handler, previous)
         yield
     finally:
         if outermost:
@@ -164,8 +182,9 @@ def stop_requests(until_armed=False):
         return
     _stops.clear()
     _armed[0] = not until_armed  # (before the handler: a signal at once sees its setting)
-    previous = {s: signal.signal(s, _stop_handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
     try:
+        _install(_stop_handler, previous)
         yield requests
     finally:
         for s, handler in previous.items():
@@ -200,11 +219,8 @@ def interrupts_deferred():
         return
     received = []
     previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = signal.signal(signum, lambda n, frame: received.append((n, frame)))
     try:
+        _install(lambda n, frame: received.append((n, frame)), previous, callable)
         yield
     finally:
         for signum, handler in previous.items():
@@ -221,8 +237,9 @@ def interrupts_ignored():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
     try:
+        _install(signal.SIG_IGN, previous)
         yield
     finally:
         for signum, handler in previous.items():
