@@ -22,6 +22,7 @@ from ..errors import (DatasetNotFoundError, DownloadError, OutputError, SourceFo
                       shortened)
 from ..runtime.interrupts import interrupts_deferred
 from ..runtime.temporaries import new_temporary, remove_stale_temporaries
+from ..store.atomic import new_file_mode
 
 __all__ = ["RemoteFile", "download", "verify_file", "file_digest", "DEFAULT_TIMEOUT",
            "dataset_folder", "configured_mirrors", "fetch_into", "check_cached"]
@@ -204,7 +205,7 @@ def _fetch(url, remote, target, timeout):
                 handle, temporary = new_temporary(target, _PART)
         digest = hashlib.new(remote.algorithm, usedforsecurity=False)
         received = 0
-        with os.fdopen(handle, "wb") as out, _opener().open(url, timeout=timeout) as response, \
+        with os.fdopen(handle, "wb") as out, _open(url, timeout) as response, \
                 tqdm(total=remote.size, unit="B", unit_scale=True, desc=remote.name,
                      disable=None, leave=False) as progress:
             read = getattr(response, "read1", response.read)  # (what has come, not a whole block)
@@ -224,11 +225,23 @@ def _fetch(url, remote, target, timeout):
         if digest.hexdigest() != remote.digest:
             raise _Rejected(f"{remote.algorithm} {digest.hexdigest()}, expected {remote.digest}")
         with _cache_writes(folder):
+            # (mkstemp's 0600 while written; published as any new file of the
+            # user is, 0666 & ~umask: a shared cache folder's users read it)
+            os.chmod(temporary, new_file_mode())
             os.replace(temporary, target)
         return target
     finally:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _open(url, timeout):
+    """The response to ``url``; a redirect to a URL urllib cannot parse
+    (``Location: http://[::1:80/``: a ValueError) is that mirror's failure."""
+    try:
+        return _opener().open(url, timeout=timeout)
+    except ValueError as error:
+        raise _Rejected(f"redirected to a URL that cannot be read ({error})") from error
 
 
 @functools.cache
