@@ -413,15 +413,28 @@ def test_pool_rejects():
         pool_2d(pt.vector("v"), (2, 2))
 
 
-def test_max_pool_second_derivative_is_declared():
-    x = pt.dtensor4("x")
-    y = pool_2d(x, (2, 2))
-    gx = pytensor.grad(y.sum(), x)
-    grad_node = gx.owner
-    while not isinstance(grad_node.op, MaxPool2dGrad):
-        grad_node = grad_node.inputs[0].owner
-    ggz = grad_node.op.pullback(grad_node.inputs, grad_node.outputs, [pt.dtensor4("g")])
-    assert "NullType" in type(ggz[2].type).__name__
+@pytest.mark.parametrize("ws, stride, ignore_border, pad", POOLINGS)
+def test_max_pool_second_derivatives(ws, stride, ignore_border, pad):
+    """The gradient op's own gradient in gz (Aesara's DownsampleFactorMaxGradGrad):
+    double backpropagation and R-operator products through max pooling."""
+    x = distinct((2, 3, 5, 6), seed=40) / 180  # (small: the finite differences stay exact)
+
+    def grad_of_cubes(x):
+        y = pool_2d(x, ws, ignore_border=ignore_border, stride=stride, pad=pad)
+        return (pytensor.grad((y ** 3).sum(), x) ** 2).sum()
+
+    verify_grad(grad_of_cubes, [x], rng=rng(41), mode=MODE)
+    xs, v = pt.dtensor4("x"), pt.dtensor4("v")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # (Rop's new name, pushforward, is PyTensor 3's)
+        pushed = pytensor.gradient.Rop(pool_2d(xs, ws, ignore_border=ignore_border, stride=stride,
+                                               pad=pad), xs, v, use_op_rop_implementation=False)
+    f = pytensor.function([xs, v], pushed, mode=MODE, on_unused_input="ignore")
+    direction = rng(42).standard_normal(x.shape)
+    step = 1e-6  # max pooling is linear between ties
+    expected = (reference_pool(x + step * direction, ws, stride, ignore_border, pad)
+                - reference_pool(x, ws, stride, ignore_border, pad)) / step
+    np.testing.assert_allclose(f(x, direction), expected, rtol=1e-6, atol=1e-8)
 
 
 def test_default_mode_runs_the_ops():

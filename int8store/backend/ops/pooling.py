@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.gradient import grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.type import TensorType
@@ -230,10 +229,33 @@ class MaxPool2dGrad(_PoolBase):
 
     def pullback(self, inputs, outputs, cotangents):
         x, maxout, gz = inputs
+        (g,) = cotangents
         # Which inputs get gradients changes only where x crosses a tie: the
         # derivative in x and maxout is zero almost everywhere (as in Aesara).
-        return [pt.zeros_like(x), pt.zeros_like(maxout),
-                grad_not_implemented(self, 2, gz, "the second derivative of max pooling")]
+        # In gz the op is linear: each window's maximum collects ``g`` over
+        # the inputs it routed gz to (Aesara's DownsampleFactorMaxGradGrad).
+        return [pt.zeros_like(x), pt.zeros_like(maxout), self._routed(x, maxout, g, gz.dtype)]
+
+    def _routed(self, x, maxout, g, dtype):
+        """``sum(g * (x == maxout))`` over each window: the pooled shape."""
+        out = maxout.shape[-2:]
+        # Room for every window (pad before, and after for partial windows);
+        # g is zero there, so the padding's x never counts.
+        after = [self.pad[i] + self.ws[i] + self.stride[i] for i in range(2)]
+        shape = [x.shape[i] for i in range(x.ndim - 2)] + [
+            x.shape[x.ndim - 2 + i] + self.pad[i] + after[i] for i in range(2)]
+        inner = (Ellipsis, slice(self.pad[0], self.pad[0] + x.shape[-2]),
+                 slice(self.pad[1], self.pad[1] + x.shape[-1]))
+        padded_x = pt.set_subtensor(pt.zeros(shape, dtype=x.dtype)[inner], x)
+        padded_g = pt.set_subtensor(pt.zeros(shape, dtype=g.dtype)[inner], g)
+        total = None
+        for a in range(self.ws[0]):
+            for b in range(self.ws[1]):
+                window = (Ellipsis, slice(a, a + self.stride[0] * out[0], self.stride[0]),
+                          slice(b, b + self.stride[1] * out[1], self.stride[1]))
+                term = pt.eq(padded_x[window], maxout) * padded_g[window]
+                total = term if total is None else total + term
+        return pt.cast(total, dtype)
 
 
 def pool_2d(input, ws=None, ignore_border=True, stride=None, pad=(0, 0), mode="max", ds=None,
