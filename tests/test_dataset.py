@@ -212,3 +212,13 @@ def test_a_floatx_the_views_cannot_follow_is_named_as_floatx(monkeypatch):
         shared_dataset((images_k256(), np.arange(12) % 3))
     with pytest.raises(ArgumentError, match=r"^dtype='float16': "):
         shared_dataset((images_k256(), np.arange(12) % 3), dtype="float16")
+
+
+def test_an_index_check_on_rows_fewer_than_a_minibatch_says_so():
+    # (where the graph does not know the rows: "is outside 0..-1" was said)
+    from int8store import MinibatchIndexError
+    from int8store.backend.ops.minibatch import check_index
+
+    with pytest.raises(MinibatchIndexError, match=r"^shard_x: its 5 rows cannot fill a minibatch "
+                                                  r"of 8: use a batch size of 5 or less$"):
+        check_index(0, 8, 5, "shard_x")

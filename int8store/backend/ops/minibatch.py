@@ -45,6 +45,10 @@ def check_index(index, size, rows, name="data", stride=None, short=None):
                 f"{name}: index {index} is past the data: its {rows} rows are fewer than a "
                 f"slice of {short}, so only index 0 (all of them, as the classic's short "
                 "slice) exists")
+        if 0 < rows < size:  # (no index fits: "outside 0..-1" was said)
+            raise MinibatchIndexError(
+                f"{name}: its {rows} rows cannot fill a minibatch of {size}: use a batch size "
+                f"of {rows} or less")
         if stride == size:
             raise MinibatchIndexError(
                 f"{name}: minibatch index {index} is outside 0..{rows // size - 1} "
