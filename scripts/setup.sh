@@ -80,5 +80,5 @@ if [ "$backend" = aesara ]; then
     # A start-up hook in this environment (only) runs that import with the
     # BLAS int8store gives Aesara anyway: see int8store/backend/aesara_startup.py.
     # (It does nothing once int8store is uninstalled from the environment.)
-    "$venv/bin/python" -m int8store.backend.aesara_startup > /dev/null
+    "$venv/bin/python" -m int8store.backend.setup.aesara_hook > /dev/null
 fi

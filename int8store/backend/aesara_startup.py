@@ -16,23 +16,17 @@ restores the variable: nothing else in the process or its children changes,
 and nothing outside that environment is touched.
 
 In an environment of one's own (``pip install int8store[aesara]``), the same
-file is written by ``python -m int8store.backend.aesara_startup`` (what
-``scripts/setup.sh`` runs): without it, on Python 3.12, a classic tutorial
-stops at its first line, ``import theano`` (Aesara), whatever its loader.
+file is written by ``python -m int8store.backend.setup.aesara_hook`` (what
+``scripts/setup.sh`` runs; a module the hook never imports):
+without it, on Python 3.12, a classic tutorial stops at its first line,
+``import theano`` (Aesara), whatever its loader.
 """
 
 import importlib.abc
 import importlib.util
-import os
 import sys
 
-__all__ = ["install", "write_hook", "HOOK_FILE", "HOOK_LINE"]
-
-#: The start-up file and its one line, which ``site`` runs at every start-up
-#: of the environment's interpreter (a line that begins with ``import``).
-HOOK_FILE = "int8store-aesara-blas.pth"
-HOOK_LINE = ('import importlib.util as u; u.find_spec("int8store") and '
-             '__import__("int8store.backend.aesara_startup", fromlist=["install"]).install()')
+__all__ = ["install"]
 
 
 class _BlasForAesara(importlib.abc.MetaPathFinder):
@@ -72,48 +66,3 @@ def install():
         return
     if not any(isinstance(finder, _BlasForAesara) for finder in sys.meta_path):
         sys.meta_path.insert(0, _BlasForAesara())
-
-
-def write_hook(site=None):
-    """Write the start-up file into ``site`` (default: this interpreter's
-    ``site-packages``), replacing one there, atomically; returns its path."""
-    import sysconfig
-    import tempfile
-
-    folder = site if site is not None else sysconfig.get_paths()["purelib"]
-    path = os.path.join(folder, HOOK_FILE)
-    handle, temporary = tempfile.mkstemp(prefix=f".{HOOK_FILE}.", dir=folder)
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(HOOK_LINE + "\n")
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return path
-
-
-def main(argv=None):
-    """``python -m int8store.backend.aesara_startup [--site DIR]``: write the hook."""
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="python -m int8store.backend.aesara_startup",
-        description="Give `import aesara` int8store's BLAS in this environment (see "
-                    "int8store/backend/aesara_startup.py): writes " + HOOK_FILE + ".")
-    parser.add_argument("--site", help="the folder to write it in (default: this "
-                                       "interpreter's site-packages)")
-    args = parser.parse_args(argv)
-    try:
-        path = write_hook(args.site)
-    except OSError as error:
-        print(f"error: cannot write {HOOK_FILE} in {args.site or 'site-packages'}: {error}",
-              file=sys.stderr)
-        return 2
-    print(f"{path}: `import aesara` gets int8store's BLAS in this environment")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
