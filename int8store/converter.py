@@ -18,6 +18,7 @@ from .store.atomic import check_can_write, check_not_a_source
 from .order.shuffle import check_seed
 from .runtime.interrupts import interrupts_remembered
 from .runtime.limits import memory_ceiling
+from .runtime.words import listed
 from .plan.arrangement import describe_order
 from .plan.splits import DEFAULT_CHUNK_BYTES, plan_splits
 from .sources import class_folder_trees, files_read, read_source
@@ -132,10 +133,6 @@ def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force
     return writer.path
 
 
-#: The classes a note names, at most.
-_LISTED_CLASSES = 10
-
-
 def _untrained_classes(labels, names=None):
     """In words, the classes other splits hold and the training split does
     not (the model never sees them), or ""."""
@@ -146,10 +143,7 @@ def _untrained_classes(labels, names=None):
             missing.setdefault(label, []).append(split)
     if not missing:
         return ""
-    listed = sorted(missing.items())
     # (a class's name as info shows it, escaped and shortened: a folder's or a store's)
-    named = ", ".join(f"{shortened(str(names[label]), 60) if names else label} "
-                      f"({', '.join(splits)})" for label, splits in listed[:_LISTED_CLASSES])
-    if len(listed) > _LISTED_CLASSES:  # (a line, not a screen: 1,700 classes were listed)
-        named += f", and {len(listed) - _LISTED_CLASSES:,} more"
+    named = listed(f"{shortened(str(names[label]), 60) if names else label} ({', '.join(splits)})"
+                   for label, splits in sorted(missing.items()))
     return f"classes in no training example, which the model never sees: {named}"

@@ -34,12 +34,10 @@ import numpy as np
 from .errors import ArgumentError, SourceFormatError, shortened
 from .order.position import check_epoch
 from .order.shuffle import check_seed
-from .runtime.words import counted
+from .runtime.words import counted, listed
 
 __all__ = ["preview", "Preview", "display_bytes"]
 
-#: The classes the line that describes a grid names, at most (each list of them).
-_LISTED_CLASSES = 10
 #: Grey of the gaps between cells and of an empty cell.
 BACKGROUND = 96
 _GAP = 1  # pixels between cells
@@ -74,16 +72,13 @@ class Preview:
     def describe(self):
         rows, cols = self.shape[:2]
         def named(classes):  # (a store's names, escaped and shortened: see cli.describe)
-            return listed([shortened(str(name), 60) for name in classes])
-        def listed(words):  # (a line, not a screen: 300 classes took 8,515 characters)
-            more = len(words) - _LISTED_CLASSES
-            return ", ".join(words[:_LISTED_CLASSES]) + (f", and {more:,} more" if more > 0 else "")
+            return listed(shortened(str(name), 60) for name in classes)
         lacks = (f"; split {self.split!r} lacks {len(self.lacking)} of the {len(self.classes)} "
                  f"classes: {named(self.lacking)} (empty rows)" if self.lacking else "")
         if self.fewer:
             lacks += (f"; {len(self.fewer)} class{'es have' if len(self.fewer) > 1 else ' has'} "
                       f"fewer than {self.count:,}: "
-                      + listed([f"{named([name])} ({held})" for name, held in self.fewer.items()]))
+                      + listed(f"{named([name])} ({held})" for name, held in self.fewer.items()))
         up_to = "up to " if self.fewer or self.lacking else ""
         return (f"{self.path}: {counted(len(self.classes), 'class')} x {up_to}"
                 f"{counted(self.count, 'image')} of split {self.split!r} ({rows}x{cols}, shown "

@@ -1,5 +1,5 @@
 """Words in the messages people read: counts (``1 shard``, ``2 shards``),
-and the word a mistyped one most likely meant."""
+lists cut to a line, and the word a mistyped one most likely meant."""
 
 
 def counted(number, noun):
@@ -15,6 +15,18 @@ def counted(number, noun):
         return f"1 {noun}"
     suffix = "es" if noun.endswith(("s", "ch", "sh", "x")) else "s"
     return f"{number:,} {noun}{suffix}"
+
+
+def listed(words, most=10):
+    """``words`` joined by commas, the first ``most`` of them and how many
+    more (a line, not a screen: 1,700 classes were once listed).
+
+    >>> listed(["a", "b"]), listed(["a", "b", "c"], most=2)
+    ('a, b', 'a, b, and 1 more')
+    """
+    words = list(words)
+    more = len(words) - most
+    return ", ".join(words[:most]) + (f", and {more:,} more" if more > 0 else "")
 
 
 def nearest(word, known):
