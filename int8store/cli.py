@@ -312,12 +312,17 @@ def _writing_stdout():
 
 
 def _print(text):
-    """``print(text)`` to stdout at once, a failure named as stdout's; what
-    stdout's encoding cannot hold (a file name's bytes that are not UTF-8, any
-    name on an ASCII stdout) escaped, as :func:`_say` does on stderr."""
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    """``print(text)`` to stdout at once, a failure named as stdout's, text
+    it cannot encode escaped (:func:`_escaped`)."""
     with _writing_stdout():
-        print(text.encode(encoding, "backslashreplace").decode(encoding), flush=True)
+        print(_escaped(text, sys.stdout), flush=True)
+
+
+def _escaped(text, stream):
+    """``text`` with what ``stream``'s encoding cannot hold (a file name's
+    bytes that are not UTF-8, any name on an ASCII stream) escaped."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _system_says(error):
@@ -427,9 +432,7 @@ def _fail(message):
 
 def _say(line):
     """One line on stderr, whatever the bytes of the file names in it."""
-    line = " ".join(line.split("\n"))
-    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
-    print(line.encode(encoding, "backslashreplace").decode(encoding), file=sys.stderr)
+    print(_escaped(" ".join(line.split("\n")), sys.stderr), file=sys.stderr)
 
 
 def describe(path):
@@ -454,8 +457,9 @@ def describe(path):
     if store.order is not None:
         from .plan.arrangement import describe_cuts, describe_order
         lines.append(f"order:        {describe_order(store.order)}")
-        if describe_cuts(store.order):  # (a line of its own: the two were 186 characters)
-            lines.append(f"splits:       {describe_cuts(store.order)}")
+        cuts = describe_cuts(store.order)
+        if cuts:  # (a line of its own: the two were 186 characters)
+            lines.append(f"splits:       {cuts}")
     pixels = int(__import__("numpy").prod(store.image_shape))
     rows = [("split", "examples", "int8 bytes", "float32 bytes", "code mean")]
     for name, count in store.splits.items():
