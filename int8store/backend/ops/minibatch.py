@@ -58,6 +58,12 @@ def check_index(index, size, rows, name="data", stride=None, short=None):
             f"{rows} rows (starts 0..{rows - size})")
 
 
+def _too_few_rows(data, rows, size):
+    """The refusal of a minibatch of ``size`` from ``data``'s ``rows`` rows,
+    fewer, where the graph is built."""
+    return ArgumentError(f"{data.name or 'data'}: {rows} rows cannot fill a minibatch of {size}")
+
+
 def shuffled_epoch_and_index(index, batches, name="data"):
     """``(epoch, minibatch in the epoch)`` of a shuffled split's minibatch
     ``index`` (``epoch * batches + minibatch``); a negative index is refused."""
@@ -121,7 +127,7 @@ class Minibatch(_api.module("graph.op").Op):
             raise ArgumentError("minibatches are taken along the first axis of an array")
         rows = data.type.shape[0]
         if rows is not None and rows < self.size:
-            raise ArgumentError(f"{data.name or 'data'}: {rows} rows cannot fill a minibatch of {self.size}")
+            raise _too_few_rows(data, rows, self.size)
         length = self.size if self.static else None
         out = at.TensorType(data.dtype, shape=(length,) + tuple(data.type.shape[1:]))()
         return _api.module("graph.basic").Apply(self, [data, index], [out])
@@ -233,8 +239,7 @@ def minibatch(data, index, size, stride=None, keep_short=False):
     if dataset is not None and (stride is None or stride == size):
         batches = dataset.n_batches(size)
         if not batches:  # (the op's own refusal named stride and minibatches per epoch)
-            raise ArgumentError(f"{data.name or 'data'}: {dataset.n_examples} rows cannot fill "
-                                f"a minibatch of {size}")
+            raise _too_few_rows(data, dataset.n_examples, size)
         return Minibatch(size, size, dataset.seed, dataset.n_examples, batches)(data, index)
     return Minibatch(size, stride)(data, index)
 
