@@ -4,8 +4,9 @@ fresh process,
 
 * held whole (the reference);
 * streamed, in shards of ``--max-device-bytes``;
-* SIGKILLed once it has printed ``--kill-after`` validation lines, then
-  resumed from its checkpoint (``--resume``);
+* SIGKILLed once it has printed ``--kill-after`` validation lines (2 or
+  more), then resumed from its checkpoint (``--resume``), the one written
+  after the validation line before;
 
 and whether each printed the held-whole run's error lines and ended with
 its parameters bit for bit (the checkpoints' ``param_*`` arrays). On a CPU
@@ -112,6 +113,10 @@ def main(argv=None):
                         help="validation lines printed before the kill")
     parser.add_argument("extra", nargs="*", help="after --: more options for the tutorial")
     args = parser.parse_args(argv)
+    if args.kill_after < 2:  # (with 1 the resumed run found no checkpoint and "failed")
+        parser.error(f"--kill-after {args.kill_after}: give 2 or more: the run is killed as it "
+                     "prints that validation line, before its checkpoint is written, and "
+                     "resumes from the one written after the line before")
     with tempfile.TemporaryDirectory(prefix="int8store-same-lines-") as folder:
         rows, printed = runs(args, Path(folder))
     import jax
