@@ -235,7 +235,7 @@ def main(argv=None):
                         help="the Python that runs the PyTorch ways (skipped if it has no torch)")
     parser.add_argument("--skip", nargs="+", default=[], metavar="WAY",
                         help="ways to leave out, e.g. 'plain lax.scan' (on a CPU, XLA runs "
-                             "LeNet5 inside a loop 14-19 times slower: jax-ml/jax#12868)")
+                             "LeNet5 inside a loop 8-9 times slower: jax-ml/jax#12868)")
     parser.add_argument("--before", metavar="CHECKOUT",
                         help="also the int8store rows of another checkout of int8store (e.g. "
                              "'git worktree add /tmp/before COMMIT'): before and after a change")
