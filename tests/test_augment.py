@@ -68,6 +68,22 @@ def test_the_text_a_command_line_takes():
         Augmentation(cutout=9).grid((8, 8, 3))
 
 
+def test_spaces_around_a_value_a_flip_that_does_nothing_and_one_pixel_images():
+    """"translate = 2" was taken and "fill = edge" refused (" edge" is no
+    fill); --augment flip=none trained without augmentation, saying
+    "augmenting the training minibatches: none", where cutout=0 is refused;
+    a translation of 1xN images was told to "use less than 1"."""
+    assert Augmentation.parse("translate = 2, fill = edge, flip = alternate") == \
+        Augmentation(2, "edge", "alternate")
+    with pytest.raises(ArgumentError, match="'flip=none': flip=none does nothing: give flip"):
+        Augmentation.parse("flip=none", given="--augment")
+    assert not Augmentation.parse("flip=none")  # (the type's own vocabulary, in code)
+    # 1xN images: "use less than 1" named translate=0, which --augment refuses
+    with pytest.raises(ArgumentError, match="nothing of 1x5 images: leave translate out: images "
+                       "one pixel across take none$"):
+        Augmentation(translate=1).grid((1, 5))
+
+
 # -- the definition, pixel for pixel ------------------------------------------
 
 def test_a_translation_moves_the_pixels_and_fills_the_border():

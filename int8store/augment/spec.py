@@ -70,8 +70,9 @@ class Augmentation:
         ``recorded``: text a checkpoint recorded, where a fill with no
         translation (taken before 0.3.2, and never used) reads as none.
         ``given``: the option the text was given to (``--augment``), where
-        an item that does nothing (``cutout=0``, an empty one, none at all)
-        is refused: it was taken, and the run trained without augmentation."""
+        an item that does nothing (``cutout=0``, ``flip=none``, an empty one,
+        none at all) is refused: it was taken, and the run trained without
+        augmentation."""
         fields = {}
         items = [part.strip() for part in str(text).split(",")]
         if given and not any(items):
@@ -84,7 +85,7 @@ class Augmentation:
                     raise ArgumentError(f"{given} {text!r}: an empty item between commas")
                 continue
             name, equals, value = item.partition("=")
-            name = name.strip()
+            name, value = name.strip(), value.strip()  # ("fill = edge", as "translate = 2")
             if name == "flip" and not equals:  # (a bare flip; flip= is refused as translate= is)
                 value = "random"
             if name not in ("translate", "fill", "flip", "cutout") or not value:
@@ -94,6 +95,9 @@ class Augmentation:
                     "(for example translate=2,flip,cutout=8)")
             if name in fields:
                 raise ArgumentError(f"augmentation {name} given twice in {text!r}")
+            if given and name == "flip" and value == "none":
+                raise ArgumentError(f"{given} {text!r}: flip=none does nothing: give flip (or "
+                                    "flip=alternate), or leave it out")
             if name in ("translate", "cutout"):
                 try:
                     value = int(value)
@@ -135,9 +139,10 @@ class Augmentation:
         channels = shape[2] if len(shape) == 3 else 1
         if self.translate >= min(rows, columns):
             shift = counted(self.translate, "pixel")
+            use = (f"use less than {min(rows, columns)}" if min(rows, columns) > 1 else
+                   "leave translate out: images one pixel across take none")  # (not "less than 1")
             raise ArgumentError(f"{name}: a translation by up to {shift} leaves "
-                                f"nothing of {rows}x{columns} images: use less than "
-                                f"{min(rows, columns)}")
+                                f"nothing of {rows}x{columns} images: {use}")
         if self.cutout > min(rows, columns):
             raise ArgumentError(f"{name}: a cut-out of {self.cutout}x{self.cutout} is larger "
                                 f"than the {rows}x{columns} images")
