@@ -175,7 +175,8 @@ def _augmented(codes, augment, seed, epoch, encoding, shape, dataset):
     from .augment.spec import Augmentation, fill_code, refuse_flipped_digits
     from .sources.locate import recorded_source
 
-    spec = augment if isinstance(augment, Augmentation) else Augmentation.parse(augment)
+    spec = augment if isinstance(augment, Augmentation) else \
+        Augmentation.parse(augment, given="--augment")  # (as the tutorials take it)
     refuse_flipped_digits(spec, dataset, recorded_source)
     grid = spec.grid(shape, str(dataset))
     with np.errstate(over="ignore"):

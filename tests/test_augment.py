@@ -496,3 +496,16 @@ def test_the_preview_draws_the_images_as_training_augments_them(tmp_path):
         with pytest.raises(ArgumentError, match=said):
             preview("digits", tmp_path / "other.png", augment="translate=1", **bad)
     assert not (tmp_path / "other.png").exists()
+
+
+def test_the_preview_refuses_an_augmentation_that_does_nothing_as_the_tutorials_do(tmp_path):
+    """--augment '' (or cutout=0) with --augmented drew the images as stored,
+    "augmented (none)", where the help says the augmentation is taken as
+    the tutorials take it, and they refuse it."""
+    from int8store.preview import preview
+
+    for text, said in (("", "--augment '' names no augmentation"),
+                       ("cutout=0", "--augment 'cutout=0': cutout=0 does nothing")):
+        with pytest.raises(ArgumentError, match=said):
+            preview("digits", tmp_path / "grid.png", augment=text, augmented=1)
+    assert not (tmp_path / "grid.png").exists()
