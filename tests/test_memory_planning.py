@@ -476,6 +476,18 @@ def test_sizes_are_read_in_every_usual_spelling():
         max_batch_size(lambda b: b, None)
 
 
+def test_examples_that_fit_takes_a_size_as_text_as_max_batch_size_does():
+    """examples_that_fit("1GiB", ...) was a TypeError (str minus int), where
+    max_batch_size, documented beside it, takes "2kB"."""
+    from int8store.memory.estimates import examples_that_fit
+
+    assert examples_that_fit("1MiB", (28, 28), reserved=1024) \
+        == examples_that_fit(1 << 20, (28, 28), reserved=1024) \
+        == {"int8": ((1 << 20) - 1024) // 788, "float32": ((1 << 20) - 1024) // 3140}
+    with pytest.raises(ArgumentError, match="budget='1.5': bytes are counted whole"):
+        examples_that_fit("1.5", (28, 28))
+
+
 def test_budget_answers_per_device(capsys):
     args = ["budget", "--dataset", "digits", "--model", "logistic", "--device-memory", "64MiB",
             "--batch-size", "300"]

@@ -380,7 +380,14 @@ def _bisect(estimate, usable, low, high):
 
 def examples_that_fit(budget, image_shape, reserved=0, classic="float32"):
     """``{"int8": n, classic: n}``: how many examples (images and labels) fit
-    in ``budget`` bytes beside ``reserved`` ones (the model's)."""
+    in ``budget`` bytes (or text such as ``"1GiB"``, as :func:`max_batch_size`
+    takes) beside ``reserved`` ones (the model's).
+
+    >>> examples_that_fit("1MiB", (28, 28))
+    {'int8': 1330, 'float32': 333}
+    """
+    if isinstance(budget, str):
+        budget = parse_size(budget, "budget")
     free = max(0, budget - reserved)
     one = split_bytes(1, image_shape, classic)
     return {kind: free // size for kind, size in one.items()}
