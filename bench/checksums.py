@@ -1,11 +1,14 @@
 """The chunk checksum's speed: SHA-256 (store format 2), BLAKE3 and XXH3
-(format 3 uses XXH3-128) over 1 MiB chunks, one thread, best of several
-passes over 64 MiB; beside a plain memory copy of the same bytes, and
-whether each hasher lets another thread run meanwhile (it releases the GIL).
+(format 3 uses XXH3-128) over 1 MiB chunks, one thread, the best of
+``--rounds`` passes over 64 MiB, the hashers interleaved (each round passes
+each of them once, in turn, so that a busy moment of the machine falls on
+all); beside a plain memory copy of the same bytes, and whether each hasher
+lets another thread run meanwhile (it releases the GIL).
 
-    python bench/checksums.py        (BLAKE3 needs 'pip install blake3')
+    python bench/checksums.py [--rounds 5]   (BLAKE3 needs 'pip install blake3')
 """
 
+import argparse
 import hashlib
 import threading
 import time
@@ -30,15 +33,22 @@ def hashers():
     return found
 
 
-def rate(function, repeats=5):
-    """GB/s of ``function`` over DATA, a chunk at a time; best of ``repeats``."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for i in range(0, DATA.nbytes, CHUNK):
-            function(DATA[i:i + CHUNK])
-        best = min(best, time.perf_counter() - start)
-    return DATA.nbytes / best / 1e9
+def one_pass(function):
+    """Seconds ``function`` takes over DATA, a chunk at a time."""
+    start = time.perf_counter()
+    for i in range(0, DATA.nbytes, CHUNK):
+        function(DATA[i:i + CHUNK])
+    return time.perf_counter() - start
+
+
+def rates(functions, rounds):
+    """GB/s of each of ``functions`` (a dict) over DATA: the best of
+    ``rounds`` passes, the functions taking turns within each round."""
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(rounds):
+        for name, function in functions.items():
+            best[name] = min(best[name], one_pass(function))
+    return {name: DATA.nbytes / seconds / 1e9 for name, seconds in best.items()}
 
 
 def other_thread_speed(function):
@@ -65,16 +75,23 @@ def other_thread_speed(function):
     return meanwhile / alone
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="passes of each hasher, interleaved; the best is kept")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")
     out = np.empty_like(DATA)
+    functions = dict(hashers())
+    copy_name = "(a memory copy of the 64 MiB, np.copyto)"
+    functions[copy_name] = lambda chunk: np.copyto(out[:len(chunk)], chunk)
+    measured = rates(functions, args.rounds)
     print("| checksum | GB/s, 1 MiB chunks, one thread | Python thread's speed meanwhile |")
     print("|---|---:|---:|")
-    for name, function in hashers().items():
-        print(f"| {name} | {rate(function):.2f} | {other_thread_speed(function):.2f} |")
-    from convert import timed  # (bench/convert.py's)
-
-    copy = min(timed(lambda: np.copyto(out, DATA)) for _ in range(5))
-    print(f"| (a memory copy of the 64 MiB, np.copyto) | {DATA.nbytes / copy / 1e9:.2f} | - |")
+    for name, function in functions.items():
+        meanwhile = "-" if name == copy_name else f"{other_thread_speed(function):.2f}"
+        print(f"| {name} | {measured[name]:.2f} | {meanwhile} |")
 
 
 if __name__ == "__main__":
