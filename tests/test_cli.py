@@ -402,6 +402,29 @@ def test_every_tutorial_refuses_a_folder_or_a_missing_checkpoint_before_the_data
         "runs.npz" if ".npz" in case else "runs"]
 
 
+@pytest.mark.parametrize("option, what, example", [
+    ("--save-model", "the best model is written to", "best_model.npz"),
+    ("--checkpoint", "the run's checkpoint is written to", "run.npz")])
+def test_a_path_no_write_can_make_is_refused_before_the_data(option, what, example, capsys,
+                                                             monkeypatch, tmp_path):
+    # (user trial: "runs/", not there yet, was written as a hidden file runs/.npz, and
+    # refused as a folder by the next run; "notes.txt/run" was said to be made in a
+    # folder notes.txt, then failed at every write while the run went on)
+    import logistic_sgd
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("notes")
+    start = ["--dataset", "missing.npz", "--epochs", "1", option]
+    assert logistic_sgd.main(start + ["runs/"]) == 2
+    assert capsys.readouterr().err == (f"error: {option} runs/: a folder; expected the .npz file "
+                                       f"{what}, e.g. runs/{example}\n")
+    assert logistic_sgd.main(start + ["notes.txt/a/run"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {option} notes.txt/a/run (notes.txt/a/run.npz): notes.txt is a file, not a "
+        "folder, and nothing can be written in it; give a path in a folder\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 @pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp", "convolutional_mlp"])
 @pytest.mark.parametrize("checkpoint", ["m", "m.npz", "./m.npz"])
 def test_every_tutorial_refuses_one_file_for_its_checkpoint_and_its_model(

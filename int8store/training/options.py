@@ -195,6 +195,12 @@ def _check_files(checkpoint, save_model, resume, dataset, resumed):
         if folder:
             raise ArgumentError(f"{option} {_named(path, folder)}: a folder; expected the .npz "
                                 f"file {what}, e.g. {os.path.join(folder, example)}")
+    for option, path in (("--save-model", save_model), ("--checkpoint", checkpoint)):
+        on_the_way = path and _file_on_the_way(npz_path(path))
+        if on_the_way:  # (each write failed, the run went on, and it said the folder was made)
+            raise ArgumentError(f"{option} {_named(path, npz_path(path))}: {on_the_way} is a "
+                                "file, not a folder, and nothing can be written in it; give "
+                                "a path in a folder")
     if resume:
         _check_written("--resume", resume, "checkpoint", "--checkpoint",
                        "or no --resume to start afresh")
@@ -259,8 +265,21 @@ def _check_written(option, path, noun, writer, otherwise):
 
 
 def _folder(path):
-    """The folder ``path`` names, as given or with ``.npz`` added; None if none."""
+    """The folder ``path`` names, as given or with ``.npz`` added, or by a
+    separator at its end whether it is there or not (``runs/``, which was
+    written as a file ``runs/.npz``); None if none."""
+    if str(path).endswith(tuple(s for s in (os.sep, os.altsep) if s)):
+        return str(path)
     return next((name for name in (str(path), npz_path(path)) if os.path.isdir(name)), None)
+
+
+def _file_on_the_way(path):
+    """The file (not a folder) that stands where a folder of ``path`` would
+    be (``notes.txt`` in ``notes.txt/run.npz``); None if none."""
+    folder = os.path.dirname(path)
+    while folder and not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return folder if folder and os.path.exists(folder) and not os.path.isdir(folder) else None
 
 
 def _named(path, file):
