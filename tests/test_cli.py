@@ -460,6 +460,19 @@ def test_every_tutorial_refuses_its_model_written_over_the_checkpoint_it_resumes
         "set: give it to --resume, and the data to --dataset\n")
 
 
+def test_a_saved_model_given_as_the_data_is_named_as_one(capsys, monkeypatch, tmp_path):
+    # (it listed W, b and int8store_model, and suggested naming them x_train/y_train)
+    import logistic_sgd
+
+    monkeypatch.chdir(tmp_path)
+    assert logistic_sgd.main(["--dataset", "digits", "--epochs", "1", "--save-model", "m"]) == 0
+    capsys.readouterr()
+    assert logistic_sgd.main(["--dataset", "m.npz", "--epochs", "1", "--save-model", ""]) == 2
+    assert capsys.readouterr().err == (
+        "error: m.npz: a tutorial's saved model (its --save-model writes them), not a data set: "
+        "give it to --predict --save-model, and the data to --dataset\n")
+
+
 def test_a_checkpoint_of_other_options_is_refused_before_anything_is_loaded(
         capsys, tmp_path, monkeypatch):
     """Its seed, augmentation, learning rate, normalization and scoring are

@@ -9,7 +9,7 @@ within the memory ceiling).
 
 from ..errors import SourceFormatError
 from ..runtime.npz import NpzArchive
-from ..store.checkpoint import RUN_DESCRIPTION
+from ..store.checkpoint import MODEL_DESCRIPTION, RUN_DESCRIPTION
 from . import SourceData, Split
 from .named_arrays import as_images, choose_keys
 
@@ -23,6 +23,10 @@ def read_npz(path, keys=None):
         raise SourceFormatError(f"{path}: a run's checkpoint (a tutorial's --checkpoint writes "
                                 "them), not a data set: give it to --resume, and the data to "
                                 "--dataset")
+    if MODEL_DESCRIPTION in members and keys is None:  # (as a run's checkpoint: its W and b listed)
+        raise SourceFormatError(f"{path}: a tutorial's saved model (its --save-model writes "
+                                "them), not a data set: give it to --predict --save-model, and "
+                                "the data to --dataset")
     chosen = choose_keys({key: m.shape for key, m in members.items()}, path, keys)
     splits = {}
     for split, (image_key, label_key) in chosen.items():
