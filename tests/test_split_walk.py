@@ -142,6 +142,23 @@ def test_an_index_past_the_epoch_is_refused(mode, seed):
     assert labels.shape == (B,) and images.shape == (B, 64)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_slice_whose_start_is_written_twice_is_a_minibatch_too(mode):
+    """``x[i * B:i * B + B]`` (the start written out twice, two graphs of one
+    value) is minibatch ``i`` as ``x[i * B:(i + 1) * B]`` is: past the
+    split it is refused, not a short or empty slice on the C backend, and
+    in JAX mode it compiles (a user trial: JAX refused its symbolic start)."""
+    split = digits(None, mode)
+    index = T.lscalar()
+    take = theano.function([index], [split.y[index * B:index * B + B],
+                                      split.x[index * B:index * B + B]], mode=function_mode(mode))
+    last = split.n_batches(B) - 1
+    for got, want in zip(take(last), classic_slices(split, mode)(last)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(MinibatchIndexError, match=f"minibatch index {last + 1} is outside"):
+        take(last + 1)
+
+
 def stream_of_100(mode):
     """A stream of 100 examples (labels 0..99) in shards of 40, and a
     function giving minibatch ``index``'s 10 labels."""

@@ -265,11 +265,12 @@ def minibatch_of_slice(node):
     first, factor = _times_constant(start)
     if factor is not None and factor >= 1:
         following, stop_factor = _times_constant(stop)
-        if stop_factor == factor and _plus_constant(following) == (first, 1):
+        index, one = _plus_constant(following) or (None, None)
+        if stop_factor == factor and one == 1 and _same(index, first):
             # index * n : (index + 1) * n
             return minibatch(data, first, factor, keep_short=True)
     begin, length = _plus_constant(stop) or (None, None)
-    if start is None or begin is not start or length is None or length < 1:
+    if start is None or not _same(begin, start) or length is None or length < 1:
         return None
     if factor is not None and factor >= 1:
         # begin = index * n; begin : begin + m (SdA, DBN; m = n is a minibatch)
@@ -277,6 +278,13 @@ def minibatch_of_slice(node):
     if start.ndim == 0:
         return minibatch(data, start, length, stride=1, keep_short=True)  # a window
     return None
+
+
+def _same(one, other):
+    """Whether two scalar expressions compute the same thing: written twice
+    (``data[i * n:i * n + n]``), the start is two graphs of one value."""
+    return one is other or (one is not None and other is not None and _api.module(
+        "graph.basic").equal_computations([one], [other]))
 
 
 def _times_constant(variable):
