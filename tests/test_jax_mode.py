@@ -113,6 +113,42 @@ def test_the_slice_of_the_deep_network_tutorials_becomes_a_minibatch_too():
         window(8)
 
 
+def test_a_function_of_int8stores_jax_mode_pickles_and_runs_in_a_fresh_process(tmp_path):
+    """As one of the library's own JAX mode does (a user trial: "Can't
+    pickle local object '_make_jax_mode.<locals>.CheckedJAXLinker'");
+    unpickled, its minibatch index is still checked."""
+    import pickle
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    datasets = place(load_data("digits"), "jax")
+    step, _ = classic_step(datasets, 300, "jax")
+    step(0)
+    pickled = pickle.dumps(step)  # (its parameters as one step left them)
+    unpickled = pickle.loads(pickled)
+    expected = [float(unpickled(i)) for i in (1, 2)]
+    assert expected == [float(step(i)) for i in (1, 2)]
+    (tmp_path / "step.pkl").write_bytes(pickled)
+    fresh = f"""if True:
+        import pickle
+        import int8store
+        step = pickle.loads(open({str(tmp_path / "step.pkl")!r}, "rb").read())
+        print([float(step(i)) for i in (1, 2)])
+        try:
+            step(4)
+        except int8store.MinibatchIndexError as error:
+            print(str(error).splitlines()[0])
+    """
+    done = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    costs, refusal = done.stdout.strip().splitlines()[-2:]
+    assert costs == repr(expected)
+    assert "minibatch index 4 is outside 0..2" in refusal
+
+
 def test_parameters_kept_on_the_device_stay_there():
     datasets = place(load_data("digits"), "jax")
     step, W = classic_step(datasets, 300, "jax")

@@ -212,6 +212,21 @@ def _make_jax_mode():
 
             return checked
 
+        def __reduce__(self):
+            # A pickled function holds its linker: this class is local, and what
+            # compiling made (the checks, the jitted program) is made again
+            # when the unpickled function is linked.
+            made = ("_index_checks", "jitted")
+            return _linker_of_state, ({k: v for k, v in self.__dict__.items() if k not in made},)
+
+    class JAXMode(Mode):
+        """The mode, pickled as what it is: int8store's JAX mode (whose
+        parts are made here, unpicklable), :func:`jax_mode` when unpickled
+        (a clone with other rewrites is pickled as the library pickles it)."""
+
+        def __reduce__(self):
+            return (jax_mode, ()) if self is _JAX_MODE else super().__reduce__()
+
     def _input_position(fgraph, variable, name):
         if variable not in fgraph.inputs:
             raise ArgumentError(
@@ -286,7 +301,14 @@ def _make_jax_mode():
         query = JAX.provided_optimizer.including(*JAXLinker.required_rewrites) \
             .excluding(*JAXLinker.incompatible_rewrites)
     first = in2out(classic_slices_to_minibatches, name="int8store_minibatches")
-    return Mode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, query))
+    return JAXMode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, query))
+
+
+def _linker_of_state(state):
+    """A linker of int8store's JAX mode holding ``state`` (unpickled)."""
+    linker = object.__new__(type(jax_mode().linker))
+    linker.__dict__.update(state)
+    return linker
 
 
 def minibatch_check(node):
