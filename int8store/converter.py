@@ -13,7 +13,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .codes.labels import class_count
-from .errors import ArgumentError, EncodingError, shortened
+from .errors import ArgumentError, EncodingError, path_argument, shortened
 from .store.atomic import check_can_write, check_not_a_source
 from .order.shuffle import check_seed
 from .runtime.interrupts import interrupts_remembered
@@ -95,6 +95,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
+    path_argument(output, "output")
     check_not_a_source(output, files_read(sources), "convert", "the store",
                        class_folder_trees(sources))
     suffix = Path(output).suffix.lower()

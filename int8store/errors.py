@@ -139,6 +139,15 @@ def shown(value, most=100):
     return shortened(_SHOWN.repr(value), most)
 
 
+def path_argument(value, name):
+    """``value`` where it is a path (``str`` or ``os.PathLike``); else an
+    :class:`ArgumentError` naming the argument ``name`` (pathlib's
+    TypeError named neither it nor the call)."""
+    if isinstance(value, (str, os.PathLike)):
+        return value
+    raise ArgumentError(f"{name}={shown(value)}: expected a path (a str or os.PathLike)")
+
+
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel = 3
 _SHOWN.maxstring = 80  # (reprlib's 30 cut "streamed in shards of 280 examples" where it differs)

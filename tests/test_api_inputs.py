@@ -238,3 +238,31 @@ def test_memory_table_of_nothing_and_a_codebooks_repr_and_a_resize_as_text(tmp_p
     for wrong in ("2x", "0x3", (2.5, 3), "axb", 7):
         with pytest.raises(ArgumentError, match=r"resize .* \(--resize\): expected ROWSxCOLS"):
             convert(tmp_path / "set", tmp_path / "t.h5", resize=wrong)
+
+
+def test_paths_placements_and_encodings_of_the_wrong_kind_are_refused_by_name(tmp_path):
+    # Each was pathlib's TypeError, or an AttributeError ("'dict' object has
+    # no attribute 'blocks'", "'NoneType' object has no attribute
+    # 'is_codebook'"), or "Length of <Vector> cannot be determined" (user trial).
+    from int8store import Store, convert, dequantize, keep_on_device, load_data, place
+
+    for call, name in ((lambda: open_store(None), "path"), (lambda: Store(3), "path"),
+                       (lambda: convert("digits", None), "output"),
+                       (lambda: load_data("mnist", cache_dir=5), "cache_dir")):
+        with pytest.raises(ArgumentError, match=rf"^{name}=(None|3|5): expected a path"):
+            call()
+    splits = load_splits("digits")
+    assert place(splits, "c") is splits  # (load_splits' dict, as load_data's list)
+    for wrong in (None, "digits", np.zeros(3)):
+        with pytest.raises(ArgumentError, match=r"^place: .*: expected a split \(SharedDataset\)"):
+            place(wrong, "c")
+    W = tensor_library().shared(np.zeros(3), name="W")
+    for wrong in (None, W, [np.zeros(3)]):
+        with pytest.raises(ArgumentError, match=r"^keep_on_device: variables=.*: expected a list "
+                                                r"of shared variables"):
+            keep_on_device(wrong)
+    codes = splits["train"].data
+    for wrong in (None, "unit"):
+        with pytest.raises(ArgumentError, match=rf"^dequantize: encoding={wrong!r}: expected an "
+                                                r"int8store.Encoding"):
+            dequantize(codes, wrong)

@@ -42,9 +42,10 @@ import numpy as np
 
 from ..backend import activate
 from ..codes.channels import PER_CHANNEL
+from ..codes.encoding import Encoding
 from ..codes.histogram import code_counts, mean_of_code_counts
 from ..codes.vocabulary import NORMALIZATIONS, check_choice
-from ..errors import ArgumentError
+from ..errors import ArgumentError, shortened
 
 __all__ = ["dequantize", "normalization_mean", "per_pixel_stage", "per_batch_stage"]
 
@@ -91,6 +92,9 @@ def dequantize(codes, encoding, normalize="unit", dataset_mean=None, dtype=None,
     if str(given) != "int8":  # (a float tensor was cast to levels in silence)
         raise ArgumentError(f"dequantize: codes of dtype {given}: expected int8 codes (a shared "
                             "variable of quantize's codes, or a slice of one)")
+    if not isinstance(encoding, Encoding):  # (an AttributeError, "has no attribute 'is_codebook'")
+        raise ArgumentError(f"dequantize: encoding={shortened(repr(encoding))}: expected an "
+                            "int8store.Encoding (quantize gives the codes and theirs)")
     return per_batch_stage(
         per_pixel_stage(codes, encoding, normalize, dataset_mean, dtype, channel_statistics),
         encoding, normalize, dtype

@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..errors import (DatasetNotFoundError, DownloadError, OutputError, SourceFormatError,
-                      shortened)
+                      path_argument, shortened)
 from ..runtime.interrupts import interrupts_deferred
 from ..runtime.temporaries import new_temporary, remove_stale_temporaries
 from ..store.atomic import new_file_mode
@@ -137,6 +137,8 @@ def _cache_writes(folder):
 def dataset_folder(dataset, cache_dir=None):
     """Where the named ``dataset`` is cached: ``cache_dir``, ``$INT8STORE_DATA``,
     or ``~/.cache/int8store``, each with ``dataset/`` appended."""
+    if cache_dir is not None:
+        path_argument(cache_dir, "cache_dir")
     root = cache_dir or os.environ.get("INT8STORE_DATA") or Path.home() / ".cache" / "int8store"
     return Path(root).expanduser() / dataset
 

@@ -19,7 +19,7 @@ import numpy as np
 from .checksums import CHECKSUM_NAMES, SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
 from ..errors import (ArgumentError, DatasetNotFoundError, EncodingError, StoreChecksumError,
-                      StoreFormatError)
+                      StoreFormatError, path_argument)
 from ..runtime.files import check_regular_file
 from .chunk_reading import ChunkBuffer, ChunkReader, damaged_error
 from .encoding_entry import read_encoding
@@ -69,7 +69,7 @@ class Store:
     """
 
     def __init__(self, path):
-        self.path = Path(path)
+        self.path = Path(path_argument(path, "path"))
         self.file = self.path.absolute()
         try:
             self._read_header()

@@ -16,6 +16,7 @@ rows interleaved over the devices (row r on device r % D), and parameters are re
 import numpy as np
 
 from ...codes.vocabulary import check_mode
+from ...errors import ArgumentError, shown
 from .mode import require_jax
 from .updates import DeviceUpdates
 
@@ -49,7 +50,8 @@ def place(data, mode, devices=None):
     once, kept there across calls), host memory for ``"c"``.
 
     ``data`` is a shared variable, a :class:`~int8store.SharedDataset`, the
-    float view of one, or a list of these (e.g. what ``load_data`` returns).
+    float view of one, or a list of these (e.g. what ``load_data`` returns)
+    or a dict of them (what ``load_splits`` returns).
     ``devices`` (JAX mode): None or 1 for JAX's default device; a count,
     ``"all"`` or a list of devices to split each dataset's rows in blocks over
     them (:mod:`.sharding`: ``dataset.blocks`` then says how), other shared
@@ -116,29 +118,44 @@ def _gather(dataset):
     dataset.blocks = None
 
 
+def _parts(data):
+    """The shared variables, splits and views in ``data``: a list or tuple
+    of them (nested: load_data's pairs), a dict of them (load_splits'
+    result), or one; anything else is refused by name (it was an
+    AttributeError, "'dict' object has no attribute 'blocks'")."""
+    if isinstance(data, dict):
+        data = list(data.values())
+    if isinstance(data, (list, tuple)):
+        return [part for item in data for part in _parts(item)]
+    if hasattr(data, "container") or hasattr(getattr(data, "dataset", data), "blocks"):
+        return [data]
+    raise ArgumentError(f"place: {shown(data)}: expected a split (SharedDataset), its x or y, a "
+                        "shared variable, or a list or dict of these (what load_data or "
+                        "load_splits returns)")
+
+
 def _datasets(data):
     """The :class:`~int8store.SharedDataset` objects in ``data``, each once
     (a split's x and y both know theirs)."""
-    if isinstance(data, (list, tuple)):
-        found = {id(d): d for item in data for d in _datasets(item)}
-        return list(found.values())
-    if hasattr(data, "container"):
-        return []
-    return [getattr(data, "dataset", data)]
+    found = {}
+    for part in _parts(data):
+        if not hasattr(part, "container"):
+            dataset = getattr(part, "dataset", part)
+            found[id(dataset)] = dataset
+    return list(found.values())
 
 
 def _shared_variables(data, datasets=True):
     """The shared variables in ``data`` (those of its datasets too, unless not
     ``datasets``), each once."""
-    if isinstance(data, (list, tuple)):
-        found = {id(v): v for item in data for v in _shared_variables(item, datasets)}
-        return list(found.values())
-    if hasattr(data, "container"):  # a shared variable
-        return [data]
-    if not datasets:
-        return []
-    dataset = getattr(data, "dataset", data)  # a view (x, y) knows its SharedDataset
-    return [dataset.data, dataset.y]
+    found = {}
+    for part in _parts(data):
+        if hasattr(part, "container"):  # a shared variable
+            found[id(part)] = part
+        elif datasets:
+            dataset = getattr(part, "dataset", part)  # a view (x, y) knows its SharedDataset
+            found.update((id(v), v) for v in (dataset.data, dataset.y))
+    return list(found.values())
 
 
 def keep_on_device(variables, functions=(), devices=None):
@@ -155,7 +172,14 @@ def keep_on_device(variables, functions=(), devices=None):
     as for :func:`place`: over several, the parameters are replicated on
     each.
     """
-    variables = list(variables)
+    # (one variable, None or an array was a TypeError, an AttributeError or
+    # "Length of <Vector> cannot be determined")
+    listed = None if hasattr(variables, "owner") or isinstance(variables, (str, bytes)) \
+        or not hasattr(variables, "__iter__") else list(variables)
+    if listed is None or not all(hasattr(v, "container") for v in listed):
+        raise ArgumentError(f"keep_on_device: variables={shown(variables)}: expected a list of "
+                            "shared variables (the model's parameters, [W, b])")
+    variables = listed
     storages = set()
     mesh = None
     if devices not in (None, 1):
