@@ -17,7 +17,7 @@ from .errors import ArgumentError, EncodingError, path_argument, shortened
 from .store.atomic import check_can_write, check_not_a_source
 from .order.shuffle import check_seed
 from .runtime.interrupts import interrupts_remembered
-from .runtime.limits import memory_ceiling
+from .runtime.limits import memory_ceiling, parse_size
 from .runtime.words import listed
 from .plan.arrangement import describe_order
 from .plan.splits import DEFAULT_CHUNK_BYTES, plan_splits
@@ -69,8 +69,9 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
         ``{split: (images key, labels key)}`` for ``.npz`` and HDF5 sources.
     command_line : str, optional
         Recorded in the file (default: this process's command line).
-    chunk_bytes : int
-        Image bytes processed at a time: the memory the conversion needs.
+    chunk_bytes : int or str
+        Image bytes processed at a time (``"16MiB"``): the memory the
+        conversion needs.
     max_memory : int or str, optional
         Ceiling on what the source may ask to hold in memory at once (a label
         array, a pickled array, one image), e.g. ``"2GiB"``; default half the
@@ -96,6 +97,7 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
     path_argument(output, "output")
+    chunk_bytes = parse_size(chunk_bytes, "chunk_bytes")  # (0 and -5 were one row a chunk)
     check_not_a_source(output, files_read(sources), "convert", "the store",
                        class_folder_trees(sources))
     suffix = Path(output).suffix.lower()

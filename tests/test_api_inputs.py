@@ -266,3 +266,15 @@ def test_paths_placements_and_encodings_of_the_wrong_kind_are_refused_by_name(tm
         with pytest.raises(ArgumentError, match=rf"^dequantize: encoding={wrong!r}: expected an "
                                                 r"int8store.Encoding"):
             dequantize(codes, wrong)
+
+
+def test_a_chunk_size_is_a_size(tmp_path):
+    # (0 and -5 were taken as one row a chunk, "1MiB" was a TypeError)
+    from int8store import convert
+
+    for wrong in (0, -5, "none"):
+        with pytest.raises(ArgumentError, match=rf"^chunk_bytes={wrong!r}: expected a"):
+            convert("digits", tmp_path / "d.h5", chunk_bytes=wrong)
+    convert("digits", tmp_path / "d.h5", chunk_bytes="1KiB")
+    assert open_store(tmp_path / "d.h5").splits == open_store(convert(
+        "digits", tmp_path / "e.h5")).splits
