@@ -746,3 +746,14 @@ def test_budget_counts_a_single_example_in_the_singular(monkeypatch):
                                mode="c")
     assert "20 is more than the 1 train example: the tutorials take batches of 1" in out
     assert "* all of the smallest split (1 train example)" in out
+
+
+def test_budget_says_when_the_model_alone_does_not_fit(capsys):
+    # (a user trial: the streamed line said "not even one example of each split
+    # fits beside the step" where the step alone, at a batch of 1, did not fit)
+    assert main(["budget", "--dataset", "digits", "--model", "mlp", "--mode", "c",
+                 "--device-memory", "200KiB"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("streamed: none: the step alone, at a batch of 1, takes "), line
+    assert line.endswith(" more than the 180.0 KiB planned for: a larger device or a smaller "
+                         "model"), line

@@ -242,6 +242,10 @@ def _streamed(usable, step_bytes, estimate, n_splits, image_shape, batch_size):
         planned, batch_size = batch_size, max_batch_size(
             lambda b: estimate(b) + shards * b * (row_bytes + LABEL_BYTES), usable, margin=0,
             limit=batch_size)
+        if batch_size < 1 and estimate(1) > usable:  # (not the data: the model)
+            return (f"streamed: none: the step alone, at a batch of 1, takes "
+                    f"{describe_bytes(estimate(1))}, more than the "
+                    f"{describe_bytes(usable)} planned for: a larger device or a smaller model")
         if batch_size < 1:
             return ("streamed: not even one example of each split fits beside the step: "
                     "a larger device")
