@@ -539,6 +539,77 @@ def test_a_classic_loop_over_four_devices_counts_real_examples_and_never_reaches
     assert seen["tiny"].startswith("split 'tiny': 3 examples cannot be split over 4 devices")
 
 
+REPLACED = """import json
+import numpy as np
+import int8store
+from int8store import SharedDataset
+images = (np.arange(13 * 4) % 251).astype(np.uint8).reshape(13, 4)
+split = SharedDataset.from_arrays(images, np.arange(13) % 10 + 1, name="valid")
+seen = {}
+for devices in (4, 2, 3, None):
+    int8store.place([split], "jax", devices=devices)
+    first = split.data.container.storage[0].addressable_shards[0].data
+    seen[str(devices)] = [np.asarray(split.data.get_value()).tolist(),
+                          np.asarray(split.y.get_value()).tolist(), np.asarray(first).tolist()]
+print(json.dumps(seen))
+"""
+
+
+@needs_jax
+def test_a_split_placed_again_over_another_device_count_keeps_its_rows():
+    """Placed over 4 devices, then 2, then 3, then one: each time the
+    split's own rows in its order, device 0 holding rows 0, D, 2D, ...
+    (the padded array of the count before was taken for the split's rows)."""
+    seen = sharded_run(REPLACED)
+    codes = ((np.arange(13 * 4) % 251).reshape(13, 4) - 128).tolist()
+    labels = (np.arange(13) % 10 + 1).tolist()
+    for devices, (held_codes, held_labels, first) in seen.items():
+        assert held_codes == codes and held_labels == labels, devices
+        step = 1 if devices == "None" else int(devices)
+        assert first[:len(codes[::step])] == codes[::step], devices
+
+
+RECOMPILE = """import json
+import numpy as np
+import int8store
+from int8store import SharedDataset
+lib = int8store.tensor_library(); T = lib.tensor
+split = SharedDataset.from_arrays(np.zeros((96, 4), np.uint8), np.arange(96) % 10, name="train")
+i = T.lscalar()
+seen = {}
+for first, then in ((None, 4), (4, 2), (4, None), (4, 4)):
+    int8store.place([split], "jax", devices=first)
+    take = lib.function([i], split.y[i * 8:(i + 1) * 8], mode=int8store.function_mode("jax"))
+    before = np.asarray(take(1)).tolist()
+    int8store.place([split], "jax", devices=then)
+    try:
+        seen[f"{first} {then}"] = [before, np.asarray(take(1)).tolist()]
+    except Exception as error:
+        seen[f"{first} {then}"] = [before, f"{type(error).__name__}: {error}"]
+print(json.dumps(seen))
+"""
+
+
+@needs_jax
+def test_a_function_compiled_before_its_data_was_placed_again_refuses_it():
+    """A JAX-mode function is converted for its data's layout: placed over
+    another device count after, its minibatches took other rows (minibatch
+    1 of one device gave labels 5, 0, 8, ... over four) without a word."""
+    seen = sharded_run(RECOMPILE)
+    one, four = [8, 9, 0, 1, 2, 3, 4, 5], [8, 2, 9, 3, 0, 4, 1, 5]  # (labels r % 10)
+    assert seen["4 4"] == [four, four]
+    for placed, (before, message) in seen.items():
+        if placed == "4 4":
+            continue
+        first, then = placed.split()
+        assert before == (one if first == "None" else four)
+        count = 1 if then == "None" else int(then)
+        assert isinstance(message, str) and message.startswith(
+            f"ArgumentError: train_y: placed over {count} device{'s' if count > 1 else ''} since this "
+            f"function was compiled for {1 if first == 'None' else 4}"), message
+        assert "compile the function again" in message
+
+
 SHUFFLED = """import json, sys
 import numpy as np
 import int8store

@@ -79,6 +79,8 @@ def place(data, mode, devices=None):
         if dataset.blocks is not None and dataset.blocks.devices == mesh.size:
             split.update(map(id, (dataset.data, dataset.y)))
             continue  # placed already
+        if dataset.blocks is not None:  # over another count: the rows in the split's order first
+            _gather(dataset)
         host = {v: np.asarray(v.container.storage[0])[:dataset.n_examples]
                 for v in (dataset.data, dataset.y)}
         if jax.process_count() > 1:  # every process must hold the same split

@@ -23,7 +23,9 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   size) must take real rows on every device
   (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
   ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
-  cover padding, which :func:`~int8store.training.evaluate_in_chunks` leaves out;
+  cover padding, which :func:`~int8store.training.evaluate_in_chunks` leaves out.
+  A function's minibatches are converted for its data's placement: data
+  placed again over another device count is refused at the next call;
 * on Aesara, a function's program can write the updates of the variables
   :func:`~.device.keep_on_device` names back as ``jax.Array``s
   (:mod:`.updates`), where Aesara's ``Function`` would turn them into numpy;
@@ -341,7 +343,19 @@ def minibatch_check(node):
         def check_rows(index):
             check_index(index, size, rows, name, stride, node.op.short)
 
+    compiled_over = _device_count(blocks)
+
     def check(index):  # (a shuffled split's index also counts its epochs)
+        now = _device_count(placed_blocks(data))
+        if now != compiled_over:  # (its minibatches were written for the other layout)
+            raise ArgumentError(
+                f"{name}: placed over {now} device{'s' if now > 1 else ''} since this function "
+                f"was compiled for {compiled_over}, whose minibatches take other rows there: "
+                "compile the function again after placing its data (int8store.place)")
         check_rows(index if batches is None else shuffled_epoch_and_index(index, batches, name)[1])
 
     return check
+
+
+def _device_count(blocks):
+    return 1 if blocks is None else blocks.devices
