@@ -9,6 +9,7 @@ import io
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -267,6 +268,28 @@ def test_classic_parameters_train_and_bad_updates_are_refused_by_name(mode):
                               r"b is updated twice")]:
         with pytest.raises(ArgumentError, match=message):
             steps_function([index], cost, updates, givens, steps=3, mode=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_64_bit_variable_updated_by_the_steps_keeps_its_type(mode):
+    """A step counter (int64) and a float64 sum among the updates: in JAX
+    mode without 64-bit types (floatX float32) the loop computes them in 32
+    bits, and its int32 and float32 arrays were stored in the variables as
+    they were: get_value() gave another dtype than the variable's type."""
+    split = digits_split()
+    if mode == "jax":
+        place([split], "jax")
+    params, index, cost, updates, givens = logistic_step(split, 10)
+    t = theano.shared(np.int64(0), name="t")
+    total = theano.shared(np.float64(0), name="total")
+    updates = updates + [(t, t + 1), (total, total + T.cast(cost, "float64"))]
+    steps = steps_function([index], cost, updates, givens, steps=4, mode=mode)
+    with warnings.catch_warnings():  # (JAX's own, on the 64-bit types it truncates)
+        warnings.simplefilter("ignore", UserWarning)
+        costs = list(np.asarray(steps(0))) + list(np.asarray(steps(4, 2)))
+    assert np.asarray(t.get_value()).dtype == np.int64 and int(t.get_value()) == 6
+    assert np.asarray(total.get_value()).dtype == np.float64
+    assert float(total.get_value()) == pytest.approx(float(np.sum(costs)), rel=1e-6)
 
 
 @pytest.mark.skipif(not has_jax, reason="JAX is not installed in this environment")

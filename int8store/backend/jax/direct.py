@@ -149,7 +149,10 @@ class JaxSteps:
         jitted, arguments = self._arguments(first, count)
         costs, updated = jitted(*arguments)
         for variable, value in zip(self.params, updated):
-            variable.container.storage[0] = value
+            if value.dtype == np.dtype(variable.dtype):
+                variable.container.storage[0] = value
+            else:  # (a 64-bit type, which JAX without x64 computed in 32 bits)
+                variable.container.value = value  # through the type's filter, as numpy
         return costs
 
     def lower(self, first=0, count=None, like=None):
