@@ -149,6 +149,19 @@ def test_a_function_of_int8stores_jax_mode_pickles_and_runs_in_a_fresh_process(t
     assert "minibatch index 4 is outside 0..2" in refusal
 
 
+def test_a_slice_whose_bounds_write_the_start_twice_becomes_a_minibatch():
+    """``data[index * 5:index * 5 + 5]`` (two equal products, not one
+    variable) is the deep-network tutorials' minibatch too: it was left a
+    slice, and JAX refused its symbolic bounds in a traceback."""
+    data = place(shared(np.arange(40, dtype=np.int8).reshape(10, 4), name="rows"), "jax")
+    index = at.lscalar()
+    f = lib.function([index], data[index * 5:index * 5 + 5] * 1, mode=function_mode("jax"))
+    assert "Minibatch" in {type(n.op).__name__ for n in f.maker.fgraph.toposort()}
+    np.testing.assert_array_equal(f(1), np.arange(20, 40).reshape(5, 4))
+    with pytest.raises(MinibatchIndexError, match="minibatch index 2 is outside 0..1"):
+        f(2)
+
+
 def test_parameters_kept_on_the_device_stay_there():
     datasets = place(load_data("digits"), "jax")
     step, W = classic_step(datasets, 300, "jax")
