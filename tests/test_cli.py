@@ -604,6 +604,35 @@ def test_no_tutorial_writes_over_its_own_dataset(tutorial, option, given, capsys
     assert (tmp_path / "mine.npz").read_bytes() == before
 
 
+@pytest.mark.parametrize("tutorial", ["logistic_sgd", "mlp"])
+def test_no_tutorial_writes_inside_the_class_folders_it_trains_on(tutorial, capsys, monkeypatch,
+                                                                  tmp_path):
+    """Run from inside the class folders (--dataset .), the default
+    best_model.npz landed among them, and the next run and --predict were
+    refused (not an image file): refused before training, as convert
+    refuses its store there."""
+    from archives import write_image_folder
+
+    write_image_folder(tmp_path / "tree", np.random.default_rng(0).integers(
+        0, 256, (36, 6, 5), dtype=np.uint8), np.arange(36) % 3)
+    monkeypatch.chdir(tmp_path / "tree")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    main = __import__(tutorial).main
+    for option, given in (("--save-model", "best_model.npz"), ("--checkpoint", "0/run"),
+                          ("--save-model", str(tmp_path / "tree" / "m"))):
+        elsewhere = ["--save-model", "../m"] if option == "--checkpoint" else []
+        status = main(["--dataset", ".", "--epochs", "1", option, given] + elsewhere)
+        err = capsys.readouterr().err
+        assert status == 2 and err.startswith(f"error: {option} {given}") and \
+            "is inside ., the tree of class folders it would train on" in err and \
+            err.count("\n") == 1, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    # (outside it, or in a hidden folder inside, which is never read)
+    assert main(["--dataset", ".", "--epochs", "1", "--save-model", "../m",
+                 "--checkpoint", ".runs/run"]) == 0
+    assert (tmp_path / "m.npz").is_file() and (tmp_path / "tree" / ".runs" / "run.npz").is_file()
+
+
 def test_resuming_from_a_file_that_is_not_a_checkpoint_says_so(capsys, monkeypatch, tmp_path):
     import logistic_sgd
 

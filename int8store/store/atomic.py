@@ -37,13 +37,14 @@ def was_published(path):
     return os.path.abspath(path) in _published
 
 
-def check_not_a_source(path, sources, verb, made, trees=()):
+def check_not_a_source(path, sources, verb, made, trees=(), named=None):
     """Refuse to write ``path`` where it is the file of one of ``sources``
     (one, or a list), or inside one of ``trees`` (the folders among them
     read as trees of class folders, where every file not hidden must be an
     image), ``--force`` or not: ``made`` (the grid, the store) would replace
     the data it is made from (``verb``: what is done to it), or become part
-    of it."""
+    of it. ``named``: how the refusal names ``path`` (the option that gave
+    it), ``path`` itself by default."""
     for source in sources if isinstance(sources, (list, tuple)) else [sources]:
         source = Path(str(source))
         if source.is_file() and Path(path).is_file() and os.path.samefile(source, path):
@@ -56,9 +57,9 @@ def check_not_a_source(path, sources, verb, made, trees=()):
             continue
         inside = Path(os.path.relpath(written, folder)).parts
         if not any(part.startswith(".") or part == "__MACOSX" for part in inside):
-            raise ArgumentError(f"{path}: is inside {tree}, the tree of class folders it would "
-                                f"{verb}; {made} would become part of it: write it outside "
-                                "that folder")
+            raise ArgumentError(f"{named or path}: is inside {tree}, the tree of class folders "
+                                f"it would {verb}; {made} would become part of it: write it "
+                                "outside that folder")
 
 
 def check_can_write(path, force=False):

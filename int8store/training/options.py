@@ -15,6 +15,8 @@ from ..codes.vocabulary import NORMALIZATIONS
 from ..errors import ArgumentError, shortened
 from ..order.shuffle import check_seed
 from ..runtime.arguments import devices_option, size_option
+from ..sources import class_folder_trees
+from ..store.atomic import check_not_a_source
 from ..store.checkpoint import npz_path
 from .parameters import open_saved_model, saved_model_description
 from .run import check_options_resumed
@@ -180,13 +182,13 @@ def check_options(args, program=None):
 
 def _check_files(checkpoint, save_model, resume, dataset, resumed):
     """The run's checkpoint and the best model: two files, never one, and
-    neither the dataset's own file; they and the checkpoint resumed: files,
-    not folders; and the one resumed there, read as far as it can be
-    without the run, and taken with the options ``resumed`` names (the
-    program, the seeds, the augmentation, the learning rate, the
-    normalization, the scoring: :func:`~.run.check_options_resumed`),
-    before the data is read and the model built (a file cut short was
-    refused once they were)."""
+    neither the dataset's own file nor inside its class folders; they and
+    the checkpoint resumed: files, not folders; and the one resumed there,
+    read as far as it can be without the run, and taken with the options
+    ``resumed`` names (the program, the seeds, the augmentation, the
+    learning rate, the normalization, the scoring:
+    :func:`~.run.check_options_resumed`), before the data is read and the
+    model built (a file cut short was refused once they were)."""
     for option, path, what, example in (
             ("--save-model", save_model, "the best model is written to", "best_model.npz"),
             ("--checkpoint", checkpoint, "the run's checkpoint is written to", "run.npz"),
@@ -211,6 +213,14 @@ def _check_files(checkpoint, save_model, resume, dataset, resumed):
             raise ArgumentError(f"{option} {_named(path, npz_path(path))}: the dataset's own "
                                 f"file (--dataset {dataset}), which the run would overwrite; "
                                 "give another path")
+    # (written in the class folders read, --dataset ., it was refused as not an image by the
+    # next run and by --predict)
+    trees = class_folder_trees(str(dataset)) if dataset else []
+    for option, path, made in (("--save-model", save_model, "the best model"),
+                               ("--checkpoint", checkpoint, "the run's checkpoint")):
+        if path and trees:
+            check_not_a_source(npz_path(path), [], "train on", made, trees,
+                               named=f"{option} {_named(path, npz_path(path))}")
     if resume and save_model and _same_file(resume, save_model):
         raise ArgumentError(f"--resume {resume} and --save-model {save_model}: the same file, "
                             f"{npz_path(save_model)}, and the best model would overwrite the run "
