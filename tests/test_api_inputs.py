@@ -278,3 +278,17 @@ def test_a_chunk_size_is_a_size(tmp_path):
     convert("digits", tmp_path / "d.h5", chunk_bytes="1KiB")
     assert open_store(tmp_path / "d.h5").splits == open_store(convert(
         "digits", tmp_path / "e.h5")).splits
+
+
+def test_place_on_the_c_backend_refuses_several_devices():
+    # (devices=4, "all" or -3 were ignored: the data went to the one CPU, while
+    # load_data(mode="c", devices=4) refuses them)
+    from int8store import place
+
+    splits = load_splits("digits")
+    for wrong in (4, "all", -3):
+        with pytest.raises(ArgumentError, match=rf"^place: devices={wrong!r} with mode='c': the "
+                                                r"C backend runs on one CPU"):
+            place(splits, "c", devices=wrong)
+    assert place(splits, "c", devices=1) is splits
+    assert splits["train"].blocks is None

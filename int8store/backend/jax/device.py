@@ -61,6 +61,11 @@ def place(data, mode, devices=None):
     gives its real rows only (``y.get_value(borrow=True).shape[0]`` counts
     its examples). Returns ``data``.
     """
+    if check_mode(mode) != "jax" and devices not in (None, 1):
+        # (it was ignored: the data went to the one CPU, as if devices were not given)
+        raise ArgumentError(f"place: devices={shown(devices)} with mode={mode!r}: the C backend "
+                            "runs on one CPU; leave devices out, or place the data in JAX mode "
+                            "(place(data, 'jax', devices=...))")
     if check_mode(mode) != "jax" or devices in (None, 1):
         for dataset in _datasets(data):
             if dataset.blocks is not None:
