@@ -83,6 +83,10 @@ def test_a_shuffled_epoch_is_the_same_minibatches_on_1_2_4_and_8_devices():
     with pytest.raises(ValueError, match=r"n_batches=3: 8 examples make 2 whole minibatches "
                                          r"of 4; ask for 0 to 2"):
         Blocks(8, 4).order(4, n_batches=3, seed=1)
+    # seed and epoch by name: order(40, 3, 1), as docs/devices.md once wrote
+    # it, was 3 minibatches under seed 1, epoch 0, without a word
+    with pytest.raises(TypeError):
+        Blocks(1197, 4).order(40, 3, 1)
 
 
 @pytest.mark.timeout(10)

@@ -138,7 +138,7 @@ class Blocks:
         device = np.arange(self.devices)[None, :, None]
         return (minibatch + device + self.devices * np.arange(per)[None, None, :]).reshape(-1)
 
-    def order(self, batch_size, n_batches=None, seed=None, epoch=0):
+    def order(self, batch_size, n_batches=None, *, seed=None, epoch=0):
         """The split's rows in the order the minibatches of ``batch_size``
         take them over the devices (``n_batches`` of them, at most and by
         default all), shuffled by ``seed`` in ``epoch`` if given: what a
