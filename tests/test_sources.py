@@ -352,6 +352,19 @@ def test_digits_split_three_ways_deterministically():
     np.testing.assert_array_equal(np.sort(all_labels), np.sort(digits.target))
 
 
+def test_the_digits_are_read_as_scikit_learn_reads_them():
+    # (read from scikit-learn's own file, without importing sklearn.datasets:
+    # that import cost about 2 s of CPU at every start of a tutorial on digits)
+    from sklearn.datasets import load_digits
+
+    from int8store.sources.digits import _bundled_digits
+
+    images, labels = _bundled_digits()
+    digits = load_digits()
+    np.testing.assert_array_equal(images, digits.images)
+    np.testing.assert_array_equal(labels, digits.target)
+
+
 def test_unknown_path_and_kind(tmp_path, monkeypatch):
     with pytest.raises(DatasetNotFoundError, match="no such file or folder. Expected"):
         load_data(tmp_path / "nothing.npz")
