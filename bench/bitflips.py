@@ -100,19 +100,37 @@ def metadata_offsets(path):
     return np.flatnonzero(~inside), np.flatnonzero(inside)
 
 
-def run(data_bits=4096, stride=1, limit=10.0, workers=None, seed=0):
+def padding_offsets(path):
+    """Byte offsets of the zeros between the manifest's text and the end of
+    the user block (the reader checks them all alike: zero, or damaged)."""
+    from int8store.store.manifest import read_manifest
+
+    block = read_manifest(path)["userblock_size"]
+    with open(path, "rb") as f:
+        text = len(f.read(block).rstrip(b"\0"))
+    return np.arange(text, block)
+
+
+def run(data_bits=4096, stride=1, limit=10.0, workers=None, seed=0, padding_stride=None):
     # (a hung worker, killed, may still hold its file: removal is best effort)
     with tempfile.TemporaryDirectory(prefix="bitflips-", ignore_cleanup_errors=True) as scratch:
-        return _flips(scratch, data_bits, stride, limit, workers, seed)
+        return _flips(scratch, data_bits, stride, limit, workers, seed, padding_stride or stride)
 
 
-def _flips(scratch, data_bits, stride, limit, workers, seed):
+def _flips(scratch, data_bits, stride, limit, workers, seed, padding_stride):
     path = write_small_store(scratch)
     original = path.read_bytes()
     expected = json.dumps(observe(path), default=str)
     meta, data = metadata_offsets(path)
+    padding = padding_offsets(path)
+    if padding_stride != stride and len(padding):
+        # the padding sparser, its last byte too; every other metadata byte at ``stride``
+        sampled = np.concatenate([meta[~np.isin(meta, padding)][::stride],
+                                  np.union1d(padding[::padding_stride], padding[-1:])])
+    else:
+        sampled = meta[::stride]
     rng = np.random.default_rng(seed)
-    jobs = [(int(o), b) for o in meta[::stride] for b in range(8)]
+    jobs = [(int(o), b) for o in sampled for b in range(8)]
     sampled = rng.choice(len(data) * 8, size=min(data_bits, len(data) * 8), replace=False)
     jobs += [(int(data[s // 8]), int(s % 8)) for s in sampled]
     counts = {"metadata": dict.fromkeys(OUTCOMES, 0), "data": dict.fromkeys(OUTCOMES, 0)}
@@ -145,7 +163,8 @@ def _flips(scratch, data_bits, stride, limit, workers, seed):
                 process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
     return {"store_bytes": len(original), "metadata_bytes": int(len(meta)),
-            "data_bytes": int(len(data)), "stride": stride, "trials": len(jobs),
+            "padding_bytes": int(len(padding)), "data_bytes": int(len(data)), "stride": stride,
+            "padding_stride": padding_stride, "trials": len(jobs),
             "seconds": round(time.perf_counter() - start, 1), "counts": counts,
             "examples": examples}
 
@@ -165,10 +184,13 @@ def main(argv=None):
     parser.add_argument("--data-bits", type=int, default=4096, help="data bits sampled")
     parser.add_argument("--stride", type=int, default=1,
                         help="flip the bits of every STRIDE-th metadata byte (1: all)")
+    parser.add_argument("--padding-stride", type=int, default=None,
+                        help="in the zeros that pad the user block after the manifest, every "
+                             "PADDING_STRIDE-th byte and the last (default: STRIDE)")
     parser.add_argument("--limit", type=float, default=10.0, help="seconds before a trial is a hang")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
-    result = run(args.data_bits, args.stride, args.limit)
+    result = run(args.data_bits, args.stride, args.limit, padding_stride=args.padding_stride)
     if args.json:
         print(json.dumps(result))
         return 0

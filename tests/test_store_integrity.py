@@ -215,10 +215,13 @@ def test_a_store_with_its_first_bytes_wiped_is_named_damaged_by_every_command(st
         load_splits(store)
 
 def test_single_bit_flips_never_change_data_silently_nor_hang():
-    """bench/bitflips.py on every 17th metadata byte (all 8 bits) and 200 data bits."""
+    """bench/bitflips.py on every 17th metadata byte (all 8 bits) and 200 data bits;
+    in the zeros that pad the user block after the manifest (29,792 of the
+    42,762 metadata bytes, checked by one test: all zero, or damaged), every
+    128th byte and the last: they were 70 % of the flips, each the same check."""
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "bitflips.py"), "--stride", "17",
-                          "--data-bits", "200", "--limit", "20", "--json"],
-                         capture_output=True, text=True, timeout=600)
+                          "--padding-stride", "128", "--data-bits", "200", "--limit", "20",
+                          "--json"], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     for region in ("metadata", "data"):
@@ -226,7 +229,11 @@ def test_single_bit_flips_never_change_data_silently_nor_hang():
         assert counts["changed"] == counts["crash"] == counts["hang"] == 0, result
         assert counts["error"] > 0
     assert sum(result["counts"]["data"].values()) == 200
-    assert sum(result["counts"]["metadata"].values()) == 8 * len(range(0, result["metadata_bytes"], 17))
+    padding = result["padding_bytes"]
+    assert padding > 20000  # (the store's user block is mostly padding)
+    sampled = len(range(0, result["metadata_bytes"] - padding, 17)) \
+        + len(set(range(0, padding, 128)) | {padding - 1})
+    assert sum(result["counts"]["metadata"].values()) == 8 * sampled
 
 
 # -- publishing -------------------------------------------------------------------
@@ -349,8 +356,12 @@ def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_pa
     duration = min(durations)
     previous = out.read_bytes()
     outcomes = {"interrupted": 0, "finished": 0}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        for fraction in np.linspace(0.1, 1.1, 12):
+    # Twelve moments spread over the whole run (imports, reading and writing,
+    # publishing, after the end), the two signals taking turns: each signal
+    # still lands in every phase, at six moments of its own.
+    moments = np.linspace(0.1, 1.1, 12)
+    for signum, fractions in ((signal.SIGINT, moments[0::2]), (signal.SIGTERM, moments[1::2])):
+        for fraction in fractions:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep(duration * fraction)
             process.send_signal(signum)
@@ -365,7 +376,7 @@ def test_interrupting_a_conversion_at_any_moment_never_leaves_half_a_file(tmp_pa
                 outcomes["finished"] += 1
             if process.returncode == 128 + signum:
                 assert err.count(b"\n") == 1, err  # int8store's one line, no traceback
-    assert outcomes["interrupted"] >= 12, outcomes
+    assert outcomes["interrupted"] >= 6, outcomes  # (half of them, as before)
 
 
 def test_an_interrupt_just_after_the_temporary_file_is_made_leaves_no_file(tmp_path,
