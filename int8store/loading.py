@@ -112,7 +112,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     dict
         ``{"train": split, "valid": ..., "test": ...}``: each a
         :class:`~int8store.dataset.split.Split` (a dict: unpacked, it gives
-        the names).
+        the names), its ``label_names`` the data's class names.
 
     Examples
     --------
@@ -158,15 +158,16 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
 
             opened.verify()
             check_splits(store, opened.splits)
+            names = opened.label_names
             say_if_sorted_by_class(opened.read_labels("train"), store, report=_quiet(seed),
                                    store=True)
             with named_by(dataset):
                 splits = load_store_over_devices(opened, devices, normalize, dtype,
                                                  _store_statistics(opened, normalize))
         else:
-            held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
-                                                      valid_seed, lossy, keep_order, test_size,
-                                                      _quiet(seed), report)
+            held, encoding, image_shape, names = _read_whole(
+                dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_order, test_size,
+                _quiet(seed), report)
             with named_by(dataset):  # (a split too small for the devices)
                 splits = _whole(held, encoding, image_shape, normalize, storage, dtype, mode,
                                 devices)
@@ -174,6 +175,13 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
         splits["train"] = splits["train"].shuffle(seed)
     _say_if_not_scaled(splits["train"], dataset, normalize, report)
     keep_large_blocks()  # (each step's large buffers reused, as after the classic loader)
+    return _named(splits, names)
+
+
+def _named(splits, names):
+    """``splits``, each told the data's class names (its ``label_names``)."""
+    for split in splits.values():
+        split.label_names = None if names is None else list(names)
     return splits
 
 
@@ -222,11 +230,11 @@ def _store_statistics(store, normalize):
 
 def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_order,
                 test_size, sorted_report, report):
-    """``({split: (codes, labels)}, encoding, image_shape)``: the source read
-    and planned (:func:`~int8store.plan.splits.plan_splits`), each split's
-    source images released as its codes are taken; the sorted-by-class
-    notice said to ``sorted_report``, the source's notes to ``report``
-    (each else on stderr)."""
+    """``({split: (codes, labels)}, encoding, image_shape, class names)``:
+    the source read and planned (:func:`~int8store.plan.splits.plan_splits`),
+    each split's source images released as its codes are taken; the
+    sorted-by-class notice said to ``sorted_report``, the source's notes to
+    ``report`` (each else on stderr)."""
     from .sources import read_source
 
     source = read_source(dataset, cache_dir=cache_dir, caller=caller)
@@ -243,10 +251,10 @@ def _read_whole(dataset, caller, cache_dir, valid_size, valid_seed, lossy, keep_
     for note in plan.notes:
         _say(f"int8store: {note}", report)
     held = {name: (plan.codes(name), plan.labels(name)) for name in SPLITS}
-    encoding, image_shape = plan.encoding, plan.image_shape
+    encoding, image_shape, names = plan.encoding, plan.image_shape, plan.label_names
     del plan
     give_back_freed_memory()
-    return held, encoding, image_shape
+    return held, encoding, image_shape, names
 
 
 def _whole(held, encoding, image_shape, normalize, storage, dtype, mode, devices):
@@ -292,11 +300,11 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
         sources = {name: StoreShards(opened.path, name, store=opened) for name in SPLITS}
         say_if_sorted_by_class(sources["train"].labels, opened.path, report=_quiet(seed),
                                store=True)
-        encoding, image_shape = opened.encoding, opened.image_shape
+        encoding, image_shape, names = opened.encoding, opened.image_shape, opened.label_names
     else:
-        held, encoding, image_shape = _read_whole(dataset, caller, cache_dir, valid_size,
-                                                  valid_seed, lossy, keep_order, test_size,
-                                                  _quiet(seed), report)
+        held, encoding, image_shape, names = _read_whole(dataset, caller, cache_dir, valid_size,
+                                                         valid_seed, lossy, keep_order,
+                                                         test_size, _quiet(seed), report)
         sources = {name: ArrayShards(codes, labels, name=name)
                    for name, (codes, labels) in held.items()}
     row_bytes = int(np.prod(image_shape, dtype=np.int64))
@@ -331,7 +339,7 @@ def _streamed(dataset, opened, caller, normalize, dtype, mode, max_device_bytes,
         if size < min(batch_size, smallest):  # (minibatches() refuses the larger batch)
             report(f"... batch size {batch_size} is larger than a shard of {size:,} examples: "
                    f"take minibatches of {size:,} at most")
-    return streams
+    return _named(streams, names)
 
 
 def load_streams(dataset, max_device_bytes=None, batch_size=1, seed=None, normalize="unit",

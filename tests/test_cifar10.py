@@ -173,10 +173,12 @@ def test_convert_and_load_data_give_the_same_channels_last_images(tmp_path, arch
                 np.bincount((images[..., channel].astype(np.int16) - 128).astype(np.int8)
                             .view(np.uint8).ravel(), minlength=256))
     # load_data, from the store and from the archive, holds the same values
+    # and knows the classes' names (a tutorial's saved model records them)
     for source in (store, archive):
         splits = load_splits(source, valid_size=None if source == store else 3,
                              valid_seed=None if source == store else 4, dtype="float64")
         assert splits["train"].image_shape == (32, 32, 3)
+        assert all(split.label_names == CIFAR10_CLASSES for split in splits.values())
         np.testing.assert_array_equal(
             splits["valid"].x.get_value().reshape(-1, 32, 32, 3), train_images[chosen] / 256)
         np.testing.assert_array_equal(splits["test"].y.get_value(), expected["test"][1])

@@ -3,6 +3,7 @@ slice before the cast, replace their own checkpoint, predict from it."""
 
 import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +159,99 @@ def test_predict_says_the_class_names_the_numbers_stand_for(tmp_path, capsys):
     capsys.readouterr()
     logistic_sgd.predict(model, "digits", count=3)
     assert "class names" not in capsys.readouterr().out  # (digits' classes are their numbers)
+
+
+SHAPES = ["blue_triangle", "red_circle", "yellow_square"]
+
+
+def _write_shapes(root):
+    """Class folders SHAPES of 60 images of 6x6 pixels, a brightness a class;
+    returns the images and their labels."""
+    from archives import write_image_folder
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % 3
+    images = (rng.integers(0, 60, (60, 6, 6)) + 90 * labels[:, None, None]).astype(np.uint8)
+    write_image_folder(root, images, labels, class_names=SHAPES)
+    return images, labels
+
+
+def _description(model):
+    with np.load(model) as saved:
+        return json.loads(saved["int8store_model"].tobytes())
+
+
+@pytest.mark.parametrize("tutorial, options", [
+    ("logistic_sgd", []), ("mlp", ["--hidden", "4"]), ("convolutional_mlp", ["--nkerns", "2", "2"])])
+def test_every_tutorial_s_saved_model_records_its_class_names(tmp_path, capsys, tutorial, options):
+    import importlib
+
+    _write_shapes(tmp_path / "shapes")
+    model = tmp_path / "m.npz"
+    assert importlib.import_module(tutorial).main(
+        ["--dataset", str(tmp_path / "shapes"), "--epochs", "1", "--batch-size", "8",
+         "--save-model", str(model)] + options) == 0
+    assert _description(model) == {"normalize": "unit", "program": tutorial,
+                                   "class_names": SHAPES}
+
+
+def test_predict_prints_the_models_class_names_and_refuses_data_named_otherwise(
+        tmp_path, capsys):
+    """A model trained on class folders, one of them then renamed
+    (blue_triangle to triangle: the sorted order shifted): --predict printed
+    the model's red_circle as 'triangle' without a word (user trial)."""
+    from int8store.cli import main as int8store_main
+
+    shapes = tmp_path / "shapes"
+    images, labels = _write_shapes(shapes)
+    model = str(tmp_path / "model.npz")
+    assert logistic_sgd.main(["--dataset", str(shapes), "--epochs", "5", "--save-model", model]) == 0
+    assert int8store_main(["convert", str(shapes), "-o", str(tmp_path / "shapes.h5")]) == 0
+    np.savez(tmp_path / "arrays.npz", x_train=images, y_train=labels, x_test=images[:6],
+             y_test=labels[:6])
+    capsys.readouterr()
+    # The data named as the model's classes (its folders, their store), or not
+    # named (arrays): the numbers and the model's names for them.
+    for dataset in ("shapes", "shapes.h5", "arrays.npz"):
+        predicted = logistic_sgd.predict(model, str(tmp_path / dataset), count=6)
+        assert capsys.readouterr().out.splitlines()[-1] == \
+            "as class names: %s" % [SHAPES[p] for p in predicted]
+    predict = ["--predict", "--save-model", model, "--dataset", str(shapes)]
+    assert logistic_sgd.main(predict) == 0
+    assert "as class names: ['" in capsys.readouterr().out
+    # Named otherwise (a folder renamed, or gone): refused in one line naming both.
+    (shapes / "blue_triangle").rename(shapes / "triangle")
+    assert logistic_sgd.main(predict) == 2
+    out, err = capsys.readouterr()
+    assert "Predicted" not in out and err.splitlines()[-1] == (
+        f"error: {model}: a model of the classes ['blue_triangle', 'red_circle', "
+        f"'yellow_square'], and {shapes} names its classes ['red_circle', 'triangle', "
+        "'yellow_square'] (class 0: 'blue_triangle' in the model, 'red_circle' in the data): "
+        "its label numbers would not stand for the model's classes; give data whose classes are "
+        "named as the model's (class folders under the names they had in training)"), err
+    shutil.rmtree(shapes / "triangle")
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        f"error: {model}: a model of the classes ['blue_triangle', 'red_circle', "
+        f"'yellow_square'], and {shapes} names its classes ['red_circle', 'yellow_square'] "
+        "(3 classes in the model, 2 in the data)")
+    # A model saved without the names (by int8store before them, or a user's
+    # own code) prints the data's, as it did.
+    with np.load(model) as saved:
+        arrays = {"W": saved["W"][:, :2], "b": saved["b"][:2]}
+    for description in ({}, {"normalize": "unit", "program": "logistic_sgd"}):
+        np.savez(model, **arrays, **({"int8store_model": np.frombuffer(
+            json.dumps(description).encode(), np.uint8)} if description else {}))
+        predicted = logistic_sgd.predict(model, str(shapes), count=6)
+        assert capsys.readouterr().out.splitlines()[-1] == \
+            "as class names: %s" % [["red_circle", "yellow_square"][p] for p in predicted]
+    # A damaged record of the names is refused by name.
+    description = {"normalize": "unit", "program": "logistic_sgd", "class_names": "red_circle"}
+    np.savez(model, **arrays, int8store_model=np.frombuffer(json.dumps(description).encode(),
+                                                            np.uint8))
+    assert logistic_sgd.main(predict) == 2
+    assert capsys.readouterr().err == (f"error: {model}: its description's class_names are not "
+                                       "a list of names: damaged\n")
 
 
 def test_predict_sees_the_images_as_the_model_was_trained_on_them(tmp_path, capsys):

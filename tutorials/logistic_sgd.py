@@ -276,6 +276,9 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
     """
     datasets = load_data(dataset, normalize=normalize)
     test_set_x, test_set_y = datasets[2]
+    # int8store: what the model's class numbers stand for (the names it was
+    # trained on, which the data's must be), if named
+    names = training.saved_class_names(model_path, test_set_x.dataset.label_names, dataset)
 
     # int8store: the model the data calls for (its image size, its classes),
     # and the saved W and b checked against it before they are set
@@ -293,8 +296,7 @@ def predict(model_path='best_model.npz', dataset='mnist.pkl.gz', count=10, norma
     # int8store: the count shown is the one predicted (a small test split holds fewer)
     print('Predicted values for the first %i examples in test set:' % len(predicted_values))
     print(predicted_values)
-    names = training.class_names(dataset)  # int8store: what the numbers stand for, if named
-    if names is not None:
+    if names is not None:  # int8store
         print('as class names: %s' % [names[label] for label in predicted_values])
     return predicted_values
 

@@ -136,6 +136,12 @@ class Split:
     #: How many devices the split's rows lie over.
     devices = 1
 
+    #: What the data's class numbers stand for, where it names its classes
+    #: (class folders, a store's manifest, CIFAR-10's ``batches.meta``), as
+    #: :func:`int8store.load_splits` found them: a list, name ``i`` for
+    #: label ``i``; None for data without names.
+    label_names = None
+
     def largest_batch(self):
         """The most examples one minibatch can take: the split's (a shard's
         when streamed)."""

@@ -6,7 +6,7 @@ that one, and this one reads through them."""
 from . import _kind, read_source
 from .locate import caller_file, find_store
 
-__all__ = ["class_names"]
+__all__ = ["class_names", "shown_names"]
 
 
 def class_names(dataset, caller=None):
@@ -25,4 +25,15 @@ def class_names(dataset, caller=None):
         names = read_source(dataset, caller=caller).label_names
     else:
         return None
-    return None if names is None or names == [str(i) for i in range(len(names))] else names
+    return shown_names(names)
+
+
+def shown_names(names):
+    """``names`` (name ``i`` for label ``i``), or None where they say no more
+    than the numbers (folders ``0`` to ``9``) or there are none.
+
+    >>> shown_names(["0", "1"]), shown_names(["10", "2"])
+    (None, ['10', '2'])
+    """
+    return None if names is None or list(names) == [str(i) for i in range(len(names))] \
+        else list(names)

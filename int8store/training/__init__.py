@@ -9,7 +9,8 @@ with them.
 * a checkpoint that holds a run, to resume it exactly (:mod:`.run`:
   :class:`~.run.RunCheckpoint`), checked against the run before anything is
   set: its parameters against the model's (:mod:`.parameters`, also for a
-  saved model: :func:`~.parameters.load_parameters`) and its loop's numbers
+  saved model: :func:`~.parameters.load_parameters`, its class names:
+  :func:`~.parameters.saved_class_names`) and its loop's numbers
   (:mod:`.early_stopping`);
 * a tutorial's run (:mod:`.runner`: :class:`~.runner.Run`, what int8store
   adds to the classic loop, a call each), its command-line options
@@ -55,6 +56,7 @@ _LAZY = {
     "run_identity": ".run",
     "load_parameters": ".parameters",
     "open_saved_model": ".parameters",
+    "saved_class_names": ".parameters",
     "EARLY_STOPPING": ".early_stopping",
     "set_up_run": "..backend.jax.run_setup",
     "Augmentation": "..augment.spec",

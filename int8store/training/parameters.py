@@ -7,17 +7,22 @@ more than the model's own size.
 A run's checkpoint (:mod:`.run`) holds its parameters in the model's dtype
 exactly; a best model saved with :func:`~int8store.training.save_checkpoint` may be
 read with any floating dtype, cast to the model's (a model saved under
-``floatX=float64`` predicts under float32).
+``floatX=float64`` predicts under float32); what it records beside them
+(:func:`saved_model_description`) is read too: the names of its classes,
+checked against the data's, by :func:`saved_class_names`.
 """
 
 import numpy as np
 
 from ..errors import ArgumentError, SourceFormatError, shortened
 from ..runtime.npz import describe_array
+from ..runtime.words import listed
+from ..sources.naming import shown_names
 from ..store.checkpoint import (MODEL_DESCRIPTION, RUN_DESCRIPTION, open_checkpoint,
                                 read_description)
 
-__all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label"]
+__all__ = ["load_parameters", "open_saved_model", "read_parameters", "parameter_label",
+           "saved_model_description", "saved_class_names"]
 
 
 def parameter_label(index, param):
@@ -74,21 +79,71 @@ def open_saved_model(path, keys=None):
     return archive
 
 
-#: The most bytes a saved model's description may take (it holds a few words).
-_MOST_DESCRIPTION_BYTES = 1 << 16
+#: The most bytes a saved model's description may take (a few words, and
+#: its class names: tens of thousands of them).
+_MOST_DESCRIPTION_BYTES = 1 << 22
 
 
 def saved_model_description(archive):
     """What the saved model ``archive`` (:func:`open_saved_model`'s) was
     trained on, as a run's ``save_model`` records it (``{"normalize":
-    ...}``), or ``{}`` for a model saved without it (by int8store 0.3.1 and
-    before, or by a user's own ``save_checkpoint``)."""
+    ..., "program": ..., "class_names": [...]}``, the names where the data
+    had them), or ``{}`` for a model saved without it (by int8store 0.3.1
+    and before, or by a user's own ``save_checkpoint``)."""
     if MODEL_DESCRIPTION not in archive:
         return {}
     description = read_description(archive, MODEL_DESCRIPTION, _MOST_DESCRIPTION_BYTES)
     if not isinstance(description, dict) or not isinstance(description.get("normalize"), str):
         raise SourceFormatError(f"{archive.path}: its description holds no normalization")
+    names = description.get("class_names")
+    if names is not None and not (isinstance(names, list)
+                                  and all(isinstance(name, str) for name in names)):
+        raise SourceFormatError(f"{archive.path}: its description's class_names are not a "
+                                "list of names: damaged")
     return description
+
+
+def saved_class_names(path, data_names, origin):
+    """What the class numbers of the saved model at ``path`` stand for, to
+    print beside its predictions (None where they say no more than the
+    numbers, :func:`~int8store.sources.naming.shown_names`): the names it
+    records (:meth:`~int8store.training.Run.save_model`), which the data's
+    ``data_names`` (its splits' ``label_names``; None for data without
+    names) must be. A model saved without them (by int8store 0.3.1 and
+    before, or a user's own code) takes the data's, as it did.
+
+    Raises :class:`~int8store.ArgumentError` where the data ``origin``
+    names its classes otherwise (other names, another count, another
+    order: a class folder renamed moves the others' numbers): its labels
+    would not be the model's classes, and every name printed would be
+    another class's.
+    """
+    archive = open_saved_model(path)
+    recorded = saved_model_description(archive).get("class_names")
+    if recorded is None:
+        return shown_names(data_names)
+    data_names = None if data_names is None else list(data_names)
+    if data_names is not None and data_names != recorded:
+        raise ArgumentError(
+            f"{archive.path}: a model of the classes {_listed(recorded)}, and {origin} names its "
+            f"classes {_listed(data_names)} ({_first_difference(recorded, data_names)}): its "
+            "label numbers would not stand for the model's classes; give data whose classes are "
+            "named as the model's (class folders under the names they had in training)")
+    return shown_names(recorded)
+
+
+def _listed(names):
+    """``['cat', 'dog']``; the first ten of more, and how many more."""
+    return f"[{listed(repr(shortened(name, 60)) for name in names)}]"
+
+
+def _first_difference(model, data):
+    """Where two lists of class names part, in words."""
+    if len(model) != len(data):
+        return f"{len(model):,} classes in the model, {len(data):,} in the data"
+    index = next(i for i, (a, b) in enumerate(zip(model, data)) if a != b)
+    return (f"class {index}: {shortened(model[index], 60)!r} in the model, "
+            f"{shortened(data[index], 60)!r} in the data")
 
 
 def load_parameters(path, params, keys=None):

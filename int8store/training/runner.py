@@ -356,7 +356,10 @@ class Run:
         path, nor in a process other than the first of several. Beside the
         arrays, what the model was trained on (:func:`~.parameters.saved_model_description`):
         its images' normalization, which ``--predict`` must read them with,
-        and the program (:meth:`resume`'s) whose model it is."""
+        the program (:meth:`resume`'s) whose model it is, and where the data
+        names its classes, their names (:attr:`~int8store.dataset.split.Split.label_names`),
+        which ``--predict`` prints and checks the data's against
+        (:func:`~.parameters.saved_class_names`)."""
         from ..backend.jax.sharding import is_main_process
         from ..store.checkpoint import MODEL_DESCRIPTION, description_array, save_checkpoint
 
@@ -364,6 +367,9 @@ class Run:
             description = {"normalize": self.normalize}
             if self._program:
                 description["program"] = str(self._program)
+            names = self.train.label_names if self.splits else None
+            if names is not None:
+                description["class_names"] = list(names)
             save_checkpoint(path, *arrays, **named,
                             **{MODEL_DESCRIPTION: description_array(description)})
 
