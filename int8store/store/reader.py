@@ -370,7 +370,10 @@ class Store:
 
     def _check_chunks(self, name, first, step, stop=None):
         """Check every ``step``-th stored chunk of ``name`` from example
-        ``first``, until ``stop`` (a :class:`threading.Event`) is set."""
+        ``first``, until ``stop`` (a :class:`threading.Event`) is set; a
+        damaged chunk sets it for the others. (The caller waits for the
+        workers in order: one that found damage after the first worker had
+        started waited for it to check all its chunks.)"""
         layout = self._split(name)
         scratch = np.empty(self.chunk_bytes(name), dtype=np.uint8)
         with self._reading(), open(self.file, "rb", buffering=0) as f:
@@ -378,8 +381,13 @@ class Store:
                 if stop is not None and stop.is_set():
                     return
                 offset, nbytes, digest = layout.chunks[index]
-                self._reader.read_range(f, offset, memoryview(scratch)[:nbytes], digest,
-                                        layout.chunk_name(name, index))
+                try:
+                    self._reader.read_range(f, offset, memoryview(scratch)[:nbytes], digest,
+                                            layout.chunk_name(name, index))
+                except BaseException:
+                    if stop is not None:
+                        stop.set()
+                    raise
 
     @property
     def manifest_digest(self):
