@@ -25,7 +25,8 @@ import numpy as np
 from ...errors import ArgumentError
 from ..setup.activation import activate
 from .generated_source import graph_to_python
-from .mode import HeldConstants, jax_mode, minibatch_check, require_jax
+from .mode import (HeldConstants, jax_mode, minibatch_check, refuse_untraceable_slices,
+                   require_jax)
 from .window_groups import scoring_group
 
 __all__ = ["jax_graph", "JaxSteps", "JaxScore"]
@@ -40,6 +41,7 @@ def jax_graph(inputs, outputs):
     graph = api.module("graph.fg").FunctionGraph(list(inputs), list(outputs), clone=False)
     graph.attach_feature(api.Supervisor(graph.inputs))
     jax_mode().optimizer.rewrite(graph)
+    refuse_untraceable_slices(graph)
     return graph
 
 

@@ -7,9 +7,14 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 * the classic slice ``data[index * size:(index + 1) * size]`` becomes the
   static-size :class:`~int8store.backend.ops.minibatch.Minibatch` op (JAX
   refuses a slice with a symbolic start), so the classic tutorials'
-  ``givens`` run unchanged; every minibatch op's length is made part of
-  its type (``static``), as a traced program needs it, where the C
-  backend leaves it out, as the classic slice's was;
+  ``givens`` run unchanged, and so does any slice of the rows whose stop
+  is its start plus a constant (``data[(i + 1) * B:(i + 2) * B]``,
+  ``data[i * B + c:(i + 1) * B + c]``: :mod:`~int8store.backend.ops.slice_forms`);
+  every minibatch op's length is made part of its type (``static``), as a
+  traced program needs it, where the C backend leaves it out, as the
+  classic slice's was. Any other slice whose bounds are computed at call
+  time is refused when the function is compiled, in one line naming it
+  (:func:`refuse_untraceable_slices`), not by JAX's traceback;
 * ops are converted with int8store's conversions first (:mod:`.conversions`:
   conv2d, pooling, the softmax ops, corrections of Aesara's own), then the
   library's;
@@ -19,11 +24,14 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
   (:class:`HeldConstants`, which int8store's own loops use too);
 * every minibatch index is checked on the host before each call: inside a
   jitted function JAX cannot raise, and its dynamic slice would clamp an index
-  past the end without a word. Over several devices a minibatch (stride ==
-  size) must take real rows on every device
+  past the end without a word (an index computed from the inputs, as
+  ``i + 1``, is computed on the host for the check: :func:`host_value`).
+  Over several devices a minibatch (stride == size) must take real rows on
+  every device
   (:meth:`~int8store.order.blocks.Blocks.check_minibatch`:
-  ``dataset.n_batches(B)`` of them); a window (evaluation's, stride 1) may
-  cover padding, which :func:`~int8store.training.evaluate_in_chunks` leaves out.
+  ``dataset.n_batches(B)`` of them), and so must any other stride's rows;
+  a window (evaluation's, stride 1) may cover padding, which
+  :func:`~int8store.training.evaluate_in_chunks` leaves out.
   A function's minibatches are converted for its data's placement: data
   placed again over another device count is refused at the next call;
 * on Aesara, a function's program can write the updates of the variables
@@ -41,11 +49,13 @@ all local to this mode (the library's own ``mode="JAX"`` is left as it ships):
 
 import threading
 
+import numpy as np
+
 from ...errors import ArgumentError, MissingDependencyError
 from ..setup.activation import activate
 
 __all__ = ["jax_mode", "require_jax", "minibatch_check", "is_held_constant", "HeldConstants",
-           "SharedShapes"]
+           "SharedShapes", "refuse_untraceable_slices"]
 
 _JAX_MODE = None
 _lock = threading.Lock()
@@ -173,7 +183,9 @@ def _make_jax_mode():
     Subtensor = api.module("tensor.subtensor").Subtensor
 
     from ..ops.minibatch import Minibatch, minibatch_of_slice
+    from ..ops.slice_forms import minibatch_of_window, refusal
     from .generated_source import graph_to_python
+    from .sharding import sharded_layout
     from .updates import DeviceUpdates
 
     class CheckedJAXLinker(JAXLinker):
@@ -182,6 +194,7 @@ def _make_jax_mode():
         updates on the device (:class:`~.updates.DeviceUpdates`)."""
 
         def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
+            refuse_untraceable_slices(fgraph)
             self._index_checks = [_index_check(fgraph, node) for node in fgraph.apply_nodes
                                   if isinstance(node.op, Minibatch)]
             # What JAXLinker.fgraph_convert does, with int8store's conversions
@@ -229,26 +242,30 @@ def _make_jax_mode():
         def __reduce__(self):
             return (jax_mode, ()) if self is _JAX_MODE else super().__reduce__()
 
-    def _input_position(fgraph, variable, name):
-        if variable not in fgraph.inputs:
-            raise ArgumentError(
-                f"{name}: in JAX mode the minibatch index must be an input of the function, "
-                "so that it can be checked before JAX runs (JAX would clamp it silently)"
-            )
-        return fgraph.inputs.index(variable)
-
     def _index_check(fgraph, node):
         """``check(args)`` of a minibatch node's index, or None for a constant one."""
         index, check = node.inputs[1], minibatch_check(node)
         if isinstance(index, Constant):
             check(index.data)
             return None
-        position = _input_position(fgraph, index, node.inputs[0].name or "data")
-        return lambda args: check(args[position])
+        if index in fgraph.inputs:
+            position = fgraph.inputs.index(index)
+            return lambda args: check(args[position])
+        layout = sharded_layout(node.inputs[0])
+        if layout is not None and node.op.stride == 1:
+            raise ArgumentError(
+                f"{node.inputs[0].name or 'data'}: over {layout[1]} devices, the start of a "
+                "window data[s:s + n] must be an input of the function (it counts each "
+                "device's rows, as int8store.training.evaluate_in_chunks gives them)")
+        value = host_value(fgraph, index)
+        return lambda args: check(value(args))
 
     @node_rewriter([Subtensor])
     def classic_slices_to_minibatches(fgraph, node):
         replacement = minibatch_of_slice(node)
+        if replacement is None:
+            layout = sharded_layout(node.inputs[0])
+            replacement = minibatch_of_window(node, 1 if layout is None else layout[1])
         return [replacement] if replacement is not None else None
 
     @node_rewriter([Minibatch])
@@ -273,6 +290,10 @@ def _make_jax_mode():
 
         def apply(self, fgraph):
             self.first.rewrite(fgraph)
+            # Said as written, in case a slice JAX cannot take is left at the end.
+            fgraph.int8store_refused_slices = [
+                (node.inputs[0], message) for node in fgraph.toposort()
+                if (message := refusal(node)) is not None]
             self.lengths.rewrite(fgraph)
             if api.NAME == "aesara":  # (PyTensor's JAX rewrites keep shapes static)
                 specify_shared_shapes(fgraph)
@@ -302,8 +323,66 @@ def _make_jax_mode():
         # rewriter, as here, is taken as it is).
         query = JAX.provided_optimizer.including(*JAXLinker.required_rewrites) \
             .excluding(*JAXLinker.incompatible_rewrites)
-    first = in2out(classic_slices_to_minibatches, name="int8store_minibatches")
+    # (failure_callback=None: a slice refused is said, not logged and passed over)
+    first = in2out(classic_slices_to_minibatches, name="int8store_minibatches",
+                   failure_callback=None)
     return JAXMode(linker=CheckedJAXLinker(), optimizer=MinibatchesFirst(first, query))
+
+
+def refuse_untraceable_slices(fgraph):
+    """Raise :class:`~int8store.ArgumentError` if a slice JAX cannot trace
+    (a bound computed at call time, of a form no minibatch op takes) is left
+    in ``fgraph``, rewritten as int8store's JAX mode rewrites: said as the
+    user wrote it where the mode's first rewrite saw it."""
+    from ..ops.slice_forms import refusal
+
+    for node in fgraph.toposort():
+        message = refusal(node)
+        if message is None:
+            continue
+        written = getattr(fgraph, "int8store_refused_slices", [])
+        same = [said for data, said in written if data is node.inputs[0]]
+        raise ArgumentError((same or [said for _, said in written] or [message])[0])
+
+
+def host_value(fgraph, variable):
+    """``value(args)``: the integer scalar ``variable`` of ``fgraph``, computed
+    on the host from the values of the graph's inputs (``args``, by
+    position) by each op's ``perform``, as the library's Python linker
+    would (a minibatch index such as ``i + 1``, checked before JAX runs)."""
+    basic = activate().module("graph.basic")
+    nodes, seen = [], set()
+
+    def visit(v):  # (the nodes computing variable, in order)
+        if v.owner is None or v.owner in seen:
+            return
+        seen.add(v.owner)
+        for parent in v.owner.inputs:
+            visit(parent)
+        nodes.append(v.owner)
+
+    visit(variable)
+    for node in nodes:
+        node.op.prepare_node(node, None, None, "py")
+    read = {v: fgraph.inputs.index(v) for node in nodes for v in node.inputs
+            if v.owner is None and not isinstance(v, basic.Constant)}
+    if variable.owner is None:
+        read[variable] = fgraph.inputs.index(variable)
+
+    def value(args):
+        values = {v: np.asarray(args[position]) for v, position in read.items()}
+        for node in nodes:
+            inputs = [values[v] if v in values else v.data for v in node.inputs]
+            for destroyed in getattr(node.op, "destroy_map", {}).values():
+                # (an op working in place, as an update's c + 1 shared with the
+                # index can be, writes over a copy of its own)
+                inputs[destroyed[0]] = np.array(inputs[destroyed[0]])
+            outputs = [[None] for _ in node.outputs]
+            node.op.perform(node, inputs, outputs)
+            values.update(zip(node.outputs, (storage[0] for storage in outputs)))
+        return values[variable]
+
+    return value
 
 
 def _linker_of_state(state):
@@ -335,6 +414,12 @@ def minibatch_check(node):
             and blocks.devices == layout[1]:
         def check_rows(index):  # a minibatch: real rows on every device
             blocks.check_minibatch(index, size, name)
+    elif layout is not None and stride > 1 and blocks is not None \
+            and blocks.devices == layout[1]:
+        sharded_steps(node.op, layout[1])  # (refused unless every device takes its part)
+
+        def check_rows(index):  # rows [index * stride, + size): real rows, as on one device
+            check_index(index, size, blocks.n_examples, name, stride, node.op.short)
     else:
         if layout is not None:  # checked in one block: each device slices its own
             devices = layout[1]

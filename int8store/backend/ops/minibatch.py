@@ -16,7 +16,9 @@ check.
 
 :func:`minibatch_of_slice` recognises the classic tutorials' slice
 ``data[index * size:(index + 1) * size]``: int8store's JAX mode turns it into
-this op, so the classic ``givens`` run on JAX unchanged.
+this op, so the classic ``givens`` run on JAX unchanged; the other slices
+of the rows that are a minibatch or a window (``data[(i + 1) * size:(i + 2)
+* size]``, ...) it reads with :mod:`.slice_forms`.
 """
 
 import functools
