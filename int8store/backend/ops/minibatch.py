@@ -32,7 +32,7 @@ from . import numba
 _api = activate()
 at = _api.at
 
-__all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice",
+__all__ = ["Minibatch", "minibatch", "check_index", "minibatch_of_slice", "same_value",
            "shuffled_epoch_and_index"]
 
 
@@ -268,11 +268,11 @@ def minibatch_of_slice(node):
     if factor is not None and factor >= 1:
         following, stop_factor = _times_constant(stop)
         index, one = _plus_constant(following) or (None, None)
-        if stop_factor == factor and one == 1 and _same(index, first):
+        if stop_factor == factor and one == 1 and same_value(index, first):
             # index * n : (index + 1) * n
             return minibatch(data, first, factor, keep_short=True)
     begin, length = _plus_constant(stop) or (None, None)
-    if start is None or not _same(begin, start) or length is None or length < 1:
+    if start is None or not same_value(begin, start) or length is None or length < 1:
         return None
     if factor is not None and factor >= 1:
         # begin = index * n; begin : begin + m (SdA, DBN; m = n is a minibatch)
@@ -282,7 +282,7 @@ def minibatch_of_slice(node):
     return None
 
 
-def _same(one, other):
+def same_value(one, other):
     """Whether two scalar expressions compute the same thing: written twice
     (``data[i * n:i * n + n]``), the start is two graphs of one value."""
     return one is other or (one is not None and other is not None and _api.module(

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import ArgumentError
 from ..setup.activation import activate
-from .minibatch import minibatch
+from .minibatch import minibatch, same_value
 
 _api = activate()
 
@@ -96,15 +96,11 @@ def _through(variable):
     return None
 
 
-def _same(one, other):
-    return one is other or _api.module("graph.basic").equal_computations([one], [other])
-
-
 def _add(terms, more, factor=1):
     """``terms`` (a list of ``[term, coefficient]``) plus ``factor`` times ``more``."""
     for term, coefficient in more:
         for entry in terms:
-            if _same(entry[0], term):
+            if same_value(entry[0], term):
                 entry[1] += factor * coefficient
                 break
         else:
