@@ -7,6 +7,8 @@ refused when the function is compiled, in one line, not by JAX's traceback
 ("Array slice indices must have static start/stop/step") at the call.
 Resident here, over four devices in a process of their own."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,34 @@ def test_an_index_computed_from_a_counter_the_function_updates_is_read_before_th
     with pytest.raises(MinibatchIndexError, match="minibatch index 4 is outside 0..3"):
         step()
     assert int(counter.get_value()) == 3
+
+
+def test_an_index_widened_before_its_arithmetic_is_computed_as_wide():
+    """The C backend computes ``cast(b, "int64") * 5 + 5`` of an int8 ``b``
+    in int64; the minibatch index read from it (``b + 1``) must be too: in
+    int8 it wrapped past 127, and JAX's ``index * 5`` took row 0 for row 155."""
+    b = at.scalar("b", dtype="int8")
+    wide = at.cast(b, "int64")
+    seen = {}
+    for mode in ("c", "jax"):
+        data = place(shared(np.arange(700, dtype=np.int32), name="long"), mode)
+        f = lib.function([b], [data[(wide + 1) * 5:(wide + 2) * 5],
+                               data[wide * 4 + 2:wide * 4 + 4]], mode=function_mode(mode))
+        with warnings.catch_warnings():  # (JAX's own, on the int64 it computes in 32 bits)
+            warnings.simplefilter("ignore", UserWarning)
+            seen[mode] = [np.asarray(v) for index in (30, 127) for v in f(index)]
+    assert seen["c"][0].tolist() == list(range(155, 160))
+    for c, taken in zip(seen["c"], seen["jax"]):
+        np.testing.assert_array_equal(taken, c)
+
+
+def test_a_refusal_names_the_slice_left_not_one_a_later_rewrite_folded():
+    """``data[i * 0:3]`` is read as computed at call time by the first
+    rewrite, then folded to ``data[0:3]``; ``data[i:]`` is what is refused."""
+    data = rows("jax")
+    for outputs in ([data[i:], data[i * 0:3]], [data[i * 0:3], data[i:]]):
+        with pytest.raises(ArgumentError, match=r"^rows\[i:\]: JAX mode cannot take this slice"):
+            lib.function([i], outputs, mode=function_mode("jax"))
 
 
 @pytest.mark.parametrize("written, why", [

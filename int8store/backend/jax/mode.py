@@ -292,7 +292,7 @@ def _make_jax_mode():
             self.first.rewrite(fgraph)
             # Said as written, in case a slice JAX cannot take is left at the end.
             fgraph.int8store_refused_slices = [
-                (node.inputs[0], message) for node in fgraph.toposort()
+                (node, node.inputs[0], message) for node in fgraph.toposort()
                 if (message := refusal(node)) is not None]
             self.lengths.rewrite(fgraph)
             if api.NAME == "aesara":  # (PyTensor's JAX rewrites keep shapes static)
@@ -336,13 +336,18 @@ def refuse_untraceable_slices(fgraph):
     user wrote it where the mode's first rewrite saw it."""
     from ..ops.slice_forms import refusal
 
+    written = getattr(fgraph, "int8store_refused_slices", [])
     for node in fgraph.toposort():
         message = refusal(node)
         if message is None:
             continue
-        written = getattr(fgraph, "int8store_refused_slices", [])
-        same = [said for data, said in written if data is node.inputs[0]]
-        raise ArgumentError((same or [said for _, said in written] or [message])[0])
+        # As the first rewrite saw this node; else as it saw a slice that a
+        # later rewrite replaced (this one's source), one of the same data first.
+        seen = [said for first, _, said in written if first is node]
+        replaced = [(data, said) for first, data, said in written
+                    if first not in fgraph.apply_nodes]
+        same = [said for data, said in replaced if data is node.inputs[0]]
+        raise ArgumentError((seen or same or [said for _, said in replaced] or [message])[0])
 
 
 def host_value(fgraph, variable):

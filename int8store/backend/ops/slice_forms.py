@@ -218,16 +218,16 @@ def _passed(variable):
 
 
 def _index(start, terms, constant, stride):
-    """``(start) / stride`` as an integer expression: ``start`` itself for a
-    stride of 1, a term itself for ``stride * term``."""
-    start = _passed(start)
+    """``(start) / stride`` as an integer expression, in ``start``'s dtype:
+    ``start`` itself for a stride of 1. (A term read through a widening
+    cast, ``cast(i, "int64") * 5``, is widened again: in its own dtype the
+    index would wrap where the start the user wrote does not.)"""
+    dtype, start = start.dtype, _passed(start)
     if stride == 1:
         return start
-    if constant == 0 and len(terms) == 1 and terms[0][1] == stride:
-        return _api.at.as_tensor_variable(terms[0][0])
     index = None
     for term, coefficient in terms:
-        part = _api.at.as_tensor_variable(term)
+        part = _api.at.cast(term, dtype)
         part = part if coefficient == stride else part * (coefficient // stride)
         index = part if index is None else index + part
     return index + constant // stride if constant else index
