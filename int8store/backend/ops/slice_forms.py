@@ -31,7 +31,7 @@ from .minibatch import minibatch, same_value
 
 _api = activate()
 
-__all__ = ["TAKEN", "minibatch_of_window", "refusal", "computed_at_call", "describe"]
+__all__ = ["TAKEN", "minibatch_of_window", "refusal"]
 
 #: The forms JAX mode takes, for messages and docs.
 TAKEN = ("JAX mode takes a slice of the rows whose stop is its start plus a constant, with no "
