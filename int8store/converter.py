@@ -13,6 +13,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .codes.labels import class_count
+from .codes.vocabulary import check_flag
 from .errors import ArgumentError, EncodingError, path_argument, shortened
 from .store.atomic import check_can_write, check_not_a_source
 from .order.shuffle import check_seed
@@ -97,6 +98,8 @@ def convert(sources, output, valid_size=None, valid_seed=None, lossy=False, resi
 def _convert(sources, output, valid_size, valid_seed, lossy, resize, keys, force, command_line,
              chunk_bytes, report, keep_order, test_size):
     path_argument(output, "output")
+    lossy, force = check_flag("lossy", lossy), check_flag("force", force)
+    keep_order = check_flag("keep_order", keep_order)
     chunk_bytes = parse_size(chunk_bytes, "chunk_bytes")  # (0 and -5 were one row a chunk)
     check_not_a_source(output, files_read(sources), "convert", "the store",
                        class_folder_trees(sources))

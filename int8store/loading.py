@@ -30,7 +30,8 @@ import numpy as np
 
 from .codes.histogram import channel_code_counts, channels_of, code_counts
 from .codes.statistics import normalization_statistics, scale_notice
-from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_mode
+from .codes.vocabulary import (NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_flag,
+                               check_mode)
 from .errors import ArgumentError, SourceFormatError, named_by
 from .order.shuffle import check_seed
 from .plan.residency import RESIDENCIES, residency_of
@@ -128,6 +129,7 @@ def load_splits(dataset, normalize="unit", storage="int8", valid_size=None, vali
     check_choice("normalize", normalize, NORMALIZATIONS)
     check_choice("storage", storage, STORAGES)
     check_mode(mode)  # before the reading, which may take a while
+    lossy, keep_order = check_flag("lossy", lossy), check_flag("keep_order", keep_order)
     if seed is not None:
         check_seed(seed)
     if valid_seed is not None:

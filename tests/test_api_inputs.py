@@ -292,3 +292,35 @@ def test_place_on_the_c_backend_refuses_several_devices():
             place(splits, "c", devices=wrong)
     assert place(splits, "c", devices=1) is splits
     assert splits["train"].blocks is None
+
+
+@pytest.mark.parametrize("value", ["no", "False", None, 2, [], 0.5])
+def test_a_flag_that_is_not_true_or_false_is_refused_before_anything_is_read(tmp_path, value):
+    # (lossy="no" was true: data int8 cannot hold quantized without a word;
+    # keep_order="no" kept a class-sorted source's order, verify="no" verified)
+    from int8store import convert, load_data
+
+    images = np.linspace(0, 1, 300 * 4).reshape(300, 4)  # 1,200 levels: no exact encoding
+    np.savez(tmp_path / "fine.npz", x_train=images, y_train=np.arange(300) % 3)
+    calls = {"lossy": lambda: quantize(images, lossy=value),
+             "load_data lossy": lambda: load_data(tmp_path / "fine.npz", lossy=value),
+             "keep_order": lambda: load_data(tmp_path / "fine.npz", keep_order=value),
+             "force": lambda: convert(tmp_path / "fine.npz", tmp_path / "s.h5", force=value),
+             "convert lossy": lambda: convert(tmp_path / "fine.npz", tmp_path / "t.h5",
+                                              lossy=value),
+             "verify": lambda: open_store(tmp_path / "none.h5", verify=value)}
+    for name, call in calls.items():
+        option = name.split()[-1]
+        with pytest.raises(ArgumentError, match=rf"^{option}={re.escape(repr(value))}: "
+                                                r"expected True or False$"):
+            call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fine.npz"]
+
+
+def test_numpys_booleans_and_0_or_1_are_flags():
+    images = np.linspace(0, 1, 1200)
+    for value in (np.True_, 1):
+        assert quantize(images, lossy=value)[1].max_error > 0
+    for value in (np.False_, 0):
+        with pytest.raises(Exception, match="1200 distinct values|lossy"):
+            quantize(images, lossy=value)

@@ -12,6 +12,7 @@ seen, unless lossy quantization is asked for explicitly.
 import numpy as np
 
 from ..errors import EncodingError, shown
+from .vocabulary import check_flag
 from .encoding import (CHUNK_ELEMENTS, DEFAULT_DIVISOR, Encoding, as_numeric, encode,
                        encode_scaled_exactly, exact_levels, is_divisor, nearest_entry,
                        MOST_MAGNITUDE)
@@ -77,6 +78,7 @@ def survey_encoding(chunks, divisor=None, lossy=False):
     distinct values for a codebook, or the range for a lossy one), so an
     archive of any size is surveyed in bounded memory.
     """
+    lossy = check_flag("lossy", lossy)  # (before the survey, which may take a while)
     survey = EncodingSurvey(divisor)
     for name, chunk in chunks():
         survey.add(chunk, name)

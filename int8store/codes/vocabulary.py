@@ -1,8 +1,11 @@
 """The words int8store's options take, defined once."""
 
+import numpy as np
+
 from ..errors import ArgumentError
 
-__all__ = ["SPLITS", "CUTS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "check_mode"]
+__all__ = ["SPLITS", "CUTS", "NORMALIZATIONS", "STORAGES", "MODES", "check_choice", "check_mode",
+           "check_flag"]
 
 #: The splits every dataset ends with, in order.
 SPLITS = ("train", "valid", "test")
@@ -28,6 +31,16 @@ def check_choice(name, value, choices):
     if value not in choices:
         raise ArgumentError(f"{name}={value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def check_flag(name, value):
+    """``value`` as a bool, if it is one (``True``, ``False``, numpy's, 1 or
+    0), else an error naming the option: ``lossy="no"`` is true, and would
+    lose the data's exactness without a word."""
+    if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return bool(value)
+    raise ArgumentError(f"{name}={value!r}: expected True or False")
 
 
 def check_mode(mode):

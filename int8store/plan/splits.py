@@ -17,6 +17,7 @@ import numpy as np
 
 from ..codes.encoding import Encoding, encode
 from ..codes.survey import float_candidates, survey_encoding
+from ..codes.vocabulary import check_flag
 from ..errors import ArgumentError, EncodingError, SourceFormatError, shortened
 from ..codes.labels import as_int32_labels
 from ..runtime.limits import max_memory
@@ -178,6 +179,7 @@ def plan_splits(source, valid_size=None, valid_seed=None, lossy=False,
     if not isinstance(source, SourceData):
         raise ArgumentError(f"source={shortened(repr(source))}: expected what a reader gives "
                             "(int8store.sources.read_source(path)), not a path or a name")
+    lossy, keep_order = check_flag("lossy", lossy), check_flag("keep_order", keep_order)
     for name, split in source.splits.items():  # (checked before they are counted by class)
         split.labels = as_int32_labels(split.labels, name=f"{source.origin} ({name}) labels")
     arrangement = arrange(source, valid_size, valid_seed, test_size, keep_order)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .checksums import CHECKSUM_NAMES, SPLIT_DIGEST, chunk_hasher
 from ..codes.histogram import channel_code_counts, channels_of, code_counts
+from ..codes.vocabulary import check_flag
 from ..errors import (ArgumentError, DatasetNotFoundError, EncodingError, StoreChecksumError,
                       StoreFormatError, path_argument)
 from ..runtime.files import check_regular_file
@@ -430,6 +431,7 @@ def open_store(path, verify=True):
     """Open an int8store file: check its manifest, its metadata and format
     version and, unless ``verify`` is false, every chunk of data. Returns a
     :class:`Store`."""
+    verify = check_flag("verify", verify)
     store = Store(path)
     if verify:
         store.verify()
