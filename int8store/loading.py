@@ -30,8 +30,7 @@ import numpy as np
 
 from .codes.histogram import channel_code_counts, channels_of, code_counts
 from .codes.statistics import normalization_statistics, scale_notice
-from .codes.vocabulary import (NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_flag,
-                               check_mode)
+from .codes.vocabulary import NORMALIZATIONS, SPLITS, STORAGES, check_choice, check_flag, check_mode
 from .errors import ArgumentError, SourceFormatError, named_by
 from .order.shuffle import check_seed
 from .plan.residency import RESIDENCIES, residency_of

@@ -91,6 +91,12 @@ CLIENT_FLOATX = ["float64", "float32"] if LIBRARY == "aesara" else ["float64"]
 @pytest.mark.slow
 @pytest.mark.parametrize("floatx", CLIENT_FLOATX)
 def test_a_classic_logistic_client_gives_the_classic_figures(classic_layout, floatx):
+    if LIBRARY == "pytensor":
+        # A program PyTensor's Numba mode compiles into an empty cache gives
+        # costs a unit in the last place off those of the same program run
+        # from its cache (0.059589824355322625 and ...2262, the classic loader
+        # both times): each client runs from the cache the first one fills.
+        run_client(classic_layout, "classic_logistic.py", "classic", floatx, "--epochs", "3")
     classic = run_client(classic_layout, "classic_logistic.py", "classic", floatx, "--epochs", "3")
     ours = run_client(classic_layout, "classic_logistic.py", "int8store", floatx, "--epochs", "3")
     assert ours["floatX"] == classic["floatX"] == floatx

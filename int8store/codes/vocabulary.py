@@ -1,6 +1,6 @@
 """The words int8store's options take, defined once."""
 
-import numpy as np
+import numbers
 
 from ..errors import ArgumentError
 
@@ -36,9 +36,10 @@ def check_choice(name, value, choices):
 def check_flag(name, value):
     """``value`` as a bool, if it is one (``True``, ``False``, numpy's, 1 or
     0), else an error naming the option: ``lossy="no"`` is true, and would
-    lose the data's exactness without a word."""
-    if isinstance(value, (bool, np.bool_)) or (
-            isinstance(value, (int, np.integer)) and value in (0, 1)):
+    lose the data's exactness without a word. (No numpy here: Aesara's
+    start-up hook imports this module before the program runs.)"""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_") or (
+            isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
     raise ArgumentError(f"{name}={value!r}: expected True or False")
 
