@@ -355,18 +355,9 @@ def host_value(fgraph, variable):
     on the host from the values of the graph's inputs (``args``, by
     position) by each op's ``perform``, as the library's Python linker
     would (a minibatch index such as ``i + 1``, checked before JAX runs)."""
-    basic = activate().module("graph.basic")
-    nodes, seen = [], set()
-
-    def visit(v):  # (the nodes computing variable, in order)
-        if v.owner is None or v.owner in seen:
-            return
-        seen.add(v.owner)
-        for parent in v.owner.inputs:
-            visit(parent)
-        nodes.append(v.owner)
-
-    visit(variable)
+    api = activate()
+    basic = api.module("graph.basic")
+    nodes = api.io_toposort(api.graph_inputs([variable]), [variable])  # (computing variable)
     for node in nodes:
         node.op.prepare_node(node, None, None, "py")
     read = {v: fgraph.inputs.index(v) for node in nodes for v in node.inputs

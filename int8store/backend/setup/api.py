@@ -28,15 +28,15 @@ softmax = import_module(f"{NAME}.tensor.special").softmax
 
 if NAME == "aesara":
     from aesara.compile.function.types import Supervisor
-    from aesara.graph.basic import clone_replace, graph_inputs
+    from aesara.graph.basic import clone_replace, graph_inputs, io_toposort
     from aesara.tensor.var import TensorVariable
 else:
     from pytensor.graph.replace import clone_replace
     from pytensor.tensor.variable import TensorVariable
     try:  # (moved there from graph.basic in PyTensor 3.x)
-        from pytensor.graph.traversal import graph_inputs
+        from pytensor.graph.traversal import graph_inputs, io_toposort
     except ImportError:
-        from pytensor.graph.basic import graph_inputs
+        from pytensor.graph.basic import graph_inputs, io_toposort
     try:  # (from compile.function.types in PyTensor 3.x)
         from pytensor.compile.aliasing import Supervisor
     except ImportError:
@@ -44,7 +44,7 @@ else:
 
 
 __all__ = ["lib", "NAME", "VERSION", "at", "function", "softmax", "clone_replace", "graph_inputs",
-           "Supervisor",
+           "io_toposort", "Supervisor",
            "TensorVariable", "module", "float_dtype", "float_constant", "shared",
            "FLOAT_DTYPES", "describe"]
 
